@@ -1,0 +1,17 @@
+
+include(CMakePackageConfigHelpers)
+
+install(TARGETS dlock EXPORT dlock-targets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY include/dlock DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT dlock-targets NAMESPACE dlock:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dlock)
+configure_package_config_file(cmake/dlock-config.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/dlock-config.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dlock)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/dlock-config-version.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/dlock-config.cmake ${CMAKE_CURRENT_BINARY_DIR}/dlock-config-version.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dlock)

@@ -1,0 +1,73 @@
+// Error codes of dlock: one category, one value per problem a caller can act on.
+#pragma once
+
+#include <boost/system/error_code.hpp>
+
+#include <type_traits>
+
+namespace dlock {
+
+/// Errors reported by dlock. `boost::asio::error::operation_aborted` is never reused for
+/// these: it means the caller cancelled, and nothing else.
+enum class error {
+    /// The connection failed while the request was in flight; it may or may not have run.
+    connection_lost = 1,
+    /// The operation did not complete within its configured timeout.
+    timeout,
+    /// The server sent bytes that are not valid RESP; the connection is reset.
+    protocol_error,
+    /// The server rejected AUTH: wrong password or ACL user.
+    auth_failed,
+    /// TCP or unix-socket connect failed (refused, unreachable, no such socket).
+    connect_failed,
+    /// Host name resolution failed.
+    resolve_failed,
+    /// The TLS handshake failed (wrong CA, bad certificate, not a TLS server).
+    tls_failed,
+    /// The server answered with an error reply; the reply text is kept in the response.
+    server_error,
+    /// The connection setup (SELECT, CLIENT SETNAME) was rejected by the server.
+    handshake_failed,
+    /// The object was closed or destroyed while the operation was pending.
+    closed,
+    /// A URL could not be parsed at all.
+    invalid_url,
+    /// The URL scheme is not redis://, rediss:// or unix://.
+    unsupported_scheme,
+    /// The port is missing digits or out of range 1..65535.
+    invalid_port,
+    /// The database index is not a non-negative integer.
+    invalid_database,
+    /// A configuration option (URL query or JSON field) is unknown or has a bad value.
+    invalid_option,
+    /// A duration is not of the form 250ms, 5s, 2m or 1h (or plain milliseconds).
+    invalid_duration,
+    /// The request holds no command, or a reply did not have the expected shape.
+    invalid_request,
+    /// The lock name is empty or longer than the configured limit.
+    invalid_name,
+    /// The lease is zero, negative, or too short to outlive a store round trip.
+    invalid_lease,
+    /// The lease ended (expired, deleted or taken over) before it was released or renewed.
+    lock_lost,
+    /// The lock was held elsewhere and the caller asked not to wait.
+    would_block,
+    /// The guard holds nothing (already released, moved from, or never acquired).
+    not_held,
+};
+
+/// The `dlock` error category.
+const boost::system::error_category& dlock_category() noexcept;
+
+/// Makes an error_code in the `dlock` category.
+inline boost::system::error_code make_error_code(error e) noexcept
+{
+    return {static_cast<int>(e), dlock_category()};
+}
+
+}  // namespace dlock
+
+namespace boost::system {
+template <>
+struct is_error_code_enum<::dlock::error> : std::true_type {};
+}  // namespace boost::system

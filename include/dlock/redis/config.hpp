@@ -1,0 +1,73 @@
+// Connection settings, from a URL (Boost.URL) or a JSON object (Boost.JSON).
+#pragma once
+
+#include <boost/json/fwd.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace dlock::redis {
+
+/// How to reach the server.
+enum class transport : std::uint8_t { tcp, tls, unix_socket };
+
+/// Everything a connection needs. Zero for a duration means "no limit" unless said otherwise.
+struct config {
+    transport kind = transport::tcp;
+    /// Host name or address (tcp, tls).
+    std::string host = "127.0.0.1";
+    /// TCP port (tcp, tls).
+    std::uint16_t port = 6379;
+    /// Socket path (unix_socket).
+    std::string path;
+    /// ACL user; empty means the default user (plain `AUTH password`).
+    std::string username;
+    /// Password; empty means no AUTH.
+    std::string password;
+    /// SELECTed database; 0 sends no SELECT.
+    int database = 0;
+    /// CLIENT SETNAME value; empty sends none.
+    std::string client_name = "dlock";
+
+    /// Resolve + connect + TLS + handshake, per attempt. Zero: no limit.
+    std::chrono::milliseconds connect_timeout{5000};
+    /// Default limit for each request, from the call until its reply. Zero: no limit.
+    std::chrono::milliseconds request_timeout{5000};
+    /// Reconnect backoff: first delay, doubled per failure with full jitter, capped at the max.
+    std::chrono::milliseconds reconnect_min{20};
+    std::chrono::milliseconds reconnect_max{2000};
+
+    /// TLS: file of trusted CA certificates (PEM); empty uses the system's default paths.
+    std::string tls_ca_file;
+    /// TLS: client certificate and key (PEM) for servers that require them.
+    std::string tls_cert_file;
+    std::string tls_key_file;
+    /// TLS: verify the server's certificate chain (and host name unless it is an IP).
+    bool tls_verify = true;
+};
+
+/// A parse failure: the code says what kind, `message` names the field and the value.
+struct config_error {
+    boost::system::error_code code;
+    std::string message;
+};
+
+/// Parses `redis://[user:password@]host[:port][/db][?options]`, `rediss://...` (TLS) or
+/// `unix:///path/to.sock[?db=N&...]`. Options: connect_timeout, request_timeout
+/// (durations such as 500ms, 5s), client_name, db, tls_ca_file, tls_cert_file,
+/// tls_key_file, tls_verify (true/false). Returns false and fills `err` on bad input.
+bool parse_url(std::string_view url, config& out, config_error& err);
+
+/// Reads the same fields from a JSON object: {"url": "...", "host", "port", "path",
+/// "username", "password", "database", "client_name", "connect_timeout" ("5s" or ms),
+/// "request_timeout", "tls": {"ca_file","cert_file","key_file","verify"}}. "url" is applied
+/// first, then the other fields override it. Unknown fields are an error.
+bool parse_json(const boost::json::value& v, config& out, config_error& err);
+
+/// Parses "250ms", "5s", "2m", "1h" or a plain number of milliseconds.
+bool parse_duration(std::string_view text, std::chrono::milliseconds& out);
+
+}  // namespace dlock::redis

@@ -1,0 +1,140 @@
+// One Redis connection: many concurrent requests pipelined over one socket, reconnecting.
+#pragma once
+
+#include <dlock/redis/config.hpp>
+#include <dlock/redis/reply.hpp>
+#include <dlock/redis/request.hpp>
+#include <dlock/redis/script.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace dlock::redis {
+
+/// Counters a caller can read at any time (on the connection's executor).
+struct connection_stats {
+    std::uint64_t requests = 0;       ///< requests accepted by async_exec
+    std::uint64_t batches = 0;        ///< socket writes (each carries every queued request)
+    std::uint64_t connects = 0;       ///< successful (re)connections
+    std::uint64_t connect_failures = 0;
+    std::uint64_t timeouts = 0;       ///< requests completed with error::timeout
+    std::uint64_t cancelled = 0;      ///< requests completed with operation_aborted
+    std::uint64_t noscript_reloads = 0;
+};
+
+/// A pipelined RESP2 connection over TCP, TLS or a unix socket.
+///
+/// - Executor: all calls and all handlers run on the connection's executor, which must be
+///   single-threaded (an io_context run by one thread, or a strand). Not thread-safe.
+/// - Pipelining: every request queued while a write is in progress goes out in the next
+///   single write; replies are matched to requests in FIFO order.
+/// - Reconnection: after any I/O error the requests on the wire fail with
+///   error::connection_lost; queued ones wait for the next connection (bounded by their
+///   timeout); reconnects back off exponentially with full jitter.
+/// - Lifetime: the destructor closes the connection; pending operations then complete with
+///   error::closed. Background work keeps internal state alive, never the user's objects.
+class connection {
+public:
+    using executor_type = boost::asio::any_io_executor;
+    using exec_signature = void(boost::system::error_code, response);
+    using script_signature = void(boost::system::error_code, reply);
+    using connect_signature = void(boost::system::error_code);
+
+    connection(executor_type ex, config cfg);
+    ~connection();
+    connection(const connection&) = delete;
+    connection& operator=(const connection&) = delete;
+
+    executor_type get_executor() const noexcept;
+    const config& get_config() const noexcept;
+
+    /// Connects (if not connected) and completes when the next connection attempt finishes.
+    /// Completion: void(error_code): auth_failed, connect_failed, resolve_failed, tls_failed,
+    /// timeout, handshake_failed, closed. The connection keeps retrying in the background
+    /// after a failure. Cancellation: terminal, partial, total (stops waiting only).
+    template <class Token = boost::asio::deferred_t>
+    auto async_connect(Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, connect_signature>(
+            [this](auto handler) { connect_impl(std::move(handler)); }, token);
+    }
+
+    /// Sends `req` (copied: the caller may reuse it) and completes with one reply per
+    /// command. `timeout` overrides config::request_timeout (zero: no limit).
+    /// Completion: void(error_code, response); error::server_error if any reply is an error
+    /// reply (the response still holds every reply and the server's text); timeout,
+    /// connection_lost, closed. Cancellation: a request not yet written is removed
+    /// (terminal, partial, total); a written one completes at once with operation_aborted
+    /// and its reply is read and dropped later (terminal, partial), so the stream stays in
+    /// sync. The command may then have run.
+    template <class Token = boost::asio::deferred_t>
+    auto async_exec(const request& req, Token&& token = {})
+    {
+        return async_exec(req, get_config().request_timeout, std::forward<Token>(token));
+    }
+
+    template <class Token = boost::asio::deferred_t>
+    auto async_exec(const request& req, std::chrono::milliseconds timeout, Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, exec_signature>(
+            [this](auto handler, const request* r, std::chrono::milliseconds t) {
+                exec_impl(*r, t, std::move(handler));
+            },
+            token, &req, timeout);
+    }
+
+    /// Runs `s` with EVALSHA, retrying once with EVAL if the server lost its script cache.
+    /// Completion: void(error_code, reply) with the script's reply; errors as async_exec.
+    template <class Token = boost::asio::deferred_t>
+    auto async_eval(const script& s, std::span<const std::string> keys, std::span<const std::string> args,
+                    Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, script_signature>(
+            [this](auto handler, const script* sc, std::span<const std::string> k, std::span<const std::string> a) {
+                eval_impl(*sc, k, a, std::move(handler));
+            },
+            token, &s, keys, args);
+    }
+
+    /// Closes the socket, stops reconnecting and fails everything pending with error::closed.
+    void close();
+
+    bool is_connected() const noexcept;
+    const connection_stats& stats() const noexcept;
+    /// The server's text from the last failed handshake (AUTH, SELECT), for diagnostics.
+    const std::string& last_server_message() const noexcept;
+
+    /// For subscriber-mode users (redis::subscriber): every reply goes to `on_push` instead
+    /// of a request; `on_connected` runs after each handshake, before queued requests are
+    /// written. Set before the first connect.
+    struct push_hooks {
+        std::function<void(reply&&)> on_push;
+        std::function<void()> on_connected;
+        std::function<void(boost::system::error_code)> on_disconnected;
+    };
+    void set_push_mode(push_hooks hooks);
+    /// Subscriber mode: write a command whose answers arrive through on_push.
+    void send(const request& req, bool before_queued = false);
+
+private:
+    void connect_impl(boost::asio::any_completion_handler<connect_signature> h);
+    void exec_impl(const request& req, std::chrono::milliseconds timeout,
+                   boost::asio::any_completion_handler<exec_signature> h);
+    void eval_impl(const script& s, std::span<const std::string> keys, std::span<const std::string> args,
+                   boost::asio::any_completion_handler<script_signature> h);
+
+    struct impl;
+    std::shared_ptr<impl> impl_;
+};
+
+}  // namespace dlock::redis

@@ -1,0 +1,21 @@
+// A Lua script sent as EVALSHA, with its SHA1 computed once.
+#pragma once
+
+#include <string>
+
+namespace dlock::redis {
+
+/// A Lua script. The connection sends EVALSHA and falls back to EVAL on NOSCRIPT (after a
+/// server restart or SCRIPT FLUSH), which also caches the script again.
+class script {
+public:
+    explicit script(std::string body);
+    const std::string& body() const noexcept { return body_; }
+    const std::string& sha1() const noexcept { return sha1_; }
+
+private:
+    std::string body_;
+    std::string sha1_;
+};
+
+}  // namespace dlock::redis

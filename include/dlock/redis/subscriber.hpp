@@ -1,0 +1,106 @@
+// A connection in subscribe mode: shared channel subscriptions with per-channel refcounts.
+#pragma once
+
+#include <dlock/redis/config.hpp>
+#include <dlock/redis/connection.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace dlock::redis {
+
+/// What a listener is told about its channel.
+enum class event_kind : std::uint8_t {
+    subscribed,    ///< the server confirmed the subscription: messages from now on arrive
+    message,       ///< a message was published on the channel
+    disconnected,  ///< the connection dropped: messages may be lost until resubscribed
+    resubscribed,  ///< subscribed again after a reconnect: re-check any state you wait on
+};
+
+struct event {
+    event_kind kind = event_kind::message;
+    std::string channel;
+    std::string payload;
+};
+
+/// Subscribes channels on its own connection. The first listener of a channel sends
+/// SUBSCRIBE, the last one to leave sends UNSUBSCRIBE; after a reconnect every channel is
+/// subscribed again and each listener gets `resubscribed`.
+/// Executor and thread safety as redis::connection. Listeners run on the executor, from
+/// the reading loop: they must not block; they may add or remove listeners.
+class subscriber {
+public:
+    using listener = std::function<void(const event&)>;
+    using listener_id = std::uint64_t;
+
+    subscriber(boost::asio::any_io_executor ex, config cfg);
+    ~subscriber();
+    subscriber(const subscriber&) = delete;
+    subscriber& operator=(const subscriber&) = delete;
+
+    boost::asio::any_io_executor get_executor() const noexcept;
+
+    /// As connection::async_connect.
+    template <class Token = boost::asio::deferred_t>
+    auto async_connect(Token&& token = {})
+    {
+        return conn_.async_connect(std::forward<Token>(token));
+    }
+
+    /// Adds a listener to `channel`. It gets `subscribed` once the server has confirmed the
+    /// subscription (at once, posted, if it already was), then messages and connection events.
+    listener_id listen(const std::string& channel, listener cb);
+
+    /// Removes a listener; no callback reaches it after this returns.
+    void unlisten(listener_id id);
+
+    /// Is `channel` subscribed and confirmed right now?
+    bool is_subscribed(const std::string& channel) const;
+    std::size_t channel_count() const noexcept;
+    std::size_t listener_count() const noexcept;
+    const connection_stats& stats() const noexcept { return conn_.stats(); }
+
+    void close();
+
+private:
+    struct state;
+    std::shared_ptr<state> state_;
+    connection conn_;
+};
+
+/// An awaitable view of one channel: queues events until `async_receive` takes them.
+/// Completion: void(error_code, event). Cancellation: terminal, partial, total (the event
+/// stays queued). Destroying the subscription unlistens.
+class subscription {
+public:
+    subscription(subscriber& sub, const std::string& channel);
+    ~subscription();
+    subscription(const subscription&) = delete;
+    subscription& operator=(const subscription&) = delete;
+
+    template <class Token = boost::asio::deferred_t>
+    auto async_receive(Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(boost::system::error_code, event)>(
+            [this](auto handler) { receive_impl(std::move(handler)); }, token);
+    }
+
+    std::size_t queued() const noexcept;
+
+private:
+    void receive_impl(boost::asio::any_completion_handler<void(boost::system::error_code, event)> h);
+    struct state;
+    subscriber& sub_;
+    std::shared_ptr<state> state_;
+    subscriber::listener_id id_;
+};
+
+}  // namespace dlock::redis

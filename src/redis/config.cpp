@@ -1,0 +1,223 @@
+#include <dlock/error.hpp>
+#include <dlock/redis/config.hpp>
+
+#include <boost/json.hpp>
+#include <boost/url/parse.hpp>
+#include <boost/url/url_view.hpp>
+
+#include <charconv>
+#include <limits>
+
+namespace dlock::redis {
+namespace {
+
+bool fail(config_error& err, error code, std::string message)
+{
+    err.code = code;
+    err.message = std::move(message);
+    return false;
+}
+
+template <class Int>
+bool parse_int(std::string_view s, Int& out)
+{
+    if (s.empty())
+        return false;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool parse_bool(std::string_view s, bool& out)
+{
+    if (s == "true" || s == "1" || s == "yes") return out = true, true;
+    if (s == "false" || s == "0" || s == "no") return out = false, true;
+    return false;
+}
+
+bool parse_port(std::string_view s, config& out, config_error& err)
+{
+    unsigned long v = 0;
+    if (!parse_int(s, v) || v == 0 || v > 65535)
+        return fail(err, error::invalid_port, "port '" + std::string(s) + "': expected a number from 1 to 65535");
+    out.port = static_cast<std::uint16_t>(v);
+    return true;
+}
+
+bool parse_db(std::string_view s, config& out, config_error& err)
+{
+    int v = 0;
+    if (!parse_int(s, v) || v < 0)
+        return fail(err, error::invalid_database, "database '" + std::string(s) + "': expected a non-negative integer");
+    out.database = v;
+    return true;
+}
+
+// One option by name, shared by URL query parameters and JSON string values.
+bool apply_option(std::string_view key, std::string_view value, config& out, config_error& err)
+{
+    auto duration = [&](std::chrono::milliseconds& field) {
+        if (!parse_duration(value, field))
+            return fail(err, error::invalid_duration,
+                        "option '" + std::string(key) + "' = '" + std::string(value) +
+                            "': expected a duration such as 500ms, 5s or 2m");
+        return true;
+    };
+    if (key == "connect_timeout") return duration(out.connect_timeout);
+    if (key == "request_timeout") return duration(out.request_timeout);
+    if (key == "reconnect_min") return duration(out.reconnect_min);
+    if (key == "reconnect_max") return duration(out.reconnect_max);
+    if (key == "client_name") return out.client_name = value, true;
+    if (key == "db" || key == "database") return parse_db(value, out, err);
+    if (key == "tls_ca_file") return out.tls_ca_file = value, true;
+    if (key == "tls_cert_file") return out.tls_cert_file = value, true;
+    if (key == "tls_key_file") return out.tls_key_file = value, true;
+    if (key == "tls_verify") {
+        if (!parse_bool(value, out.tls_verify))
+            return fail(err, error::invalid_option, "option 'tls_verify' = '" + std::string(value) + "': expected true or false");
+        return true;
+    }
+    return fail(err, error::invalid_option, "unknown option '" + std::string(key) + "'");
+}
+
+}  // namespace
+
+bool parse_duration(std::string_view text, std::chrono::milliseconds& out)
+{
+    std::size_t digits = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9')
+        ++digits;
+    long long n = 0;
+    if (!parse_int(text.substr(0, digits), n))
+        return false;
+    std::string_view unit = text.substr(digits);
+    long long scale = 0;
+    if (unit.empty() || unit == "ms") scale = 1;
+    else if (unit == "s") scale = 1000;
+    else if (unit == "m") scale = 60'000;
+    else if (unit == "h") scale = 3'600'000;
+    else return false;
+    if (n > std::numeric_limits<long long>::max() / scale)
+        return false;
+    out = std::chrono::milliseconds(n * scale);
+    return true;
+}
+
+bool parse_url(std::string_view text, config& out, config_error& err)
+{
+    auto parsed = boost::urls::parse_uri(text);
+    if (!parsed)
+        return fail(err, error::invalid_url, "URL '" + std::string(text) + "': " + parsed.error().message());
+    boost::urls::url_view u = *parsed;
+    config c = out;
+    std::string scheme = u.scheme();
+    if (scheme == "redis" || scheme == "rediss") {
+        c.kind = scheme == "redis" ? transport::tcp : transport::tls;
+        if (!u.has_authority() || u.host().empty())
+            return fail(err, error::invalid_url, "URL '" + std::string(text) + "': missing host");
+        c.host = u.host_address();  // IPv6 comes without its brackets
+        if (u.has_port()) {
+            if (!parse_port(u.port(), c, err))
+                return false;
+        } else {
+            c.port = 6379;
+        }
+        std::string path = u.path();
+        if (!path.empty() && path != "/") {
+            if (!parse_db(std::string_view(path).substr(1), c, err))
+                return false;
+        }
+    } else if (scheme == "unix") {
+        c.kind = transport::unix_socket;
+        c.path = u.path();
+        if (c.path.empty())
+            return fail(err, error::invalid_url, "URL '" + std::string(text) + "': missing socket path");
+    } else {
+        return fail(err, error::unsupported_scheme,
+                    "URL scheme '" + scheme + "': use redis://, rediss:// or unix://");
+    }
+    if (u.has_userinfo()) {
+        c.username = u.user();
+        c.password = u.password();
+        // redis://:secret@host means "password only", as redis-cli reads it.
+    }
+    for (auto param : u.params()) {
+        if (!apply_option(param.key, param.has_value ? std::string_view(param.value) : std::string_view(), c, err))
+            return false;
+    }
+    out = std::move(c);
+    return true;
+}
+
+bool parse_json(const boost::json::value& v, config& out, config_error& err)
+{
+    const auto* obj = v.if_object();
+    if (!obj)
+        return fail(err, error::invalid_option, "connection config: expected a JSON object");
+    config c = out;
+    if (const auto* url = obj->if_contains("url")) {
+        if (!url->is_string())
+            return fail(err, error::invalid_option, "field 'url': expected a string");
+        if (!parse_url(url->get_string(), c, err))
+            return false;
+    }
+    auto str = [&](const boost::json::value& val, std::string_view key, std::string& field) {
+        if (!val.is_string())
+            return fail(err, error::invalid_option, "field '" + std::string(key) + "': expected a string");
+        field = val.get_string();
+        return true;
+    };
+    auto duration = [&](const boost::json::value& val, std::string_view key, std::chrono::milliseconds& field) {
+        if (val.is_int64() && val.get_int64() >= 0) return field = std::chrono::milliseconds(val.get_int64()), true;
+        if (val.is_uint64()) return field = std::chrono::milliseconds(val.get_uint64()), true;
+        if (val.is_string() && parse_duration(val.get_string(), field)) return true;
+        return fail(err, error::invalid_duration,
+                    "field '" + std::string(key) + "': expected milliseconds or a duration string such as \"5s\"");
+    };
+    for (const auto& [key, val] : *obj) {
+        std::string_view k = key;
+        bool ok = true;
+        if (k == "url") continue;
+        else if (k == "host") { ok = str(val, k, c.host); if (ok && c.kind == transport::unix_socket) c.kind = transport::tcp; }
+        else if (k == "port") {
+            if (!val.is_int64() || val.get_int64() < 1 || val.get_int64() > 65535)
+                return fail(err, error::invalid_port, "field 'port': expected an integer from 1 to 65535");
+            c.port = static_cast<std::uint16_t>(val.get_int64());
+        }
+        else if (k == "path") { ok = str(val, k, c.path); c.kind = transport::unix_socket; }
+        else if (k == "username") ok = str(val, k, c.username);
+        else if (k == "password") ok = str(val, k, c.password);
+        else if (k == "client_name") ok = str(val, k, c.client_name);
+        else if (k == "database" || k == "db") {
+            if (!val.is_int64() || val.get_int64() < 0 || val.get_int64() > std::numeric_limits<int>::max())
+                return fail(err, error::invalid_database, "field '" + std::string(k) + "': expected a non-negative integer");
+            c.database = static_cast<int>(val.get_int64());
+        }
+        else if (k == "connect_timeout") ok = duration(val, k, c.connect_timeout);
+        else if (k == "request_timeout") ok = duration(val, k, c.request_timeout);
+        else if (k == "reconnect_min") ok = duration(val, k, c.reconnect_min);
+        else if (k == "reconnect_max") ok = duration(val, k, c.reconnect_max);
+        else if (k == "tls") {
+            const auto* t = val.if_object();
+            if (!t) return fail(err, error::invalid_option, "field 'tls': expected an object");
+            c.kind = transport::tls;
+            for (const auto& [tk, tv] : *t) {
+                std::string_view n = tk;
+                if (n == "ca_file") ok = str(tv, "tls.ca_file", c.tls_ca_file);
+                else if (n == "cert_file") ok = str(tv, "tls.cert_file", c.tls_cert_file);
+                else if (n == "key_file") ok = str(tv, "tls.key_file", c.tls_key_file);
+                else if (n == "verify") {
+                    if (!tv.is_bool()) return fail(err, error::invalid_option, "field 'tls.verify': expected true or false");
+                    c.tls_verify = tv.get_bool();
+                }
+                else return fail(err, error::invalid_option, "unknown field 'tls." + std::string(n) + "'");
+                if (!ok) return false;
+            }
+        }
+        else return fail(err, error::invalid_option, "unknown field '" + std::string(k) + "'");
+        if (!ok) return false;
+    }
+    out = std::move(c);
+    return true;
+}
+
+}  // namespace dlock::redis

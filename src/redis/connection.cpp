@@ -1,0 +1,432 @@
+#include <dlock/error.hpp>
+#include <dlock/redis/connection.hpp>
+
+#include "redis/request_queue.hpp"
+#include "redis/stream.hpp"
+#include "detail/post_completion.hpp"
+#include "resp/decoder.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <random>
+
+namespace dlock::redis {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using namespace asio::experimental::awaitable_operators;
+
+namespace {
+
+using dlock::detail::post_completion;
+
+struct exec_op final : detail::pending {
+    asio::any_completion_handler<connection::exec_signature> handler;
+    std::optional<asio::steady_timer> timer;
+    asio::cancellation_slot slot;
+};
+
+}  // namespace
+
+struct connection::impl : std::enable_shared_from_this<impl> {
+    impl(asio::any_io_executor e, config c) : ex(std::move(e)), cfg(std::move(c)), wake(ex), backoff(ex) {}
+
+    asio::any_io_executor ex;
+    config cfg;
+    detail::request_queue queue;
+    std::optional<detail::stream> sock;
+    resp::decoder decoder;
+    asio::steady_timer wake;     // the writer sleeps on it; cancel() wakes it
+    asio::steady_timer backoff;  // reconnect delay
+    bool running = false;
+    bool connected = false;
+    bool closed = false;
+    std::optional<push_hooks> push;
+    connection_stats st;
+    std::string server_message;
+    std::vector<std::shared_ptr<asio::any_completion_handler<connect_signature>>> connect_waiters;
+    std::minstd_rand rng{std::random_device{}()};
+
+    void start()
+    {
+        if (running || closed)
+            return;
+        running = true;
+        asio::co_spawn(ex, run(shared_from_this()), asio::detached);
+    }
+
+    void kick()
+    {
+        if (connected)
+            wake.cancel();
+    }
+
+    void complete(exec_op& op, error_code ec)
+    {
+        if (!op.handler)
+            return;
+        if (op.timer)
+            op.timer->cancel();
+        if (op.slot.is_connected())
+            op.slot.clear();
+        if (ec == error::timeout) ++st.timeouts;
+        if (ec == asio::error::operation_aborted) ++st.cancelled;
+        if (!ec && std::any_of(op.replies.begin(), op.replies.end(), [](const reply& r) { return r.is_error(); }))
+            ec = error::server_error;
+        post_completion(ex, std::move(op.handler), ec, std::move(op.replies));
+    }
+
+    void give_up(exec_op& op, error_code ec)
+    {
+        queue.cancel(op);
+        complete(op, ec);
+    }
+
+    void finish_connect_waiters(error_code ec)
+    {
+        auto waiters = std::move(connect_waiters);
+        connect_waiters.clear();
+        for (auto& w : waiters) {
+            if (*w)
+                post_completion(ex, std::move(*w), ec);
+        }
+    }
+
+    void fail_all(std::vector<std::shared_ptr<detail::pending>> ops, error_code ec)
+    {
+        for (auto& p : ops) {
+            if (auto* op = dynamic_cast<exec_op*>(p.get()))
+                complete(*op, ec);
+        }
+    }
+
+    void dispatch_reply(reply&& r)
+    {
+        if (push) {
+            if (push->on_push)
+                push->on_push(std::move(r));
+            return;
+        }
+        error_code ec;
+        auto done = queue.on_reply(std::move(r), ec);
+        if (ec)
+            throw boost::system::system_error(ec);
+        if (done && done->state == detail::pending_state::done)
+            complete(static_cast<exec_op&>(*done), {});
+    }
+
+    asio::awaitable<void> reader()
+    {
+        std::array<char, 64 * 1024> buf;
+        for (;;) {
+            std::size_t n = co_await sock->read_some(asio::buffer(buf));
+            decoder.feed({buf.data(), n});
+            error_code ec;
+            while (auto r = decoder.next(ec))
+                dispatch_reply(std::move(*r));
+            if (ec)
+                throw boost::system::system_error(ec);
+        }
+    }
+
+    asio::awaitable<void> writer()
+    {
+        for (;;) {
+            while (!queue.has_queued()) {
+                wake.expires_at(asio::steady_timer::time_point::max());
+                error_code ec;
+                co_await wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+                if (closed)
+                    co_return;
+            }
+            std::string batch = queue.take_batch();
+            ++st.batches;
+            co_await sock->write(asio::buffer(batch));
+        }
+    }
+
+    // Runs the handshake over the fresh socket, reading replies with the shared decoder.
+    asio::awaitable<error_code> handshake()
+    {
+        request req;
+        enum class step { auth, select, setname };
+        std::vector<step> steps;
+        if (!cfg.password.empty()) {
+            if (cfg.username.empty())
+                req.push("AUTH", cfg.password);
+            else
+                req.push("AUTH", cfg.username, cfg.password);
+            steps.push_back(step::auth);
+        }
+        if (cfg.database != 0) {
+            req.push("SELECT", cfg.database);
+            steps.push_back(step::select);
+        }
+        if (!cfg.client_name.empty()) {
+            req.push("CLIENT", "SETNAME", cfg.client_name);
+            steps.push_back(step::setname);
+        }
+        if (req.empty())
+            co_return error_code();
+        co_await sock->write(asio::buffer(req.payload()));
+        std::array<char, 4096> buf;
+        std::size_t got = 0;
+        while (got < steps.size()) {
+            std::size_t n = co_await sock->read_some(asio::buffer(buf));
+            decoder.feed({buf.data(), n});
+            error_code ec;
+            while (got < steps.size()) {
+                auto r = decoder.next(ec);
+                if (ec)
+                    co_return ec;
+                if (!r)
+                    break;
+                if (r->is_error()) {
+                    server_message = r->str;
+                    co_return steps[got] == step::auth ? error::auth_failed : error::handshake_failed;
+                }
+                ++got;
+            }
+        }
+        co_return error_code();
+    }
+
+    asio::awaitable<error_code> connect_once()
+    {
+        sock.emplace(ex, cfg);
+        decoder.reset();
+        auto attempt = [this]() -> asio::awaitable<error_code> {
+            error_code ec = co_await sock->connect();
+            if (ec)
+                co_return ec;
+            try {
+                co_return co_await handshake();
+            } catch (const boost::system::system_error&) {
+                // The server closed on us mid-handshake: a TLS server spoken to in plain
+                // text, or a server that went away.
+                co_return error::connect_failed;
+            }
+        };
+        if (cfg.connect_timeout.count() == 0)
+            co_return co_await attempt();
+        asio::steady_timer timer(ex, cfg.connect_timeout);
+        auto result = co_await (attempt() || timer.async_wait(asio::use_awaitable));
+        if (result.index() == 1)
+            co_return error::timeout;
+        co_return std::get<0>(result);
+    }
+
+    static asio::awaitable<void> run(std::shared_ptr<impl> self)
+    {
+        auto delay = self->cfg.reconnect_min;
+        while (!self->closed) {
+            error_code ec;
+            try {
+                ec = co_await self->connect_once();
+            } catch (const boost::system::system_error& e) {
+                ec = e.code();
+            }
+            if (self->closed)
+                break;
+            if (!ec) {
+                ++self->st.connects;
+                self->connected = true;
+                delay = self->cfg.reconnect_min;
+                if (self->push && self->push->on_connected)
+                    self->push->on_connected();
+                self->finish_connect_waiters({});
+                try {
+                    co_await (self->reader() || self->writer());
+                } catch (const boost::system::system_error& e) {
+                    ec = e.code();
+                }
+                self->connected = false;
+                self->sock->close();
+                if (!self->closed && self->push && self->push->on_disconnected)
+                    self->push->on_disconnected(ec);
+                self->fail_all(self->queue.take_written(), error::connection_lost);
+                if (self->closed)
+                    break;
+            } else {
+                ++self->st.connect_failures;
+                self->sock->close();
+                self->finish_connect_waiters(ec);
+            }
+            // Full jitter spreads the herd of clients that lost the same server.
+            std::uniform_int_distribution<long long> pick(0, delay.count());
+            self->backoff.expires_after(std::chrono::milliseconds(pick(self->rng)));
+            error_code ignored;
+            co_await self->backoff.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+            delay = std::min(delay * 2, self->cfg.reconnect_max);
+        }
+        self->running = false;
+    }
+
+    void close()
+    {
+        if (closed)
+            return;
+        closed = true;
+        connected = false;
+        if (sock)
+            sock->close();
+        wake.cancel();
+        backoff.cancel();
+        fail_all(queue.take_all(), error::closed);
+        finish_connect_waiters(error::closed);
+    }
+};
+
+connection::connection(executor_type ex, config cfg) : impl_(std::make_shared<impl>(std::move(ex), std::move(cfg))) {}
+
+connection::~connection() { impl_->close(); }
+
+connection::executor_type connection::get_executor() const noexcept { return impl_->ex; }
+const config& connection::get_config() const noexcept { return impl_->cfg; }
+bool connection::is_connected() const noexcept { return impl_->connected; }
+const connection_stats& connection::stats() const noexcept { return impl_->st; }
+const std::string& connection::last_server_message() const noexcept { return impl_->server_message; }
+void connection::close() { impl_->close(); }
+
+void connection::set_push_mode(push_hooks hooks) { impl_->push = std::move(hooks); }
+
+void connection::send(const request& req, bool before_queued)
+{
+    auto p = std::make_shared<detail::pending>();
+    p->payload = req.payload();
+    p->expected = 0;
+    if (before_queued)
+        impl_->queue.push_front(std::move(p));
+    else
+        impl_->queue.push(std::move(p));
+    impl_->start();
+    impl_->kick();
+}
+
+void connection::connect_impl(asio::any_completion_handler<connect_signature> h)
+{
+    auto& i = *impl_;
+    if (i.closed)
+        return post_completion(i.ex, std::move(h), error_code(error::closed));
+    if (i.connected)
+        return post_completion(i.ex, std::move(h), error_code());
+    auto slot = asio::get_associated_cancellation_slot(h);
+    auto waiter = std::make_shared<asio::any_completion_handler<connect_signature>>(std::move(h));
+    if (slot.is_connected()) {
+        slot.assign([w = std::weak_ptr(waiter), weak = std::weak_ptr(impl_)](asio::cancellation_type) {
+            auto self = weak.lock();
+            auto waiter = w.lock();
+            if (!self || !waiter || !*waiter)
+                return;
+            std::erase(self->connect_waiters, waiter);
+            post_completion(self->ex, std::move(*waiter), error_code(asio::error::operation_aborted));
+        });
+    }
+    i.connect_waiters.push_back(std::move(waiter));
+    i.start();
+}
+
+void connection::exec_impl(const request& req, std::chrono::milliseconds timeout,
+                           asio::any_completion_handler<exec_signature> h)
+{
+    auto& i = *impl_;
+    if (i.closed)
+        return post_completion(i.ex, std::move(h), error_code(error::closed), response());
+    if (req.empty())
+        return post_completion(i.ex, std::move(h), error_code(error::invalid_request), response());
+    ++i.st.requests;
+    auto op = std::make_shared<exec_op>();
+    op->payload = req.payload();
+    op->expected = req.size();
+    op->replies.reserve(req.size());
+    op->slot = asio::get_associated_cancellation_slot(h);
+    op->handler = std::move(h);
+    std::weak_ptr<impl> weak = impl_;
+    std::weak_ptr<exec_op> wop = op;
+    if (op->slot.is_connected()) {
+        op->slot.assign([weak, wop](asio::cancellation_type type) {
+            auto self = weak.lock();
+            auto op = wop.lock();
+            if (!self || !op || !op->handler)
+                return;
+            // A written request cannot be unsent: only terminal/partial cancellation may
+            // abandon it (its reply is dropped later); total cancellation needs no effect.
+            if (op->state != detail::pending_state::queued &&
+                (type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) ==
+                    asio::cancellation_type::none)
+                return;
+            self->give_up(*op, asio::error::operation_aborted);
+        });
+    }
+    if (timeout.count() > 0) {
+        op->timer.emplace(i.ex, timeout);
+        op->timer->async_wait([weak, wop](error_code ec) {
+            auto self = weak.lock();
+            auto op = wop.lock();
+            if (ec || !self || !op || !op->handler)
+                return;
+            self->give_up(*op, error::timeout);
+        });
+    }
+    i.queue.push(std::move(op));
+    i.start();
+    i.kick();
+}
+
+void connection::eval_impl(const script& s, std::span<const std::string> keys, std::span<const std::string> args,
+                           asio::any_completion_handler<script_signature> h)
+{
+    // numkeys, keys..., args...: shared by the EVALSHA attempt and the rare EVAL fallback.
+    auto tail = std::make_shared<std::vector<std::string>>();
+    tail->reserve(2 + keys.size() + args.size());
+    tail->push_back(s.sha1());
+    tail->push_back(std::to_string(keys.size()));
+    tail->insert(tail->end(), keys.begin(), keys.end());
+    tail->insert(tail->end(), args.begin(), args.end());
+    request by_sha;
+    by_sha.push_range("EVALSHA", *tail);
+
+    auto slot = asio::get_associated_cancellation_slot(h);
+    auto self = impl_;
+    // Runs on the connection's executor (exec_impl posted it there); hop to the caller's.
+    auto finish = [ex = self->ex](asio::any_completion_handler<script_signature> h, error_code ec, response r) {
+        reply out = r.empty() ? reply() : std::move(r.front());
+        post_completion(ex, std::move(h), ec, std::move(out));
+    };
+    exec_impl(by_sha, self->cfg.request_timeout,
+              asio::bind_cancellation_slot(
+                  slot, [this, self, slot, tail, body = s.body(), finish, h = std::move(h)](error_code ec,
+                                                                                           response r) mutable {
+                      bool noscript = ec == error::server_error && r.size() == 1 &&
+                                      r.front().str.rfind("NOSCRIPT", 0) == 0;
+                      if (!noscript)
+                          return finish(std::move(h), ec, std::move(r));
+                      ++self->st.noscript_reloads;
+                      if (self->closed)  // also true once the connection object is gone
+                          return finish(std::move(h), error::closed, {});
+                      (*tail)[0] = std::move(body);
+                      request by_body;
+                      by_body.push_range("EVAL", *tail);
+                      exec_impl(by_body, self->cfg.request_timeout,
+                                asio::bind_cancellation_slot(
+                                    slot, [finish, h = std::move(h)](error_code ec, response r) mutable {
+                                        finish(std::move(h), ec, std::move(r));
+                                    }));
+                  }));
+}
+
+}  // namespace dlock::redis
