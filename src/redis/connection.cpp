@@ -354,7 +354,7 @@ void connection::exec_impl(const request& req, std::chrono::milliseconds timeout
     op->expected = req.size();
     op->replies.reserve(req.size());
     op->slot = asio::get_associated_cancellation_slot(h);
-    op->handler = std::move(h);
+    dlock::detail::assign_handler(op->handler, std::move(h));
     std::weak_ptr<impl> weak = impl_;
     std::weak_ptr<exec_op> wop = op;
     if (op->slot.is_connected()) {

@@ -235,7 +235,7 @@ void subscription::receive_impl(asio::any_completion_handler<void(error_code, ev
                 return post_completion(s.ex, std::move(h), error_code(error::invalid_request), event{});
     }
     s.slot = asio::get_associated_cancellation_slot(h);
-    s.waiting = std::move(h);
+    dlock::detail::assign_handler(s.waiting, std::move(h));
     if (s.slot.is_connected()) {
         std::weak_ptr<state> weak = state_;
         s.slot.assign([weak](asio::cancellation_type) {

@@ -4,6 +4,8 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,6 +46,13 @@ pid_t spawn(const std::vector<std::string>& argv, int stdout_fd)
     if (pid < 0)
         throw std::runtime_error("fork failed");
     if (pid == 0) {
+        // Dies with the test process, even one that crashed before its destructors ran.
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int devnull = ::open("/dev/null", O_RDWR);
+        ::dup2(devnull, 0);
+        ::dup2(devnull, 2);
+        if (stdout_fd < 0)
+            ::dup2(devnull, 1);
         if (stdout_fd >= 0) {
             ::dup2(stdout_fd, 1);
             ::close(stdout_fd);
