@@ -3,6 +3,7 @@
 
 #include <boost/system/error_code.hpp>
 
+#include <ostream>
 #include <type_traits>
 
 namespace dlock {
@@ -64,6 +65,9 @@ inline boost::system::error_code make_error_code(error e) noexcept
 {
     return {static_cast<int>(e), dlock_category()};
 }
+
+/// Prints the error's message (for logs and test diagnostics).
+inline std::ostream& operator<<(std::ostream& os, error e) { return os << make_error_code(e).message(); }
 
 }  // namespace dlock
 

@@ -115,13 +115,20 @@ bool parse_url(std::string_view text, config& out, config_error& err)
         if (!u.has_authority() || u.host().empty())
             return fail(err, error::invalid_url, "URL '" + std::string(text) + "': missing host");
         c.host = u.host_address();  // IPv6 comes without its brackets
+        std::string path = u.path();
+        // Boost.URL 1.81 reads "h:12ab/3" as port "12" and path "ab/3": reject, naming the port.
+        if (!path.empty() && path.front() != '/') {
+            if (u.has_port())
+                return fail(err, error::invalid_port, "port '" + std::string(u.port()) + path.substr(0, path.find('/')) +
+                                                          "': expected a number from 1 to 65535");
+            return fail(err, error::invalid_url, "URL '" + std::string(text) + "': expected '/' after the host");
+        }
         if (u.has_port()) {
             if (!parse_port(u.port(), c, err))
                 return false;
         } else {
             c.port = 6379;
         }
-        std::string path = u.path();
         if (!path.empty() && path != "/") {
             if (!parse_db(std::string_view(path).substr(1), c, err))
                 return false;

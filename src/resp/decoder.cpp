@@ -4,6 +4,7 @@
 
 #include <hiredis/read.h>
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 
@@ -13,50 +14,63 @@ namespace {
 using redis::reply;
 using redis::reply_type;
 
-// hiredis builds the tree through these callbacks; a nested value lives inside its parent's
-// `elements`, pre-sized by createArray, so only the root is heap-allocated by us.
-reply* place(const redisReadTask* task)
+// hiredis builds the tree through these callbacks, children in order; a nested value lives
+// inside its parent's `elements`, so only the root is heap-allocated by us. Children are
+// appended rather than pre-sized from the count, which the server chose: hiredis 0.14 passes
+// negative and absurd counts straight through.
+template <class Fill>
+void* place(const redisReadTask* task, Fill fill) noexcept
 {
-    if (task->parent) {
-        auto* parent = static_cast<reply*>(task->parent->obj);
-        return &parent->elements[static_cast<std::size_t>(task->idx)];
+    // No exception may unwind through hiredis's C frames: a null result makes it stop with an
+    // out-of-memory error, which next() reports as protocol_error.
+    try {
+        if (task->parent) {
+            auto* parent = static_cast<reply*>(task->parent->obj);
+            reply& r = parent->elements.emplace_back();
+            fill(r);
+            return &r;
+        }
+        auto r = std::make_unique<reply>();
+        fill(*r);
+        return r.release();
+    } catch (...) {
+        return nullptr;
     }
-    return new reply;
 }
 
 void* create_string(const redisReadTask* task, char* str, size_t len)
 {
-    reply* r = place(task);
-    switch (task->type) {
-    case REDIS_REPLY_ERROR: r->type = reply_type::error; break;
-    case REDIS_REPLY_STATUS: r->type = reply_type::status; break;
-    default: r->type = reply_type::string; break;
-    }
-    r->str.assign(str, len);
-    return r;
+    return place(task, [&](reply& r) {
+        switch (task->type) {
+        case REDIS_REPLY_ERROR: r.type = reply_type::error; break;
+        case REDIS_REPLY_STATUS: r.type = reply_type::status; break;
+        default: r.type = reply_type::string; break;
+        }
+        r.str.assign(str, len);
+    });
 }
 
 void* create_array(const redisReadTask* task, int elements)
 {
-    reply* r = place(task);
-    r->type = reply_type::array;
-    r->elements.resize(static_cast<std::size_t>(elements));
-    return r;
+    if (elements < 0)  // -1 (nil) never gets here; other negatives are garbage
+        return nullptr;
+    return place(task, [&](reply& r) {
+        r.type = reply_type::array;
+        r.elements.reserve(std::min(static_cast<std::size_t>(elements), std::size_t{1024}));
+    });
 }
 
 void* create_integer(const redisReadTask* task, long long value)
 {
-    reply* r = place(task);
-    r->type = reply_type::integer;
-    r->integer = value;
-    return r;
+    return place(task, [&](reply& r) {
+        r.type = reply_type::integer;
+        r.integer = value;
+    });
 }
 
 void* create_nil(const redisReadTask* task)
 {
-    reply* r = place(task);
-    r->type = reply_type::nil;
-    return r;
+    return place(task, [](reply& r) { r.type = reply_type::nil; });
 }
 
 // hiredis frees only the root (on error or if the caller drops it); children belong to it.

@@ -1,0 +1,87 @@
+// One hold of a lock: its fencing token, its lease deadline, its loss signal, its release.
+#pragma once
+
+#include <dlock/owner.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace dlock {
+
+namespace detail {
+struct hold;
+class engine;
+}  // namespace detail
+
+/// A held lock. Move-only. Empty when default-constructed, moved from, released, or
+/// returned by a try_acquire that found the lock taken.
+///
+/// Destroying a guard that still holds releases it in the background (counted in
+/// lock_stats::released_by_destructor); prefer `co_await g.release()` to see the outcome.
+/// The guard keeps its lock's state alive; it must not outlive the store. Use it on the
+/// registry's executor only.
+class guard {
+public:
+    guard() noexcept = default;
+    guard(guard&&) noexcept = default;
+    guard& operator=(guard&& other) noexcept;
+    ~guard();
+
+    /// True while this guard holds (even if the lease was lost: then release() says so).
+    explicit operator bool() const noexcept { return owns_lock(); }
+    bool owns_lock() const noexcept;
+
+    /// The lock name as given to registry::obtain.
+    const std::string& name() const noexcept;
+    /// Strictly increasing per store lease of the name, across processes and restarts of
+    /// a persistent store; holders that get the lease by local hand-off share its token.
+    std::uint64_t fencing_token() const noexcept;
+    /// Local steady-clock end of the lease as last confirmed by the store; in the past once lost.
+    std::chrono::steady_clock::time_point valid_until() const noexcept;
+    /// The lease ended before release: stop working on what the lock protects.
+    bool is_lost() const noexcept;
+    dlock::owner owner() const noexcept;
+
+    /// Emits terminal cancellation when the lease is lost: bind it to work that must stop
+    /// then, e.g. `asio::bind_cancellation_slot(g.lost_slot(), token)`. One binding at a time.
+    boost::asio::cancellation_slot lost_slot() noexcept;
+
+    /// Completes with error::lock_lost when the lease is lost, with operation_aborted when
+    /// the guard is released first or the wait is cancelled (terminal, partial, total).
+    template <class Token = boost::asio::deferred_t>
+    auto wait_lost(Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
+            [this](auto h) { wait_lost_impl(std::move(h)); }, token);
+    }
+
+    /// Ends this hold. The last hold of an owner releases the store lease, or hands it to
+    /// the next local waiter. Completion: void(error_code): success; error::lock_lost if
+    /// the lease had ended before; error::not_held for an empty guard; a store error if the
+    /// store could not be reached (the lease then ends by itself at its expiry).
+    /// Not cancellable: the release goes through whatever the caller does.
+    template <class Token = boost::asio::deferred_t>
+    auto release(Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
+            [this](auto h) { release_impl(std::move(h)); }, token);
+    }
+
+private:
+    friend class detail::engine;
+    explicit guard(std::shared_ptr<detail::hold> h) noexcept : h_(std::move(h)) {}
+    void wait_lost_impl(boost::asio::any_completion_handler<void(boost::system::error_code)> h);
+    void release_impl(boost::asio::any_completion_handler<void(boost::system::error_code)> h);
+
+    std::shared_ptr<detail::hold> h_;
+};
+
+}  // namespace dlock

@@ -1,0 +1,99 @@
+// A handle to one named lock; cheap to copy, shares its per-name state with every copy.
+#pragma once
+
+#include <dlock/guard.hpp>
+#include <dlock/owner.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/deferred.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+namespace dlock {
+
+/// A named lock from registry::obtain. All operations run on the registry's executor.
+///
+/// Completion of the acquire family: void(error_code, guard). Errors: invalid_name,
+/// invalid_lease, timeout (acquire_for), lock_lost (re-entry into a lost hold), closed.
+/// Cancellation (terminal, partial, total): the waiter leaves the local queue at once;
+/// a store request already sent is finished in the background and its lease, if any,
+/// released with the same token, so nothing is left behind.
+class lock {
+public:
+    using acquire_signature = void(boost::system::error_code, guard);
+
+    lock() = default;
+    const std::string& name() const noexcept;
+
+    /// Waits until held, for a new owner (no re-entry).
+    template <class Token = boost::asio::deferred_t>
+        requires(!std::is_same_v<std::decay_t<Token>, owner>)
+    auto acquire(Token&& token = {})
+    {
+        return start(owner(), mode::wait, {}, std::forward<Token>(token));
+    }
+
+    /// Waits until held by `o`; immediate if `o` already holds it (re-entry).
+    template <class Token = boost::asio::deferred_t>
+    auto acquire(const owner& o, Token&& token = {})
+    {
+        return start(o, mode::wait, {}, std::forward<Token>(token));
+    }
+
+    /// One attempt, no waiting: an empty guard if the lock is held elsewhere.
+    template <class Token = boost::asio::deferred_t>
+        requires(!std::is_same_v<std::decay_t<Token>, owner>)
+    auto try_acquire(Token&& token = {})
+    {
+        return start(owner(), mode::try_once, {}, std::forward<Token>(token));
+    }
+
+    template <class Token = boost::asio::deferred_t>
+    auto try_acquire(const owner& o, Token&& token = {})
+    {
+        return start(o, mode::try_once, {}, std::forward<Token>(token));
+    }
+
+    /// Waits at most `d`; then error::timeout.
+    template <class Token = boost::asio::deferred_t>
+    auto acquire_for(std::chrono::milliseconds d, Token&& token = {})
+    {
+        return start(owner(), mode::bounded, d, std::forward<Token>(token));
+    }
+
+    template <class Token = boost::asio::deferred_t>
+    auto acquire_for(const owner& o, std::chrono::milliseconds d, Token&& token = {})
+    {
+        return start(o, mode::bounded, d, std::forward<Token>(token));
+    }
+
+    /// Acquires, runs `body` with the guard's loss bound to its cancellation, and releases.
+    /// A lost lease stops the body at its next co_await; run() then throws
+    /// system_error(error::lock_lost). Exceptions from the body propagate after the release.
+    boost::asio::awaitable<void> run(std::function<boost::asio::awaitable<void>(guard&)> body);
+
+private:
+    friend class registry;
+    enum class mode { wait, try_once, bounded };
+    explicit lock(std::shared_ptr<detail::engine> e) noexcept : e_(std::move(e)) {}
+
+    template <class Token>
+    auto start(const owner& o, mode m, std::chrono::milliseconds d, Token&& token)
+    {
+        return boost::asio::async_initiate<Token, acquire_signature>(
+            [this](auto h, owner o, mode m, std::chrono::milliseconds d) { acquire_impl(o, m, d, std::move(h)); },
+            token, o, m, d);
+    }
+    void acquire_impl(owner o, mode m, std::chrono::milliseconds d,
+                      boost::asio::any_completion_handler<acquire_signature> h);
+
+    std::shared_ptr<detail::engine> e_;
+};
+
+}  // namespace dlock

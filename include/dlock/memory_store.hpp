@@ -1,0 +1,40 @@
+// An in-process store: the store contract without a server, for tests and single-process use.
+#pragma once
+
+#include <dlock/store.hpp>
+
+#include <memory>
+
+namespace dlock {
+
+/// Keeps leases in memory and measures them on steady_clock. Same contract and guarantees
+/// as redis_store within one process; nothing is shared across processes.
+class memory_store final : public store {
+public:
+    explicit memory_store(boost::asio::any_io_executor ex);
+    ~memory_store() override;
+
+    boost::asio::any_io_executor get_executor() const override;
+    watch_id watch(const std::string& name, std::function<void(watch_event)> cb) override;
+    void unwatch(watch_id id) override;
+
+    /// Number of names with a live lease (expired ones are dropped lazily).
+    std::size_t size() const;
+    /// Test hook: drop the lease of `name` as if it had expired, without notifying.
+    void expire_now(const std::string& name);
+
+private:
+    void do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+                        boost::asio::any_completion_handler<acquire_signature> h) override;
+    void do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+                  boost::asio::any_completion_handler<renew_signature> h) override;
+    void do_release(const std::string& name, const std::string& token,
+                    boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
+
+    struct impl;
+    std::shared_ptr<impl> impl_;
+};
+
+}  // namespace dlock

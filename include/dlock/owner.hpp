@@ -1,0 +1,25 @@
+// Who holds a lock: coroutines have no thread identity, so re-entry is by explicit owner.
+#pragma once
+
+#include <cstdint>
+
+namespace dlock {
+
+/// An identity for re-entrant acquisition. Each default-constructed owner is new and
+/// unique in the process; copies are the same owner. Acquiring a lock with an owner that
+/// already holds it adds a hold instead of waiting (the store lease is released with the
+/// last hold). Pass the owner (or a guard, whose owner() it is) down to nested code.
+class owner {
+public:
+    owner() noexcept;
+    std::uint64_t id() const noexcept { return id_; }
+    friend bool operator==(const owner&, const owner&) = default;
+
+private:
+    friend class lock;
+    friend class guard;
+    explicit owner(std::uint64_t id) noexcept : id_(id) {}
+    std::uint64_t id_;
+};
+
+}  // namespace dlock

@@ -1,0 +1,58 @@
+// The Redis store: one round trip per operation through Lua scripts, pub/sub wake-ups.
+#pragma once
+
+#include <dlock/redis/config.hpp>
+#include <dlock/redis/connection.hpp>
+#include <dlock/redis/subscriber.hpp>
+#include <dlock/store.hpp>
+
+#include <memory>
+#include <string>
+
+namespace dlock {
+
+/// Keys, all in one hash slot per name so that Redis Cluster can run the scripts:
+///   `{T}<ns>:lock:<name>`   hash {owner, fence} with the lease as its PX expiry
+///   `{T}<ns>:fence`         the fencing counter of slot T, never expiring, never reset
+///   `{T}<ns>:released:<name>` the pub/sub channel a release publishes on
+/// where T is a short tag chosen to hash to the same slot as <name>, so counters are
+/// bounded (one per slot) while locks still spread over the cluster.
+class redis_store final : public store {
+public:
+    /// Opens two connections: one for commands, one subscriber. `ns` namespaces all keys.
+    redis_store(boost::asio::any_io_executor ex, redis::config cfg, std::string ns = "dlock");
+    ~redis_store() override;
+
+    boost::asio::any_io_executor get_executor() const override;
+    watch_id watch(const std::string& name, std::function<void(watch_event)> cb) override;
+    void unwatch(watch_id id) override;
+
+    redis::connection& connection() noexcept;
+    redis::subscriber& subscriber() noexcept;
+
+    /// Key names for `name`, for tools and tests.
+    std::string lock_key(const std::string& name) const;
+    std::string fence_key(const std::string& name) const;
+    std::string channel(const std::string& name) const;
+
+private:
+    void do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+                        boost::asio::any_completion_handler<acquire_signature> h) override;
+    void do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+                  boost::asio::any_completion_handler<renew_signature> h) override;
+    void do_release(const std::string& name, const std::string& token,
+                    boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
+
+    struct impl;
+    std::unique_ptr<impl> impl_;
+};
+
+/// The Redis Cluster hash slot of a key (CRC16/XMODEM of its hash tag, mod 16384).
+unsigned key_slot(std::string_view key) noexcept;
+
+/// A short tag that hashes to `slot`.
+const std::string& slot_tag(unsigned slot);
+
+}  // namespace dlock

@@ -1,0 +1,512 @@
+#include "engine/engine.hpp"
+
+#include <dlock/error.hpp>
+
+#include "detail/post_completion.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <unistd.h>
+
+namespace dlock::detail {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using namespace asio::experimental::awaitable_operators;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// ---- registry_state ----
+
+registry_state::registry_state(store& s, lock_config c)
+    : st(s), cfg(std::move(c)), config_error(validate_config(cfg)), drift(effective_drift(cfg)),
+      renew_every(effective_renew_interval(cfg)), rng(std::random_device{}())
+{
+    static constexpr char hex[] = "0123456789abcdef";
+    std::random_device rd;
+    client_id.reserve(24);
+    for (int i = 0; i < 16; ++i)
+        client_id += hex[rd() & 15];
+    client_id += ':' + std::to_string(::getpid()) + ':';
+}
+
+void registry_state::emit(lock_event_kind kind, const std::string& name, std::uint64_t fence)
+{
+    if (cfg.on_event)
+        cfg.on_event(lock_event{kind, name, fence});
+}
+
+// ---- engine ----
+
+engine::engine(std::shared_ptr<registry_state> reg, std::string name)
+    : reg_(std::move(reg)), name_(std::move(name)), ex_(reg_->st.get_executor()), wake_(ex_), dog_(ex_)
+{
+    store_name_ = reg_->cfg.prefix.empty() ? name_ : reg_->cfg.prefix + ":" + name_;
+}
+
+engine::~engine()
+{
+    stop_watch();
+    auto it = reg_->engines.find(name_);
+    if (it != reg_->engines.end() && it->second == this)
+        reg_->engines.erase(it);
+}
+
+void engine::acquire(std::uint64_t owner, bool try_once, std::optional<milliseconds> limit,
+                     asio::any_completion_handler<lock::acquire_signature> h)
+{
+    auto& r = *reg_;
+    error_code ec = r.config_error ? r.config_error : validate_name(r.cfg, name_);
+    if (ec)
+        return post_completion(ex_, std::move(h), ec, guard());
+
+    // Re-entry: the same owner gets another hold at once.
+    if (!holds_.empty() && holder_ == owner) {
+        if (lease_ && lease_->lost)
+            return post_completion(ex_, std::move(h), error_code(error::lock_lost), guard());
+        ++r.stats.reentered;
+        ++r.stats.acquired;
+        return post_completion(ex_, std::move(h), error_code(), guard(new_hold(owner)));
+    }
+    // One attempt means no local waiting either: held here by someone else is "held".
+    if (try_once && (!holds_.empty() || !queue_.empty()))
+        return post_completion(ex_, std::move(h), error_code(), guard());
+
+    auto w = std::make_shared<waiter>();
+    w->owner = owner;
+    w->try_once = try_once;
+    w->started = clock_type::now();
+    w->slot = asio::get_associated_cancellation_slot(h);
+    assign_handler(w->handler, std::move(h));
+    std::weak_ptr<engine> weak = shared_from_this();
+    std::weak_ptr<waiter> ww = w;
+    if (limit) {
+        w->timer.emplace(ex_, *limit);
+        w->timer->async_wait([weak, ww](error_code ec) {
+            auto self = weak.lock();
+            auto w = ww.lock();
+            if (!ec && self && w)
+                self->remove_waiter(w, error::timeout);
+        });
+    }
+    if (w->slot.is_connected()) {
+        w->slot.assign([weak, ww](asio::cancellation_type) {
+            auto self = weak.lock();
+            auto w = ww.lock();
+            if (self && w)
+                self->remove_waiter(w, asio::error::operation_aborted);
+        });
+    }
+    queue_.push_back(std::move(w));
+    pump();
+}
+
+void engine::finish_waiter(waiter& w, error_code ec, guard g)
+{
+    w.done = true;
+    if (w.timer)
+        w.timer->cancel();
+    if (w.slot.is_connected())
+        w.slot.clear();
+    post_completion(ex_, std::move(w.handler), ec, std::move(g));
+}
+
+void engine::remove_waiter(const std::shared_ptr<waiter>& w, error_code ec)
+{
+    if (w->done)
+        return;
+    std::erase(queue_, w);
+    ++reg_->stats.cancelled;
+    finish_waiter(*w, ec, guard());
+    pump();
+}
+
+void engine::complete_try_waiters()
+{
+    for (auto it = queue_.begin(); it != queue_.end();) {
+        if ((*it)->try_once) {
+            auto w = *it;
+            it = queue_.erase(it);
+            finish_waiter(*w, {}, guard());
+        } else {
+            ++it;
+        }
+    }
+}
+
+void engine::fail_waiters(error_code ec)
+{
+    auto q = std::move(queue_);
+    queue_.clear();
+    for (auto& w : q)
+        finish_waiter(*w, ec, guard());
+}
+
+std::shared_ptr<hold> engine::new_hold(std::uint64_t owner)
+{
+    auto h = std::make_shared<hold>();
+    h->eng = shared_from_this();
+    h->owner = owner;
+    h->fence = lease_ ? lease_->fence : 0;
+    h->granted = clock_type::now();
+    holds_.push_back(h.get());
+    holder_ = owner;
+    return h;
+}
+
+// The scheduler: called whenever the local holder, the queue or the lease changes.
+void engine::pump()
+{
+    if (!holds_.empty())
+        return;
+    if (queue_.empty()) {
+        if (driving_)
+            wake_.cancel();  // the driver sees no waiter and stops
+        else if (lease_) {
+            // A handed-off lease whose waiter went away: back to the store.
+            auto token = std::move(lease_->token);
+            bool lost = lease_->lost;
+            lease_.reset();
+            dog_.cancel();
+            if (!lost)
+                background_release(std::move(token));
+        }
+        return;
+    }
+    if (lease_ && lease_->lost) {
+        lease_.reset();
+        dog_.cancel();
+    }
+    if (lease_) {
+        grant();
+        return;
+    }
+    if (!driving_) {
+        driving_ = true;
+        asio::co_spawn(ex_, drive(shared_from_this()), asio::detached);
+    }
+}
+
+void engine::grant()
+{
+    auto w = std::move(queue_.front());
+    queue_.pop_front();
+    auto& r = *reg_;
+    ++r.stats.acquired;
+    r.stats.wait.record(std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - w->started));
+    auto h = new_hold(w->owner);
+    r.emit(lock_event_kind::acquired, name_, h->fence);
+    finish_waiter(*w, {}, guard(std::move(h)));
+}
+
+void engine::release(const std::shared_ptr<hold>& h, asio::any_completion_handler<void(error_code)> done,
+                     bool by_destructor)
+{
+    auto& r = *reg_;
+    auto finish = [this, &done](error_code ec) {
+        if (done)
+            post_completion(ex_, std::move(done), ec);
+    };
+    if (!h->active)
+        return finish(error::not_held);
+    h->active = false;
+    std::erase(holds_, h.get());
+    ++r.stats.released;
+    if (by_destructor)
+        ++r.stats.released_by_destructor;
+    r.stats.hold.record(std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - h->granted));
+    if (h->lost_waiter) {
+        auto w = std::move(h->lost_waiter);
+        post_completion(ex_, std::move(*w), error_code(asio::error::operation_aborted));
+    }
+    bool lost = !lease_ || lease_->lost;
+    if (!holds_.empty())  // an inner re-entrant hold: the lease stays
+        return finish(lost ? error_code(error::lock_lost) : error_code());
+    holder_ = 0;
+    if (lost) {
+        lease_.reset();
+        dog_.cancel();
+        finish(error::lock_lost);
+        pump();
+        return;
+    }
+    r.emit(lock_event_kind::released, name_, lease_->fence);
+    // Hand the lease to the next local waiter, unless another process asked for it or the
+    // lease is fixed (a fixed lease must give each holder its full term).
+    bool can_hand_off = !queue_.empty() && r.cfg.watchdog && r.cfg.handoff_budget > 0 && !yield_next_ &&
+                        clock_type::now() + r.drift < lease_->valid_until;
+    if (can_hand_off) {
+        ++r.stats.handed_off;
+        if (++handoffs_ >= r.cfg.handoff_budget) {
+            // Budget spent: renew now and learn whether another process waits meanwhile.
+            handoffs_ = 0;
+            check_now_ = true;
+            dog_.cancel();
+        }
+        finish({});
+        pump();
+        return;
+    }
+    if (yield_next_ && !queue_.empty()) {
+        ++r.stats.yielded;
+        yield_pause_ = true;
+    }
+    yield_next_ = false;
+    handoffs_ = 0;
+    auto token = std::move(lease_->token);
+    lease_.reset();
+    dog_.cancel();
+    r.st.async_release(store_name_, token,
+                       [self = shared_from_this(), done = std::move(done)](error_code ec, bool owned) mutable {
+                           if (ec)
+                               ++self->reg_->stats.store_errors;
+                           else if (!owned)
+                               ec = error::lock_lost;  // expired or taken before we let go
+                           if (done)
+                               post_completion(self->ex_, std::move(done), ec);
+                       });
+    // The next local waiter's attempt is pipelined behind this release on the same store
+    // connection, so it need not wait for the reply.
+    pump();
+}
+
+void engine::wait_lost(const std::shared_ptr<hold>& h, asio::any_completion_handler<void(error_code)> done)
+{
+    if (!h->active)
+        return post_completion(ex_, std::move(done), error_code(error::not_held));
+    if (is_lost(*h))
+        return post_completion(ex_, std::move(done), error_code(error::lock_lost));
+    if (h->lost_waiter)
+        return post_completion(ex_, std::move(done), error_code(error::invalid_request));
+    auto slot = asio::get_associated_cancellation_slot(done);
+    h->lost_waiter = std::make_unique<asio::any_completion_handler<void(error_code)>>(std::move(done));
+    if (slot.is_connected()) {
+        std::weak_ptr<hold> wh = h;
+        slot.assign([wh, ex = ex_](asio::cancellation_type) {
+            auto h = wh.lock();
+            if (!h || !h->lost_waiter)
+                return;
+            auto w = std::move(h->lost_waiter);
+            post_completion(ex, std::move(*w), error_code(asio::error::operation_aborted));
+        });
+    }
+}
+
+clock_type::time_point engine::valid_until(const hold& h) const noexcept
+{
+    if (!h.active || !lease_ || lease_->lost)
+        return clock_type::time_point::min();
+    return lease_->valid_until;
+}
+
+bool engine::is_lost(const hold& h) const noexcept { return h.active && (!lease_ || lease_->lost); }
+
+void engine::mark_lost()
+{
+    if (!lease_ || lease_->lost)
+        return;
+    auto& r = *reg_;
+    lease_->lost = true;
+    ++r.stats.lost;
+    r.emit(lock_event_kind::lost, name_, lease_->fence);
+    auto holds = holds_;  // a cancellation handler may release its guard
+    for (hold* h : holds) {
+        if (h->lost_waiter) {
+            auto w = std::move(h->lost_waiter);
+            post_completion(ex_, std::move(*w), error_code(error::lock_lost));
+        }
+        h->lost.emit(asio::cancellation_type::terminal);
+    }
+    if (holds_.empty())
+        pump();
+}
+
+void engine::background_release(std::string token)
+{
+    reg_->st.async_release(store_name_, token, [self = shared_from_this()](error_code ec, bool) {
+        if (ec)
+            ++self->reg_->stats.store_errors;
+    });
+}
+
+void engine::start_watch()
+{
+    if (watch_)
+        return;
+    watch_ready_ = false;
+    std::weak_ptr<engine> weak = shared_from_this();
+    watch_ = reg_->st.watch(store_name_, [weak](watch_event ev) {
+        auto self = weak.lock();
+        if (!self)
+            return;
+        if (ev != watch_event::released)
+            self->watch_ready_ = true;
+        self->notified_ = true;
+        self->wake_.cancel();
+    });
+}
+
+void engine::stop_watch()
+{
+    if (watch_) {
+        reg_->st.unwatch(*watch_);
+        watch_.reset();
+        watch_ready_ = false;
+    }
+}
+
+// Sleeps until `deadline` or a notification; true if a notification woke it.
+asio::awaitable<bool> engine::wait_until(clock_type::time_point deadline)
+{
+    if (!notified_) {
+        wake_.expires_at(deadline);
+        co_await wake_.async_wait(use_tuple);
+    }
+    co_return notified_;
+}
+
+// The only coroutine that competes for the name at the store, on behalf of the local queue.
+asio::awaitable<void> engine::drive(std::shared_ptr<engine> self)
+{
+    auto& e = *self;
+    auto& r = *e.reg_;
+    auto backoff = r.cfg.backoff_min;
+    int late = 0;
+    if (std::exchange(e.yield_pause_, false) && r.cfg.yield_pause.count() > 0) {
+        e.notified_ = false;
+        co_await e.wait_until(clock_type::now() + r.cfg.yield_pause);
+    }
+    while (e.has_waiters()) {
+        std::string token = r.new_token();
+        e.notified_ = false;
+        auto sent = clock_type::now();
+        auto [ec, res] = co_await r.st.async_try_acquire(e.store_name_, token, r.cfg.lease, use_tuple);
+        if (ec) {
+            ++r.stats.store_errors;
+            // The attempt may have taken the lease before the failure: drop it.
+            e.background_release(token);
+            if (!e.has_waiters())
+                break;
+            co_await e.wait_until(clock_type::now() + jitter(backoff, r.rng));
+            backoff = next_backoff(backoff, r.cfg);
+            continue;
+        }
+        backoff = r.cfg.backoff_min;
+        if (res.acquired) {
+            auto deadline = lease_deadline(sent, r.cfg.lease, r.drift);
+            if (clock_type::now() >= deadline) {
+                // The reply came after the lease's local end: it is not a lock.
+                ++r.stats.late_replies;
+                e.background_release(token);
+                if (++late >= 3) {
+                    e.fail_waiters(error::invalid_lease);
+                    break;
+                }
+                continue;
+            }
+            if (!e.has_waiters()) {
+                e.background_release(token);
+                break;
+            }
+            e.lease_ = lease_state{std::move(token), res.fencing_token, deadline};
+            e.stop_watch();
+            e.driving_ = false;
+            asio::co_spawn(e.ex_, watchdog(self, e.lease_->token), asio::detached);
+            e.pump();
+            co_return;
+        }
+        ++r.stats.contended;
+        e.complete_try_waiters();
+        if (!e.has_waiters())
+            break;
+        if (!e.watch_) {
+            // Subscribe before the first retry: a release from now on cannot go unseen.
+            e.start_watch();
+        }
+        if (!e.watch_ready_) {
+            auto until = res.holder_ttl.count() >= 0
+                             ? clock_type::now() + std::min(res.holder_ttl + milliseconds(1), r.cfg.backoff_max)
+                             : clock_type::now() + jitter(backoff, r.rng);
+            co_await e.wait_until(until);
+            continue;  // retry at once when the subscription is confirmed
+        }
+        bool by_note = co_await e.wait_until(retry_at(clock_type::now(), res.holder_ttl, backoff, r.rng));
+        if (res.holder_ttl.count() < 0)
+            backoff = next_backoff(backoff, r.cfg);
+        if (e.has_waiters())
+            ++(by_note ? r.stats.woken_by_notification : r.stats.woken_by_timer);
+    }
+    e.stop_watch();
+    e.driving_ = false;
+    if (e.has_waiters())
+        e.pump();
+}
+
+// Keeps the lease alive while held: renews every renew_interval, declares it lost when the
+// store says it is not ours or its local deadline passes unconfirmed.
+asio::awaitable<void> engine::watchdog(std::shared_ptr<engine> self, std::string token)
+{
+    auto& e = *self;
+    auto& r = *e.reg_;
+    auto current = [&] { return e.lease_ && e.lease_->token == token && !e.lease_->lost; };
+    auto backoff = r.cfg.backoff_min;
+    auto next = clock_type::now() + r.renew_every;
+    while (current()) {
+        auto wake_at = r.cfg.watchdog ? std::min(next, e.lease_->valid_until) : e.lease_->valid_until;
+        if (!e.check_now_) {
+            e.dog_.expires_at(wake_at);
+            co_await e.dog_.async_wait(use_tuple);
+        }
+        if (!current())
+            co_return;
+        auto now = clock_type::now();
+        if (now >= e.lease_->valid_until) {
+            e.mark_lost();
+            co_return;
+        }
+        if (!r.cfg.watchdog || (!e.check_now_ && now < next))
+            continue;
+        e.check_now_ = false;
+        auto sent = now;
+        asio::steady_timer limit(e.ex_, e.lease_->valid_until);
+        auto result = co_await (r.st.async_renew(e.store_name_, token, r.cfg.lease, use_tuple) ||
+                                limit.async_wait(use_tuple));
+        if (!current())
+            co_return;
+        if (result.index() == 1) {
+            e.mark_lost();
+            co_return;
+        }
+        auto [ec, rr] = std::get<0>(result);
+        if (ec) {
+            ++r.stats.store_errors;
+            if (!e.lease_->suspect) {
+                e.lease_->suspect = true;
+                ++r.stats.suspect;
+                r.emit(lock_event_kind::suspect, e.name_, e.lease_->fence);
+            }
+            next = clock_type::now() + jitter(backoff, r.rng);
+            backoff = std::min(backoff * 2, r.renew_every);
+            continue;
+        }
+        if (!rr.owned) {
+            e.mark_lost();
+            co_return;
+        }
+        backoff = r.cfg.backoff_min;
+        e.lease_->valid_until = lease_deadline(sent, r.cfg.lease, r.drift);
+        e.lease_->suspect = false;
+        ++r.stats.renewals;
+        r.emit(lock_event_kind::renewed, e.name_, e.lease_->fence);
+        if (rr.contended)
+            e.yield_next_ = true;
+        next = sent + r.renew_every;
+    }
+}
+
+}  // namespace dlock::detail

@@ -1,0 +1,118 @@
+#include <dlock/error.hpp>
+#include <dlock/lock.hpp>
+
+#include "detail/post_completion.hpp"
+#include "engine/engine.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <atomic>
+
+namespace dlock {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+owner::owner() noexcept
+{
+    static std::atomic<std::uint64_t> next{1};
+    id_ = next.fetch_add(1, std::memory_order_relaxed);
+}
+
+const std::string& lock::name() const noexcept
+{
+    static const std::string empty;
+    return e_ ? e_->name() : empty;
+}
+
+void lock::acquire_impl(owner o, mode m, std::chrono::milliseconds d,
+                        asio::any_completion_handler<acquire_signature> h)
+{
+    if (!e_) {
+        return asio::post(asio::system_executor(), asio::append(std::move(h), error_code(error::not_held), guard()));
+    }
+    std::optional<std::chrono::milliseconds> limit;
+    if (m == mode::bounded)
+        limit = std::max(d, std::chrono::milliseconds(0));
+    e_->acquire(o.id(), m == mode::try_once, limit, std::move(h));
+}
+
+asio::awaitable<void> lock::run(std::function<asio::awaitable<void>(guard&)> body)
+{
+    guard g = co_await acquire(asio::use_awaitable);
+    std::exception_ptr failure;
+    try {
+        co_await asio::co_spawn(co_await asio::this_coro::executor, body(g),
+                                asio::bind_cancellation_slot(g.lost_slot(), asio::use_awaitable));
+    } catch (...) {
+        failure = std::current_exception();
+    }
+    bool lost = g.is_lost();
+    error_code ec;
+    co_await g.release(asio::redirect_error(asio::use_awaitable, ec));
+    if (lost || ec == error::lock_lost)
+        throw boost::system::system_error(error::lock_lost);
+    if (failure)
+        std::rethrow_exception(failure);
+    if (ec)
+        throw boost::system::system_error(ec);
+}
+
+// ---- guard ----
+
+guard& guard::operator=(guard&& other) noexcept
+{
+    if (this != &other) {
+        guard old(std::move(*this));
+        h_ = std::move(other.h_);
+    }
+    return *this;
+}
+
+guard::~guard()
+{
+    if (h_ && h_->active)
+        h_->eng->release(h_, {}, true);
+}
+
+bool guard::owns_lock() const noexcept { return h_ && h_->active; }
+
+const std::string& guard::name() const noexcept
+{
+    static const std::string empty;
+    return h_ ? h_->eng->name() : empty;
+}
+
+std::uint64_t guard::fencing_token() const noexcept { return h_ ? h_->fence : 0; }
+
+std::chrono::steady_clock::time_point guard::valid_until() const noexcept
+{
+    return h_ ? h_->eng->valid_until(*h_) : std::chrono::steady_clock::time_point::min();
+}
+
+bool guard::is_lost() const noexcept { return h_ && h_->eng->is_lost(*h_); }
+
+dlock::owner guard::owner() const noexcept { return dlock::owner(h_ ? h_->owner : 0); }
+
+asio::cancellation_slot guard::lost_slot() noexcept { return h_ ? h_->lost.slot() : asio::cancellation_slot(); }
+
+void guard::wait_lost_impl(asio::any_completion_handler<void(error_code)> h)
+{
+    if (!h_)
+        return asio::post(asio::system_executor(), asio::append(std::move(h), error_code(error::not_held)));
+    h_->eng->wait_lost(h_, std::move(h));
+}
+
+void guard::release_impl(asio::any_completion_handler<void(error_code)> h)
+{
+    if (!h_)
+        return asio::post(asio::system_executor(), asio::append(std::move(h), error_code(error::not_held)));
+    auto hold = std::move(h_);
+    hold->eng->release(hold, std::move(h), false);
+}
+
+}  // namespace dlock

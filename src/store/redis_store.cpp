@@ -1,0 +1,162 @@
+#include <dlock/error.hpp>
+#include <dlock/redis_store.hpp>
+
+#include "detail/post_completion.hpp"
+#include "store/redis_scripts.hpp"
+
+#include <array>
+
+namespace dlock {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using detail::post_completion;
+using redis::reply;
+using redis::reply_type;
+
+struct redis_store::impl {
+    impl(asio::any_io_executor e, redis::config cfg, std::string ns_)
+        : ex(e), conn(e, cfg), sub(e, cfg), ns(std::move(ns_))
+    {
+    }
+    asio::any_io_executor ex;
+    redis::connection conn;
+    redis::subscriber sub;
+    std::string ns;
+    redis::script acquire{scripts::acquire};
+    redis::script renew{scripts::renew};
+    redis::script release{scripts::release};
+    redis::script force_release{scripts::force_release};
+    redis::script status{scripts::status};
+
+    std::string prefix(const std::string& name) const
+    {
+        return "{" + slot_tag(key_slot(name)) + "}" + ns;
+    }
+};
+
+redis_store::redis_store(asio::any_io_executor ex, redis::config cfg, std::string ns)
+    : impl_(std::make_unique<impl>(ex, std::move(cfg), std::move(ns)))
+{
+}
+
+redis_store::~redis_store() = default;
+
+asio::any_io_executor redis_store::get_executor() const { return impl_->ex; }
+redis::connection& redis_store::connection() noexcept { return impl_->conn; }
+redis::subscriber& redis_store::subscriber() noexcept { return impl_->sub; }
+
+std::string redis_store::lock_key(const std::string& name) const { return impl_->prefix(name) + ":lock:" + name; }
+std::string redis_store::fence_key(const std::string& name) const { return impl_->prefix(name) + ":fence"; }
+std::string redis_store::channel(const std::string& name) const { return impl_->prefix(name) + ":released:" + name; }
+
+namespace {
+
+bool as_int(const reply& r, long long& out)
+{
+    if (r.type != reply_type::integer)
+        return false;
+    out = r.integer;
+    return true;
+}
+
+}  // namespace
+
+void redis_store::do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+                                 asio::any_completion_handler<acquire_signature> h)
+{
+    std::array<std::string, 2> keys{lock_key(name), fence_key(name)};
+    std::array<std::string, 2> args{token, std::to_string(ttl.count())};
+    impl_->conn.async_eval(impl_->acquire, keys, args,
+                           [h = std::move(h), ttl](error_code ec, reply r) mutable {
+                               acquire_result out;
+                               long long flag = 0, value = 0;
+                               if (!ec && !(r.type == reply_type::array && r.elements.size() == 2 &&
+                                            as_int(r.elements[0], flag) && as_int(r.elements[1], value)))
+                                   ec = error::invalid_request;
+                               if (!ec) {
+                                   out.acquired = flag == 1;
+                                   if (out.acquired) {
+                                       out.fencing_token = static_cast<std::uint64_t>(value);
+                                       out.holder_ttl = ttl;
+                                   } else {
+                                       out.holder_ttl = std::chrono::milliseconds(value);
+                                   }
+                               }
+                               std::move(h)(ec, out);
+                           });
+}
+
+void redis_store::do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+                           asio::any_completion_handler<renew_signature> h)
+{
+    std::array<std::string, 1> keys{lock_key(name)};
+    std::array<std::string, 2> args{token, std::to_string(ttl.count())};
+    impl_->conn.async_eval(impl_->renew, keys, args, [h = std::move(h)](error_code ec, reply r) mutable {
+        long long v = 0;
+        if (!ec && !as_int(r, v))
+            ec = error::invalid_request;
+        std::move(h)(ec, renew_result{v >= 1, v == 2});
+    });
+}
+
+void redis_store::do_release(const std::string& name, const std::string& token,
+                             asio::any_completion_handler<bool_signature> h)
+{
+    std::array<std::string, 1> keys{lock_key(name)};
+    std::array<std::string, 2> args{token, channel(name)};
+    impl_->conn.async_eval(impl_->release, keys, args, [h = std::move(h)](error_code ec, reply r) mutable {
+        long long v = 0;
+        if (!ec && !as_int(r, v))
+            ec = error::invalid_request;
+        std::move(h)(ec, v == 1);
+    });
+}
+
+void redis_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
+{
+    std::array<std::string, 1> keys{lock_key(name)};
+    std::array<std::string, 1> args{channel(name)};
+    impl_->conn.async_eval(impl_->force_release, keys, args, [h = std::move(h)](error_code ec, reply r) mutable {
+        long long v = 0;
+        if (!ec && !as_int(r, v))
+            ec = error::invalid_request;
+        std::move(h)(ec, v == 1);
+    });
+}
+
+void redis_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
+{
+    std::array<std::string, 2> keys{lock_key(name), fence_key(name)};
+    impl_->conn.async_eval(impl_->status, keys, {}, [h = std::move(h)](error_code ec, reply r) mutable {
+        lock_status st;
+        long long fence = 0, pttl = 0, counter = 0;
+        if (!ec && !(r.type == reply_type::array && r.elements.size() == 4 && as_int(r.elements[1], fence) &&
+                     as_int(r.elements[2], pttl) && as_int(r.elements[3], counter)))
+            ec = error::invalid_request;
+        if (!ec) {
+            st.held = r.elements[0].type == reply_type::string;
+            st.holder = r.elements[0].str;
+            st.fencing_token = static_cast<std::uint64_t>(fence);
+            st.ttl = std::chrono::milliseconds(pttl < 0 ? -1 : pttl);
+            st.last_fencing_token = static_cast<std::uint64_t>(counter);
+        }
+        std::move(h)(ec, std::move(st));
+    });
+}
+
+store::watch_id redis_store::watch(const std::string& name, std::function<void(watch_event)> cb)
+{
+    return impl_->sub.listen(channel(name), [cb = std::move(cb)](const redis::event& ev) {
+        switch (ev.kind) {
+        case redis::event_kind::subscribed: cb(watch_event::ready); break;
+        case redis::event_kind::message: cb(watch_event::released); break;
+        case redis::event_kind::resubscribed: cb(watch_event::resync); break;
+        case redis::event_kind::disconnected: break;  // resubscribed follows the reconnect
+        }
+    });
+}
+
+void redis_store::unwatch(watch_id id) { impl_->sub.unlisten(id); }
+
+}  // namespace dlock
