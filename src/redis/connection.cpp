@@ -13,10 +13,13 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
@@ -150,7 +153,10 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                 wake.expires_at(asio::steady_timer::time_point::max());
                 error_code ec;
                 co_await wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-                if (closed)
+                // Woken by a new request (timer cancelled), or told to stop: the reader
+                // failed and the `||` in run() cancelled us.
+                auto cs = co_await asio::this_coro::cancellation_state;
+                if (closed || cs.cancelled() != asio::cancellation_type::none)
                     co_return;
             }
             std::string batch = queue.take_batch();
@@ -197,7 +203,9 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                     break;
                 if (r->is_error()) {
                     server_message = r->str;
-                    co_return steps[got] == step::auth ? error::auth_failed : error::handshake_failed;
+                    // NOAUTH: the server wants a password the config does not give.
+                    bool auth = steps[got] == step::auth || r->str.rfind("NOAUTH", 0) == 0;
+                    co_return auth ? error::auth_failed : error::handshake_failed;
                 }
                 ++got;
             }
@@ -249,10 +257,19 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                 if (self->push && self->push->on_connected)
                     self->push->on_connected();
                 self->finish_connect_waiters({});
-                try {
-                    co_await (self->reader() || self->writer());
-                } catch (const boost::system::system_error& e) {
-                    ec = e.code();
+                // Either loop ending ends the connection. Not `reader() || writer()`: that is
+                // wait_for_one_success, which waits for an idle writer that never fails.
+                auto [order, reader_ex, writer_ex] =
+                    co_await asio::experimental::make_parallel_group(
+                        asio::co_spawn(self->ex, self->reader(), asio::deferred),
+                        asio::co_spawn(self->ex, self->writer(), asio::deferred))
+                        .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
+                if (auto first = order[0] == 0 ? reader_ex : writer_ex) {
+                    try {
+                        std::rethrow_exception(first);
+                    } catch (const boost::system::system_error& e) {
+                        ec = e.code();
+                    }
                 }
                 self->connected = false;
                 self->sock->close();

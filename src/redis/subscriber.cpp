@@ -81,7 +81,6 @@ struct subscriber::state {
             names.push_back(name);
             ch.pending_subscribes = 1;
             ch.confirmed = false;
-            ch.resubscribing = true;
         }
         request req;
         req.push_range("SUBSCRIBE", names);
@@ -92,6 +91,9 @@ struct subscriber::state {
     {
         std::vector<std::string> names;
         for (auto& [name, ch] : channels) {
+            // Only a channel that was confirmed is "re"-subscribed later; one listened to
+            // before the first connection (or never confirmed) just becomes subscribed.
+            ch.resubscribing = ch.resubscribing || ch.confirmed;
             ch.confirmed = false;
             ch.pending_subscribes = 0;
             // SUBSCRIBE commands still queued will be re-sent by on_connected.

@@ -4,6 +4,9 @@
 #include "detail/post_completion.hpp"
 #include "store/redis_scripts.hpp"
 
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+
 #include <array>
 
 namespace dlock {
@@ -67,8 +70,9 @@ void redis_store::do_try_acquire(const std::string& name, const std::string& tok
 {
     std::array<std::string, 2> keys{lock_key(name), fence_key(name)};
     std::array<std::string, 2> args{token, std::to_string(ttl.count())};
+    auto slot = asio::get_associated_cancellation_slot(h);
     impl_->conn.async_eval(impl_->acquire, keys, args,
-                           [h = std::move(h), ttl](error_code ec, reply r) mutable {
+                           asio::bind_cancellation_slot(slot, [h = std::move(h), ttl](error_code ec, reply r) mutable {
                                acquire_result out;
                                long long flag = 0, value = 0;
                                if (!ec && !(r.type == reply_type::array && r.elements.size() == 2 &&
@@ -84,7 +88,7 @@ void redis_store::do_try_acquire(const std::string& name, const std::string& tok
                                    }
                                }
                                std::move(h)(ec, out);
-                           });
+                           }));
 }
 
 void redis_store::do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
@@ -92,12 +96,13 @@ void redis_store::do_renew(const std::string& name, const std::string& token, st
 {
     std::array<std::string, 1> keys{lock_key(name)};
     std::array<std::string, 2> args{token, std::to_string(ttl.count())};
-    impl_->conn.async_eval(impl_->renew, keys, args, [h = std::move(h)](error_code ec, reply r) mutable {
+    auto slot = asio::get_associated_cancellation_slot(h);
+    impl_->conn.async_eval(impl_->renew, keys, args, asio::bind_cancellation_slot(slot, [h = std::move(h)](error_code ec, reply r) mutable {
         long long v = 0;
         if (!ec && !as_int(r, v))
             ec = error::invalid_request;
         std::move(h)(ec, renew_result{v >= 1, v == 2});
-    });
+    }));
 }
 
 void redis_store::do_release(const std::string& name, const std::string& token,
@@ -105,24 +110,26 @@ void redis_store::do_release(const std::string& name, const std::string& token,
 {
     std::array<std::string, 1> keys{lock_key(name)};
     std::array<std::string, 2> args{token, channel(name)};
-    impl_->conn.async_eval(impl_->release, keys, args, [h = std::move(h)](error_code ec, reply r) mutable {
+    auto slot = asio::get_associated_cancellation_slot(h);
+    impl_->conn.async_eval(impl_->release, keys, args, asio::bind_cancellation_slot(slot, [h = std::move(h)](error_code ec, reply r) mutable {
         long long v = 0;
         if (!ec && !as_int(r, v))
             ec = error::invalid_request;
         std::move(h)(ec, v == 1);
-    });
+    }));
 }
 
 void redis_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
 {
     std::array<std::string, 1> keys{lock_key(name)};
     std::array<std::string, 1> args{channel(name)};
-    impl_->conn.async_eval(impl_->force_release, keys, args, [h = std::move(h)](error_code ec, reply r) mutable {
+    auto slot = asio::get_associated_cancellation_slot(h);
+    impl_->conn.async_eval(impl_->force_release, keys, args, asio::bind_cancellation_slot(slot, [h = std::move(h)](error_code ec, reply r) mutable {
         long long v = 0;
         if (!ec && !as_int(r, v))
             ec = error::invalid_request;
         std::move(h)(ec, v == 1);
-    });
+    }));
 }
 
 void redis_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)

@@ -150,7 +150,9 @@ void redis_server::start()
         if (!opts_.password.empty())
             argv.insert(argv.end(), {"--requirepass", opts_.password});
         if (!opts_.acl_user.empty())
-            argv.insert(argv.end(), {"--user", opts_.acl_user + " on >" + opts_.acl_password + " ~* &* +@all"});
+            // One argv element per ACL rule: redis-server quotes an element holding spaces,
+            // which would make the whole rule list the user name.
+            argv.insert(argv.end(), {"--user", opts_.acl_user, "on", ">" + opts_.acl_password, "~*", "&*", "+@all"});
         if (opts_.appendonly)
             argv.insert(argv.end(), {"--appendonly", "yes", "--appendfsync", "always"});
         else

@@ -1,0 +1,120 @@
+// A separate process for the multi-process lock tests. Modes:
+//   count PORT NAME COROUTINES SECTIONS COUNTER_FILE LOG_FILE
+//       each coroutine runs SECTIONS critical sections: read the counter file, yield,
+//       write it back + 1, append "pid token" to the log. Prints "done <stats json>".
+//   hold PORT NAME LEASE_MS
+//       acquires, prints "acquired TOKEN", then works until the lease is lost (or 60 s),
+//       prints "lost=0|1 token=TOKEN".
+#include <dlock/dlock.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+namespace {
+
+long read_counter(const std::string& path)
+{
+    FILE* f = std::fopen(path.c_str(), "r");
+    long v = 0;
+    if (f) {
+        if (std::fscanf(f, "%ld", &v) != 1)
+            v = 0;
+        std::fclose(f);
+    }
+    return v;
+}
+
+void write_counter(const std::string& path, long v)
+{
+    FILE* f = std::fopen(path.c_str(), "w");
+    std::fprintf(f, "%ld\n", v);
+    std::fclose(f);
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    if (argc < 4) {
+        std::cerr << "usage: lock_worker MODE PORT NAME ...\n";
+        return 2;
+    }
+    std::string mode = argv[1];
+    dlock::redis::config cfg;
+    cfg.port = static_cast<std::uint16_t>(std::stoi(argv[2]));
+    std::string name = argv[3];
+    asio::io_context io;
+    dlock::redis_store store(io.get_executor(), cfg);
+    int status = 1;
+
+    if (mode == "count" && argc >= 8) {
+        int coroutines = std::stoi(argv[4]);
+        int sections = std::stoi(argv[5]);
+        std::string counter = argv[6];
+        int log = ::open(argv[7], O_WRONLY | O_APPEND | O_CREAT, 0644);
+        dlock::registry reg(store, {.lease = 5s});
+        int finished = 0;
+        std::string pid = std::to_string(::getpid());
+        for (int c = 0; c < coroutines; ++c) {
+            asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+                auto lock = reg.obtain(name);
+                for (int i = 0; i < sections; ++i) {
+                    auto g = co_await lock.acquire();
+                    long v = read_counter(counter);
+                    co_await asio::post(io, asio::use_awaitable);  // let others run mid-section
+                    write_counter(counter, v + 1);
+                    std::string line = pid + " " + std::to_string(g.fencing_token()) + "\n";
+                    if (::write(log, line.data(), line.size()) < 0)
+                        std::abort();
+                    co_await g.release();
+                }
+                if (++finished == coroutines) {
+                    store.connection().close();
+                    store.subscriber().close();
+                }
+            }, asio::detached);
+        }
+        io.run();
+        const auto& s = reg.stats();
+        std::cout << "done acquired=" << s.acquired << " handed_off=" << s.handed_off << " yielded=" << s.yielded
+                  << " contended=" << s.contended << " by_notification=" << s.woken_by_notification
+                  << " by_timer=" << s.woken_by_timer << " lost=" << s.lost << std::endl;
+        status = finished == coroutines ? 0 : 1;
+    } else if (mode == "hold" && argc >= 5) {
+        auto lease = std::chrono::milliseconds(std::stoi(argv[4]));
+        dlock::registry reg(store, {.lease = lease});
+        asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+            auto g = co_await reg.obtain(name).acquire();
+            std::cout << "acquired " << g.fencing_token() << std::endl;
+            asio::steady_timer work(io, 60s);
+            boost::system::error_code ec;
+            co_await work.async_wait(asio::bind_cancellation_slot(g.lost_slot(), asio::redirect_error(asio::use_awaitable, ec)));
+            std::cout << "lost=" << (g.is_lost() ? 1 : 0) << " token=" << g.fencing_token() << std::endl;
+            co_await g.release(asio::redirect_error(asio::use_awaitable, ec));
+            store.connection().close();
+            store.subscriber().close();
+            status = 0;
+        }, asio::detached);
+        io.run();
+    } else {
+        std::cerr << "lock_worker: bad arguments\n";
+        return 2;
+    }
+    return status;
+}
