@@ -16,8 +16,8 @@ using redis::reply_type;
 
 // hiredis builds the tree through these callbacks, children in order; a nested value lives
 // inside its parent's `elements`, so only the root is heap-allocated by us. Children are
-// appended rather than pre-sized from the count, which the server chose: hiredis 0.14 passes
-// negative and absurd counts straight through.
+// appended rather than pre-sized from the count, which the server chose: "*2000000000\r\n"
+// alone would otherwise allocate hundreds of GiB (hiredis accepts counts up to INT_MAX).
 template <class Fill>
 void* place(const redisReadTask* task, Fill fill) noexcept
 {
@@ -52,7 +52,7 @@ void* create_string(const redisReadTask* task, char* str, size_t len)
 
 void* create_array(const redisReadTask* task, int elements)
 {
-    if (elements < 0)  // -1 (nil) never gets here; other negatives are garbage
+    if (elements < 0)  // hiredis sends -1 to createNil and rejects other negatives; be sure
         return nullptr;
     return place(task, [&](reply& r) {
         r.type = reply_type::array;

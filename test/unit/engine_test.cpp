@@ -29,7 +29,7 @@ struct fixture {
     template <class F>
     void spawn(F f)
     {
-        asio::co_spawn(io, f(), [](std::exception_ptr e) {
+        asio::co_spawn(io, std::move(f), [](std::exception_ptr e) {
             if (e)
                 std::rethrow_exception(e);
         });
@@ -268,15 +268,22 @@ BOOST_AUTO_TEST_CASE(a_million_names_leave_no_memory_behind)
         io.restart();
         io.run();
     };
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    constexpr int names = 100'000;  // sanitizers quarantine freed memory: RSS says little there
+#else
+    constexpr int names = 1'000'000;
+#endif
     cycle(0, 50'000);  // warm up allocator pools
     auto before = resident_kib();
-    cycle(50'000, 1'000'000);
+    cycle(50'000, names);
     auto after = resident_kib();
     BOOST_TEST(reg.size() == 0u);
     BOOST_TEST(store.size() == 0u);
-    BOOST_TEST(reg.stats().acquired == 1'000'000u);
+    BOOST_TEST(reg.stats().acquired == static_cast<std::uint64_t>(names));
     // Growth well under 1 KiB per name would still be a leak of > 100 MB; allow 16 MiB slack.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
     BOOST_TEST(after < before + 16 * 1024, "RSS before " << before << " KiB, after " << after << " KiB");
+#endif
 }
 
 BOOST_AUTO_TEST_SUITE_END()
