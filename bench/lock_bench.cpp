@@ -1,0 +1,407 @@
+/*
+ * lock_bench: what the lock costs, as ratios to figures measured in the same run.
+ *
+ * One throwaway redis-server on a free loopback port; the cases:
+ *   raw_ping_rtt               PING over a blocking socket: the round trip (RTT) baseline
+ *   raw_lua_pipelined_ceiling  the lock's own acquire+release scripts sent raw, 64 pairs
+ *                              per write: the most cycles/s the server gives one connection
+ *   uncontended_acquire_release  one coroutine, one name        goal p50 <= 2.2 x RTT
+ *   distinct_names_64          64 coroutines, 64 names, one connection
+ *                                                               goal >= 0.8 x ceiling
+ *   local_handoff_16           16 coroutines on one name        goal >= 100,000 hand-offs/s
+ *   cross_process_handoff      release in one process -> acquire in another
+ *                                                               goal p50 <= 3 x RTT, p99 <= 1 ms
+ *   two_process_sections_16    16 waiters over 2 processes, 1 ms sections
+ *                                                               goal >= 950/s, all served
+ * Options: --json (one JSON object per line), --quick (fewer samples).
+ * The peer processes are this program started again with --peer.
+ * Timeouts: every phase runs under io_context::run_for (120 s), only to turn a bug into an
+ * error instead of a hang; the lease is 30 s so the watchdog never interferes.
+ */
+#include <dlock/dlock.hpp>
+
+#include "common.hpp"
+#include "common/child.hpp"
+#include "common/redis_server.hpp"
+#include "resp/decoder.hpp"
+#include "store/redis_scripts.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using bench::clock_type;
+
+namespace {
+
+dlock::redis::config config_for(std::uint16_t port)
+{
+    dlock::redis::config c;
+    c.port = port;
+    return c;
+}
+
+long long now_ns()
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
+}
+
+// Runs `body` on a fresh io_context with a redis_store; fails loudly if it does not finish.
+template <class Body>
+void with_store(std::uint16_t port, Body body)
+{
+    asio::io_context io;
+    dlock::redis_store store(io.get_executor(), config_for(port));
+    std::exception_ptr error;
+    bool done = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            co_await store.connection().async_connect();
+            co_await body(io, store);
+            done = true;
+            store.connection().close();
+            store.subscriber().close();
+        },
+        [&](std::exception_ptr e) { error = e; });
+    io.run_for(120s);
+    if (error)
+        std::rethrow_exception(error);
+    if (!done)
+        throw std::runtime_error("a benchmark phase did not finish within 120 s");
+}
+
+// The lock's scripts, sent raw and pipelined: the server's ceiling for acquire+release.
+double raw_lua_ceiling(std::uint16_t port, int cycles)
+{
+    asio::io_context io;
+    dlock::redis_store keys(io.get_executor(), config_for(port));  // only for key names
+    dlock::redis::script acq(dlock::scripts::acquire), rel(dlock::scripts::release);
+    bench::raw_pinger sock(port);
+    auto send = [&](const dlock::redis::request& r) {
+        const auto& p = r.payload();
+        if (::write(sock.fd(), p.data(), p.size()) != ssize_t(p.size()))
+            throw std::runtime_error("raw write failed");
+    };
+    dlock::resp::decoder dec;
+    auto read_replies = [&](std::size_t n) {
+        char buf[65536];
+        boost::system::error_code ec;
+        while (n > 0) {
+            while (n > 0 && dec.next(ec))
+                --n;
+            if (ec)
+                throw std::runtime_error("raw decode failed");
+            if (n == 0)
+                break;
+            ssize_t r = ::read(sock.fd(), buf, sizeof buf);
+            if (r <= 0)
+                throw std::runtime_error("raw read failed");
+            dec.feed({buf, std::size_t(r)});
+        }
+    };
+    dlock::redis::request load;
+    load.push("SCRIPT", "LOAD", acq.body());
+    load.push("SCRIPT", "LOAD", rel.body());
+    send(load);
+    read_replies(2);
+    constexpr int depth = 64;
+    std::vector<std::string> names;
+    for (int i = 0; i < depth; ++i)
+        names.push_back("dlock:ceiling" + std::to_string(i));
+    std::vector<dlock::redis::request> batches(2);
+    for (int i = 0; i < depth; ++i) {
+        const auto& n = names[std::size_t(i)];
+        batches[0].push("EVALSHA", acq.sha1(), 2, keys.lock_key(n), keys.fence_key(n), "tok", 30000);
+        batches[1].push("EVALSHA", rel.sha1(), 1, keys.lock_key(n), "tok", keys.channel(n));
+    }
+    auto t0 = clock_type::now();
+    int done = 0;
+    // Acquires for all 64 names in one write, their releases in the next: like 64 coroutines.
+    while (done < cycles) {
+        send(batches[0]);
+        read_replies(depth);
+        send(batches[1]);
+        read_replies(depth);
+        done += depth;
+    }
+    return done / std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+std::vector<double> uncontended(std::uint16_t port, int samples)
+{
+    std::vector<double> lat;
+    with_store(port, [&](asio::io_context&, dlock::redis_store& store) -> asio::awaitable<void> {
+        dlock::registry reg(store);
+        auto lock = reg.obtain("bench:solo");
+        for (int i = 0; i < samples + 500; ++i) {
+            auto t0 = clock_type::now();
+            auto g = co_await lock.acquire();
+            co_await g.release();
+            if (i >= 500)
+                lat.push_back(bench::us_since(t0));
+        }
+    });
+    return lat;
+}
+
+double distinct_names(std::uint16_t port, int cycles)
+{
+    double rate = 0;
+    with_store(port, [&](asio::io_context& io, dlock::redis_store& store) -> asio::awaitable<void> {
+        dlock::registry reg(store);
+        constexpr int coroutines = 64;
+        int finished = 0;
+        asio::steady_timer all_done(io, clock_type::time_point::max());
+        auto t0 = clock_type::now();
+        for (int c = 0; c < coroutines; ++c) {
+            asio::co_spawn(io, [&, c]() -> asio::awaitable<void> {
+                auto lock = reg.obtain("bench:distinct:" + std::to_string(c));
+                for (int i = 0; i < cycles / coroutines; ++i) {
+                    auto g = co_await lock.acquire();
+                    co_await g.release();
+                }
+                if (++finished == coroutines)
+                    all_done.cancel();
+            }, asio::detached);
+        }
+        boost::system::error_code ec;
+        co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        rate = (cycles / coroutines * coroutines) / std::chrono::duration<double>(clock_type::now() - t0).count();
+    });
+    return rate;
+}
+
+double local_handoff(std::uint16_t port, int acquisitions, std::uint64_t& handed_off)
+{
+    double rate = 0;
+    with_store(port, [&](asio::io_context& io, dlock::redis_store& store) -> asio::awaitable<void> {
+        dlock::registry reg(store);
+        constexpr int coroutines = 16;
+        int finished = 0;
+        asio::steady_timer all_done(io, clock_type::time_point::max());
+        auto t0 = clock_type::now();
+        for (int c = 0; c < coroutines; ++c) {
+            asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+                auto lock = reg.obtain("bench:hot");
+                for (int i = 0; i < acquisitions / coroutines; ++i) {
+                    auto g = co_await lock.acquire();
+                    co_await g.release();
+                }
+                if (++finished == coroutines)
+                    all_done.cancel();
+            }, asio::detached);
+        }
+        boost::system::error_code ec;
+        co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        rate = (acquisitions / coroutines * coroutines) / std::chrono::duration<double>(clock_type::now() - t0).count();
+        handed_off = reg.stats().handed_off;
+    });
+    return rate;
+}
+
+// --peer pingpong PORT ROUNDS: hold 3 ms (the other process queues meanwhile), release,
+// pause 1 ms, again. Prints "acq NS" and "rel NS" on the shared monotonic clock.
+// --peer sections PORT COROUTINES MS: 1 ms sections for MS milliseconds; prints counts.
+int peer(int argc, char** argv)
+{
+    std::string mode = argv[2];
+    auto port = static_cast<std::uint16_t>(std::atoi(argv[3]));
+    std::ostringstream out;
+    with_store(port, [&](asio::io_context& io, dlock::redis_store& store) -> asio::awaitable<void> {
+        dlock::registry reg(store);
+        auto lock = reg.obtain(mode == "pingpong" ? "bench:pingpong" : "bench:sections");
+        asio::steady_timer t(io);
+        if (mode == "pingpong") {
+            int rounds = std::atoi(argv[4]);
+            for (int i = 0; i < rounds; ++i) {
+                auto g = co_await lock.acquire();
+                out << "acq " << now_ns() << "\n";
+                t.expires_after(3ms);
+                co_await t.async_wait(asio::use_awaitable);
+                out << "rel " << now_ns() << "\n";
+                co_await g.release();
+                t.expires_after(1ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+        } else {
+            int coroutines = std::atoi(argv[4]);
+            auto until = clock_type::now() + std::chrono::milliseconds(std::atoi(argv[5]));
+            std::vector<int> counts(std::size_t(coroutines), 0);
+            int finished = 0;
+            asio::steady_timer all_done(io, clock_type::time_point::max());
+            for (int c = 0; c < coroutines; ++c) {
+                asio::co_spawn(io, [&, c]() -> asio::awaitable<void> {
+                    asio::steady_timer section(io);
+                    while (clock_type::now() < until) {
+                        auto g = co_await lock.acquire();
+                        section.expires_after(1ms);
+                        co_await section.async_wait(asio::use_awaitable);
+                        ++counts[std::size_t(c)];
+                        co_await g.release();
+                    }
+                    if (++finished == coroutines)
+                        all_done.cancel();
+                }, asio::detached);
+            }
+            boost::system::error_code ec;
+            co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+            out << "counts";
+            for (int n : counts)
+                out << " " << n;
+            out << "\n";
+        }
+    });
+    std::cout << out.str() << "done" << std::endl;
+    return 0;
+}
+
+std::vector<std::string> read_until_done(dlock::test::child& c)
+{
+    std::vector<std::string> lines;
+    while (auto l = c.read_line(120s)) {
+        if (*l == "done")
+            break;
+        lines.push_back(*l);
+    }
+    return lines;
+}
+
+std::vector<double> cross_process(std::uint16_t port, int rounds)
+{
+    std::vector<std::pair<long long, std::pair<int, bool>>> events;  // time, (process, is_acquire)
+    dlock::test::child a({"/proc/self/exe", "--peer", "pingpong", std::to_string(port), std::to_string(rounds)});
+    dlock::test::child b({"/proc/self/exe", "--peer", "pingpong", std::to_string(port), std::to_string(rounds)});
+    int idx = 0;
+    for (auto* c : {&a, &b}) {
+        for (auto& l : read_until_done(*c)) {
+            std::istringstream in(l);
+            std::string kind;
+            long long t = 0;
+            in >> kind >> t;
+            events.push_back({t, {idx, kind == "acq"}});
+        }
+        ++idx;
+    }
+    std::sort(events.begin(), events.end());
+    std::vector<double> lat;
+    for (std::size_t i = 0; i + 1 < events.size(); ++i) {
+        auto [t, who] = events[i];
+        auto [t2, next] = events[i + 1];
+        if (!who.second && next.second && next.first != who.first)
+            lat.push_back(double(t2 - t) / 1000.0);
+    }
+    return lat;
+}
+
+bench::result two_process_sections(std::uint16_t port, int ms)
+{
+    dlock::test::child a({"/proc/self/exe", "--peer", "sections", std::to_string(port), "8", std::to_string(ms)});
+    dlock::test::child b({"/proc/self/exe", "--peer", "sections", std::to_string(port), "8", std::to_string(ms)});
+    long total = 0;
+    int least = 1 << 30, waiters = 0;
+    for (auto* c : {&a, &b}) {
+        for (auto& l : read_until_done(*c)) {
+            std::istringstream in(l);
+            std::string word;
+            in >> word;
+            int n;
+            while (in >> n) {
+                total += n;
+                least = std::min(least, n);
+                ++waiters;
+            }
+        }
+    }
+    bench::result r;
+    r.name = "two_process_sections_16";
+    r.ops_per_s = total / (ms / 1000.0);
+    r.goal = ">= 950/s, every waiter served";
+    r.met = *r.ops_per_s >= 950 && least > 0 && waiters == 16;
+    r.note = "least-served waiter: " + std::to_string(least) + " sections";
+    return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    if (argc >= 4 && std::string(argv[1]) == "--peer")
+        return peer(argc, argv);
+    bool as_json = false, quick = false;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--json")
+            as_json = true;
+        else if (a == "--quick")
+            quick = true;
+        else {
+            std::printf("usage: lock_bench [--json] [--quick]\n");
+            return a == "--help" ? 0 : 2;
+        }
+    }
+    try {
+        dlock::test::redis_server srv;
+        auto port = srv.port();
+        int samples = quick ? 1000 : 5000;
+        std::vector<double> rtt;
+        bench::raw_pinger pinger(port);
+        pinger.run(1000, nullptr);
+        pinger.run(samples, &rtt);
+        double rtt_p50 = bench::percentile(rtt, 0.5);
+
+        std::vector<bench::result> rs;
+        rs.push_back(bench::summarize("raw_ping_rtt", rtt));
+        double ceiling = raw_lua_ceiling(port, quick ? 20'000 : 100'000);
+        rs.push_back({"raw_lua_pipelined_ceiling", {}, {}, ceiling, {}, {}, {}, "acquire+release cycles/s"});
+
+        auto solo = bench::summarize("uncontended_acquire_release", uncontended(port, samples));
+        solo.ratio = *solo.p50_us / rtt_p50;
+        solo.goal = "p50 <= 2.2 x RTT";
+        solo.met = *solo.ratio <= 2.2;
+        rs.push_back(solo);
+
+        bench::result distinct{"distinct_names_64", {}, {}, distinct_names(port, quick ? 20'000 : 100'000)};
+        distinct.ratio = *distinct.ops_per_s / ceiling;
+        distinct.goal = ">= 0.8 x ceiling";
+        distinct.met = *distinct.ratio >= 0.8;
+        rs.push_back(distinct);
+
+        std::uint64_t handed = 0;
+        bench::result hot{"local_handoff_16", {}, {}, local_handoff(port, quick ? 50'000 : 400'000, handed)};
+        hot.goal = ">= 100000/s";
+        hot.met = *hot.ops_per_s >= 100'000;
+        hot.note = std::to_string(handed) + " local hand-offs";
+        rs.push_back(hot);
+
+        auto cross = bench::summarize("cross_process_handoff", cross_process(port, quick ? 100 : 500));
+        cross.ratio = *cross.p50_us / rtt_p50;
+        cross.goal = "p50 <= 3 x RTT, p99 <= 1000 us";
+        cross.met = *cross.ratio <= 3 && *cross.p99_us <= 1000;
+        rs.push_back(cross);
+
+        rs.push_back(two_process_sections(port, quick ? 1000 : 3000));
+
+        if (as_json) {
+            for (auto& r : rs)
+                bench::print_json(r, rtt_p50);
+        } else {
+            std::printf("dlock lock_bench: redis-server on 127.0.0.1:%u, RTT p50 %.1f us\n\n", port, rtt_p50);
+            bench::print_table(rs);
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "lock_bench: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
