@@ -186,10 +186,94 @@ void engine::pump()
         grant();
         return;
     }
-    if (!driving_) {
-        driving_ = true;
-        asio::co_spawn(ex_, drive(shared_from_this()), asio::detached);
+    if (!driving_)
+        start_driver();
+}
+
+// The first attempt is a plain callback: an uncontended acquire costs one round trip and
+// no coroutine. Only when it must wait does the driver coroutine take over.
+void engine::start_driver()
+{
+    driving_ = true;
+    late_replies_ = 0;
+    if (std::exchange(yield_pause_, false) && reg_->cfg.yield_pause.count() > 0) {
+        asio::co_spawn(ex_, drive(shared_from_this(), next_step::pause, {}), asio::detached);
+        return;
     }
+    auto token = reg_->new_token();
+    auto sent = clock_type::now();
+    notified_ = false;
+    reg_->st.async_try_acquire(
+        store_name_, token, reg_->cfg.lease,
+        [self = shared_from_this(), token, sent](error_code ec, acquire_result res) mutable {
+            auto step = self->on_attempt(token, sent, ec, res);
+            if (step != next_step::granted && step != next_step::stop)
+                asio::co_spawn(self->ex_, drive(self, step, res), asio::detached);
+        });
+}
+
+// One attempt's outcome; shared by the fast path and the driver loop.
+engine::next_step engine::on_attempt(std::string& token, clock_type::time_point sent, error_code ec,
+                                     const acquire_result& res)
+{
+    auto& r = *reg_;
+    auto stop = [this] {
+        stop_watch();
+        driving_ = false;
+        if (has_waiters())
+            pump();
+        return next_step::stop;
+    };
+    if (ec) {
+        ++r.stats.store_errors;
+        // The attempt may have taken the lease before the failure: drop it.
+        background_release(token);
+        return has_waiters() ? next_step::backoff : stop();
+    }
+    if (res.acquired) {
+        auto deadline = lease_deadline(sent, r.cfg.lease, r.drift);
+        if (clock_type::now() >= deadline) {
+            // The reply came after the lease's local end: it is not a lock.
+            ++r.stats.late_replies;
+            background_release(token);
+            if (++late_replies_ >= 3) {
+                fail_waiters(error::invalid_lease);
+                return stop();
+            }
+            return has_waiters() ? next_step::retry : stop();
+        }
+        if (!has_waiters()) {
+            background_release(token);
+            return stop();
+        }
+        lease_ = lease_state{std::move(token), res.fencing_token, deadline};
+        stop_watch();
+        driving_ = false;
+        arm_watchdog();
+        pump();
+        return next_step::granted;
+    }
+    ++r.stats.contended;
+    complete_try_waiters();
+    return has_waiters() ? next_step::wait : stop();
+}
+
+// The watchdog costs nothing until its first renewal is due: a timer, then a coroutine.
+void engine::arm_watchdog()
+{
+    auto& r = *reg_;
+    dog_.expires_at(r.cfg.watchdog ? std::min(clock_type::now() + r.renew_every, lease_->valid_until)
+                                   : lease_->valid_until);
+    dog_.async_wait([self = shared_from_this(), token = lease_->token](error_code) {
+        auto& l = self->lease_;
+        if (!l || l->token != token || l->lost || l->dog_running)
+            return;
+        // Due, or asked for an early renewal (check_now_); a mere stop left the lease gone.
+        if (clock_type::now() >= self->dog_.expiry() || self->check_now_) {
+            l->dog_running = true;
+            asio::co_spawn(self->ex_, watchdog(self, token), asio::detached);
+        }
+    });
 }
 
 void engine::grant()
@@ -370,81 +454,62 @@ asio::awaitable<bool> engine::wait_until(clock_type::time_point deadline)
     co_return notified_;
 }
 
-// The only coroutine that competes for the name at the store, on behalf of the local queue.
-asio::awaitable<void> engine::drive(std::shared_ptr<engine> self)
+// Competes for the name at the store on behalf of the local queue, until it wins or no
+// waiter is left: waits for a release notification, the holder's lease end, or a backoff.
+asio::awaitable<void> engine::drive(std::shared_ptr<engine> self, next_step step, acquire_result last)
 {
     auto& e = *self;
     auto& r = *e.reg_;
     auto backoff = r.cfg.backoff_min;
-    int late = 0;
-    if (std::exchange(e.yield_pause_, false) && r.cfg.yield_pause.count() > 0) {
-        e.notified_ = false;
-        co_await e.wait_until(clock_type::now() + r.cfg.yield_pause);
-    }
-    while (e.has_waiters()) {
+    for (;;) {
+        switch (step) {
+        case next_step::granted:
+        case next_step::stop: co_return;
+        case next_step::retry: break;
+        case next_step::pause:
+            // Yielded a contended lease: let the other process's waiter win this round.
+            e.notified_ = false;
+            co_await e.wait_until(clock_type::now() + r.cfg.yield_pause);
+            break;
+        case next_step::backoff:
+            co_await e.wait_until(clock_type::now() + jitter(backoff, r.rng));
+            backoff = next_backoff(backoff, r.cfg);
+            break;
+        case next_step::wait:
+            if (!e.watch_) {
+                // Subscribe before the first retry: a release from now on cannot go unseen.
+                e.start_watch();
+            }
+            if (!e.watch_ready_) {
+                auto until = last.holder_ttl.count() >= 0
+                                 ? clock_type::now() + std::min(last.holder_ttl + milliseconds(1), r.cfg.backoff_max)
+                                 : clock_type::now() + jitter(backoff, r.rng);
+                co_await e.wait_until(until);  // woken at once when the subscription is confirmed
+                break;
+            }
+            {
+                bool by_note = co_await e.wait_until(retry_at(clock_type::now(), last.holder_ttl, backoff, r.rng));
+                if (last.holder_ttl.count() < 0)
+                    backoff = next_backoff(backoff, r.cfg);
+                if (e.has_waiters())
+                    ++(by_note ? r.stats.woken_by_notification : r.stats.woken_by_timer);
+            }
+            break;
+        }
+        if (!e.has_waiters()) {
+            e.stop_watch();
+            e.driving_ = false;
+            co_return;
+        }
         std::string token = r.new_token();
         e.notified_ = false;
         auto sent = clock_type::now();
         auto [ec, res] = co_await r.st.async_try_acquire(e.store_name_, token, r.cfg.lease, use_tuple);
-        if (ec) {
-            ++r.stats.store_errors;
-            // The attempt may have taken the lease before the failure: drop it.
-            e.background_release(token);
-            if (!e.has_waiters())
-                break;
-            co_await e.wait_until(clock_type::now() + jitter(backoff, r.rng));
-            backoff = next_backoff(backoff, r.cfg);
-            continue;
-        }
-        backoff = r.cfg.backoff_min;
-        if (res.acquired) {
-            auto deadline = lease_deadline(sent, r.cfg.lease, r.drift);
-            if (clock_type::now() >= deadline) {
-                // The reply came after the lease's local end: it is not a lock.
-                ++r.stats.late_replies;
-                e.background_release(token);
-                if (++late >= 3) {
-                    e.fail_waiters(error::invalid_lease);
-                    break;
-                }
-                continue;
-            }
-            if (!e.has_waiters()) {
-                e.background_release(token);
-                break;
-            }
-            e.lease_ = lease_state{std::move(token), res.fencing_token, deadline};
-            e.stop_watch();
-            e.driving_ = false;
-            asio::co_spawn(e.ex_, watchdog(self, e.lease_->token), asio::detached);
-            e.pump();
-            co_return;
-        }
-        ++r.stats.contended;
-        e.complete_try_waiters();
-        if (!e.has_waiters())
-            break;
-        if (!e.watch_) {
-            // Subscribe before the first retry: a release from now on cannot go unseen.
-            e.start_watch();
-        }
-        if (!e.watch_ready_) {
-            auto until = res.holder_ttl.count() >= 0
-                             ? clock_type::now() + std::min(res.holder_ttl + milliseconds(1), r.cfg.backoff_max)
-                             : clock_type::now() + jitter(backoff, r.rng);
-            co_await e.wait_until(until);
-            continue;  // retry at once when the subscription is confirmed
-        }
-        bool by_note = co_await e.wait_until(retry_at(clock_type::now(), res.holder_ttl, backoff, r.rng));
-        if (res.holder_ttl.count() < 0)
-            backoff = next_backoff(backoff, r.cfg);
-        if (e.has_waiters())
-            ++(by_note ? r.stats.woken_by_notification : r.stats.woken_by_timer);
+        if (!ec && step == next_step::backoff)
+            backoff = r.cfg.backoff_min;
+        last = res;
+        step = e.on_attempt(token, sent, ec, res);
     }
-    e.stop_watch();
-    e.driving_ = false;
-    if (e.has_waiters())
-        e.pump();
 }
 
 // Keeps the lease alive while held: renews every renew_interval, declares it lost when the
@@ -455,10 +520,10 @@ asio::awaitable<void> engine::watchdog(std::shared_ptr<engine> self, std::string
     auto& r = *e.reg_;
     auto current = [&] { return e.lease_ && e.lease_->token == token && !e.lease_->lost; };
     auto backoff = r.cfg.backoff_min;
-    auto next = clock_type::now() + r.renew_every;
+    auto next = clock_type::now();  // started by arm_watchdog's timer: a renewal is due now
     while (current()) {
         auto wake_at = r.cfg.watchdog ? std::min(next, e.lease_->valid_until) : e.lease_->valid_until;
-        if (!e.check_now_) {
+        if (!e.check_now_ && clock_type::now() < wake_at) {
             e.dog_.expires_at(wake_at);
             co_await e.dog_.async_wait(use_tuple);
         }

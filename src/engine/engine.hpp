@@ -88,6 +88,7 @@ private:
         clock_type::time_point valid_until;
         bool suspect = false;
         bool lost = false;
+        bool dog_running = false;  // the watchdog coroutine runs (else only its timer is armed)
     };
 
     bool has_waiters() const noexcept { return !queue_.empty(); }
@@ -103,7 +104,13 @@ private:
     void start_watch();
     void stop_watch();
 
-    static boost::asio::awaitable<void> drive(std::shared_ptr<engine> self);
+    // What the driver does after an attempt at the store.
+    enum class next_step { granted, stop, retry, backoff, wait, pause };
+    void start_driver();
+    next_step on_attempt(std::string& token, clock_type::time_point sent, boost::system::error_code ec,
+                         const acquire_result& res);
+    void arm_watchdog();
+    static boost::asio::awaitable<void> drive(std::shared_ptr<engine> self, next_step step, acquire_result last);
     static boost::asio::awaitable<void> watchdog(std::shared_ptr<engine> self, std::string token);
     boost::asio::awaitable<bool> wait_until(clock_type::time_point deadline);
 
@@ -123,6 +130,7 @@ private:
     bool check_now_ = false;    // ask the watchdog to renew (and learn of contention) now
 
     bool driving_ = false;
+    int late_replies_ = 0;  // consecutive acquire replies that came after the lease's end
     std::optional<store::watch_id> watch_;
     bool watch_ready_ = false;
     bool notified_ = false;
