@@ -8,6 +8,8 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/append.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -113,7 +115,12 @@ void engine::finish_waiter(waiter& w, error_code ec, guard g)
         w.timer->cancel();
     if (w.slot.is_connected())
         w.slot.clear();
-    post_completion(ex_, std::move(w.handler), ec, std::move(g));
+    // From a store callback the caller is not on the stack: no need for a post (and its
+    // extra pass through the reactor). From an acquire() call, post as Asio requires.
+    if (in_io_)
+        asio::dispatch(ex_, asio::append(std::move(w.handler), ec, std::move(g)));
+    else
+        post_completion(ex_, std::move(w.handler), ec, std::move(g));
 }
 
 void engine::remove_waiter(const std::shared_ptr<waiter>& w, error_code ec)
@@ -206,7 +213,9 @@ void engine::start_driver()
     reg_->st.async_try_acquire(
         store_name_, token, reg_->cfg.lease,
         [self = shared_from_this(), token, sent](error_code ec, acquire_result res) mutable {
+            self->in_io_ = true;
             auto step = self->on_attempt(token, sent, ec, res);
+            self->in_io_ = false;
             if (step != next_step::granted && step != next_step::stop)
                 asio::co_spawn(self->ex_, drive(self, step, res), asio::detached);
         });
@@ -351,8 +360,8 @@ void engine::release(const std::shared_ptr<hold>& h, asio::any_completion_handle
                                ++self->reg_->stats.store_errors;
                            else if (!owned)
                                ec = error::lock_lost;  // expired or taken before we let go
-                           if (done)
-                               post_completion(self->ex_, std::move(done), ec);
+                           if (done)  // a store callback: the caller is not on the stack
+                               asio::dispatch(self->ex_, asio::append(std::move(done), ec));
                        });
     // The next local waiter's attempt is pipelined behind this release on the same store
     // connection, so it need not wait for the reply.

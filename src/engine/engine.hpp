@@ -129,6 +129,7 @@ private:
     bool yield_pause_ = false;  // the driver pauses before competing again
     bool check_now_ = false;    // ask the watchdog to renew (and learn of contention) now
 
+    bool in_io_ = false;  // running inside a store callback: completions may run at once
     bool driving_ = false;
     int late_replies_ = 0;  // consecutive acquire replies that came after the lease's end
     std::optional<store::watch_id> watch_;

@@ -23,6 +23,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <map>
 #include <array>
 #include <optional>
 #include <random>
@@ -39,22 +40,60 @@ using dlock::detail::post_completion;
 
 struct exec_op final : detail::pending {
     asio::any_completion_handler<connection::exec_signature> handler;
-    std::optional<asio::steady_timer> timer;
+    // Its entry in the connection's deadline index, erased when it completes.
+    std::optional<std::multimap<std::chrono::steady_clock::time_point, std::weak_ptr<exec_op>>::iterator> deadline;
     asio::cancellation_slot slot;
 };
 
 }  // namespace
 
 struct connection::impl : std::enable_shared_from_this<impl> {
-    impl(asio::any_io_executor e, config c) : ex(std::move(e)), cfg(std::move(c)), wake(ex), backoff(ex) {}
+    impl(asio::any_io_executor e, config c) : ex(std::move(e)), cfg(std::move(c)), backoff(ex), deadline_timer(ex) {}
+
+    void add_deadline(const std::shared_ptr<exec_op>& op, std::chrono::steady_clock::time_point at)
+    {
+        op->deadline = deadlines.emplace(at, op);
+        if (at < armed_at)
+            arm_deadlines(at);
+    }
+
+    void arm_deadlines(std::chrono::steady_clock::time_point at)
+    {
+        armed_at = at;
+        deadline_timer.expires_at(at);
+        deadline_timer.async_wait([weak = weak_from_this()](error_code ec) {
+            auto self = weak.lock();
+            if (ec || !self)
+                return;  // re-armed earlier, or closed
+            self->armed_at = std::chrono::steady_clock::time_point::max();
+            auto now = std::chrono::steady_clock::now();
+            while (!self->deadlines.empty() && self->deadlines.begin()->first <= now) {
+                auto op = self->deadlines.begin()->second.lock();
+                self->deadlines.erase(self->deadlines.begin());
+                if (op) {
+                    op->deadline.reset();
+                    if (op->handler)
+                        self->give_up(*op, error::timeout);
+                }
+            }
+            if (!self->deadlines.empty())
+                self->arm_deadlines(self->deadlines.begin()->first);
+        });
+    }
 
     asio::any_io_executor ex;
     config cfg;
     detail::request_queue queue;
     std::optional<detail::stream> sock;
     resp::decoder decoder;
-    asio::steady_timer wake;     // the writer sleeps on it; cancel() wakes it
+    bool writing = false;              // a batch is on its way to the socket
+    std::uint64_t generation = 0;      // bumped per lost connection: stale write callbacks ignore themselves
     asio::steady_timer backoff;  // reconnect delay
+    // Request timeouts: one timer for the connection, armed at the earliest deadline, so a
+    // request costs no timer of its own (and no timerfd update in the common case).
+    std::multimap<std::chrono::steady_clock::time_point, std::weak_ptr<exec_op>> deadlines;
+    asio::steady_timer deadline_timer;
+    std::chrono::steady_clock::time_point armed_at = std::chrono::steady_clock::time_point::max();
     bool running = false;
     bool connected = false;
     bool closed = false;
@@ -72,25 +111,28 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         asio::co_spawn(ex, run(shared_from_this()), asio::detached);
     }
 
-    void kick()
-    {
-        if (connected)
-            wake.cancel();
-    }
+    void kick() { start_write(); }
 
-    void complete(exec_op& op, error_code ec)
+    // `from_io`: called from our own I/O loop, not from a user's call, so the handler may
+    // run at once; elsewhere (cancel, close) it is posted.
+    void complete(exec_op& op, error_code ec, bool from_io = false)
     {
         if (!op.handler)
             return;
-        if (op.timer)
-            op.timer->cancel();
+        if (op.deadline) {
+            deadlines.erase(*op.deadline);
+            op.deadline.reset();
+        }
         if (op.slot.is_connected())
             op.slot.clear();
         if (ec == error::timeout) ++st.timeouts;
         if (ec == asio::error::operation_aborted) ++st.cancelled;
         if (!ec && std::any_of(op.replies.begin(), op.replies.end(), [](const reply& r) { return r.is_error(); }))
             ec = error::server_error;
-        post_completion(ex, std::move(op.handler), ec, std::move(op.replies));
+        if (from_io)
+            asio::dispatch(ex, asio::append(std::move(op.handler), ec, std::move(op.replies)));
+        else
+            post_completion(ex, std::move(op.handler), ec, std::move(op.replies));
     }
 
     void give_up(exec_op& op, error_code ec)
@@ -129,7 +171,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         if (ec)
             throw boost::system::system_error(ec);
         if (done && done->state == detail::pending_state::done)
-            complete(static_cast<exec_op&>(*done), {});
+            complete(static_cast<exec_op&>(*done), {}, true);
     }
 
     asio::awaitable<void> reader()
@@ -146,23 +188,26 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         }
     }
 
-    asio::awaitable<void> writer()
+    // Writes everything queued in one batch; while a write is in flight, new requests queue
+    // up and go out together in the next one. Started from the request itself: no hop.
+    void start_write()
     {
-        for (;;) {
-            while (!queue.has_queued()) {
-                wake.expires_at(asio::steady_timer::time_point::max());
-                error_code ec;
-                co_await wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-                // Woken by a new request (timer cancelled), or told to stop: the reader
-                // failed and the `||` in run() cancelled us.
-                auto cs = co_await asio::this_coro::cancellation_state;
-                if (closed || cs.cancelled() != asio::cancellation_type::none)
-                    co_return;
-            }
-            std::string batch = queue.take_batch();
-            ++st.batches;
-            co_await sock->write(asio::buffer(batch));
-        }
+        if (writing || !connected || !queue.has_queued())
+            return;
+        writing = true;
+        auto batch = std::make_shared<std::string>(queue.take_batch());
+        ++st.batches;
+        sock->async_write(asio::buffer(*batch),
+                          [self = shared_from_this(), batch, gen = generation](error_code ec, std::size_t) {
+                              if (gen != self->generation)
+                                  return;  // that connection is gone; the run loop moved on
+                              self->writing = false;
+                              if (ec) {
+                                  self->sock->close();  // the reader fails and ends the connection
+                                  return;
+                              }
+                              self->start_write();
+                          });
     }
 
     // Runs the handshake over the fresh socket, reading replies with the shared decoder.
@@ -257,21 +302,16 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                 if (self->push && self->push->on_connected)
                     self->push->on_connected();
                 self->finish_connect_waiters({});
-                // Either loop ending ends the connection. Not `reader() || writer()`: that is
-                // wait_for_one_success, which waits for an idle writer that never fails.
-                auto [order, reader_ex, writer_ex] =
-                    co_await asio::experimental::make_parallel_group(
-                        asio::co_spawn(self->ex, self->reader(), asio::deferred),
-                        asio::co_spawn(self->ex, self->writer(), asio::deferred))
-                        .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
-                if (auto first = order[0] == 0 ? reader_ex : writer_ex) {
-                    try {
-                        std::rethrow_exception(first);
-                    } catch (const boost::system::system_error& e) {
-                        ec = e.code();
-                    }
+                // The reader runs the connection; a failed write closes the socket under it.
+                self->start_write();
+                try {
+                    co_await self->reader();
+                } catch (const boost::system::system_error& e) {
+                    ec = e.code();
                 }
                 self->connected = false;
+                self->writing = false;
+                ++self->generation;
                 self->sock->close();
                 if (!self->closed && self->push && self->push->on_disconnected)
                     self->push->on_disconnected(ec);
@@ -301,8 +341,8 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         connected = false;
         if (sock)
             sock->close();
-        wake.cancel();
         backoff.cancel();
+        deadline_timer.cancel();
         fail_all(queue.take_all(), error::closed);
         finish_connect_waiters(error::closed);
     }
@@ -389,16 +429,8 @@ void connection::exec_impl(const request& req, std::chrono::milliseconds timeout
             self->give_up(*op, asio::error::operation_aborted);
         });
     }
-    if (timeout.count() > 0) {
-        op->timer.emplace(i.ex, timeout);
-        op->timer->async_wait([weak, wop](error_code ec) {
-            auto self = weak.lock();
-            auto op = wop.lock();
-            if (ec || !self || !op || !op->handler)
-                return;
-            self->give_up(*op, error::timeout);
-        });
-    }
+    if (timeout.count() > 0)
+        i.add_deadline(op, std::chrono::steady_clock::now() + timeout);
     i.queue.push(std::move(op));
     i.start();
     i.kick();

@@ -4,6 +4,8 @@
 #include <dlock/redis/config.hpp>
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
@@ -27,6 +29,20 @@ public:
 
     boost::asio::awaitable<std::size_t> read_some(boost::asio::mutable_buffer buf);  // throws on error
     boost::asio::awaitable<void> write(boost::asio::const_buffer buf);               // throws on error
+    /// Writes all of `buf`, then calls `h(error_code, std::size_t)` (callback form: a write
+    /// started from a request's initiation needs no coroutine hop).
+    template <class Handler>
+    void async_write(boost::asio::const_buffer buf, Handler&& h)
+    {
+        switch (sock_.index()) {
+        case 1: boost::asio::async_write(std::get<1>(sock_), buf, std::forward<Handler>(h)); return;
+        case 2: boost::asio::async_write(*std::get<2>(sock_), buf, std::forward<Handler>(h)); return;
+        case 3: boost::asio::async_write(std::get<3>(sock_), buf, std::forward<Handler>(h)); return;
+        }
+        boost::asio::post(ex_, [h = std::forward<Handler>(h)]() mutable {
+            h(boost::asio::error::not_connected, std::size_t(0));
+        });
+    }
     void close() noexcept;
 
 private:

@@ -291,17 +291,25 @@ BOOST_AUTO_TEST_CASE(cancel_queued_request_with_signal)
             {
                 asio::cancellation_signal sig;
                 outcome o;
+                // A request goes to the socket at once when no write is in flight; a PING
+                // first keeps the writer busy so the INCR has to queue behind it.
+                bool pinged = false;
+                conn.async_exec(cmd("PING"), [&](error_code, redis::response) {
+                    pinged = true;
+                    n.notify();
+                });
                 auto batches = conn.stats().batches;
                 conn.async_exec(cmd("INCR", "cancelled-counter"), 5s,
                                 asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, redis::response r) {
                                     o = {true, ec, std::move(r)};
                                     n.notify();
                                 }));
-                // Still queued: the writer has not run yet. Any type removes it.
+                // Still queued behind the PING's write. Any type removes it.
                 sig.emit(type);
                 BOOST_TEST_REQUIRE(co_await n.wait([&] { return o.done; }));
                 BOOST_TEST(o.ec == asio::error::operation_aborted);
                 BOOST_TEST(conn.stats().batches == batches);
+                BOOST_TEST_REQUIRE(co_await n.wait([&] { return pinged; }));
             }
         }
         BOOST_TEST(conn.stats().cancelled == 3u);
