@@ -354,18 +354,32 @@ void engine::release(const std::shared_ptr<hold>& h, asio::any_completion_handle
     auto token = std::move(lease_->token);
     lease_.reset();
     dog_.cancel();
-    r.st.async_release(store_name_, token,
-                       [self = shared_from_this(), done = std::move(done)](error_code ec, bool owned) mutable {
-                           if (ec)
-                               ++self->reg_->stats.store_errors;
-                           else if (!owned)
-                               ec = error::lock_lost;  // expired or taken before we let go
-                           if (done)  // a store callback: the caller is not on the stack
-                               asio::dispatch(self->ex_, asio::append(std::move(done), ec));
-                       });
+    store_release(std::move(token), std::move(done), 0);
     // The next local waiter's attempt is pipelined behind this release on the same store
     // connection, so it need not wait for the reply.
     pump();
+}
+
+// Releases at the store, retrying a release whose reply was lost: after such a retry,
+// "not ours" most likely means the first attempt did delete it, so it is no lock_lost.
+void engine::store_release(std::string token, asio::any_completion_handler<void(error_code)> done, int attempt)
+{
+    auto& r = *reg_;
+    r.st.async_release(
+        store_name_, token,
+        [self = shared_from_this(), token, attempt, done = std::move(done)](error_code ec, bool owned) mutable {
+            bool transient = ec == error::connection_lost || ec == error::timeout;
+            if (transient && attempt < 2) {
+                ++self->reg_->stats.store_errors;
+                return self->store_release(std::move(token), std::move(done), attempt + 1);
+            }
+            if (ec)
+                ++self->reg_->stats.store_errors;
+            else if (!owned && attempt == 0)
+                ec = error::lock_lost;  // expired or taken before we let go
+            if (done)  // a store callback: the caller is not on the stack
+                asio::dispatch(self->ex_, asio::append(std::move(done), ec));
+        });
 }
 
 void engine::wait_lost(const std::shared_ptr<hold>& h, asio::any_completion_handler<void(error_code)> done)

@@ -101,6 +101,8 @@ private:
     std::shared_ptr<hold> new_hold(std::uint64_t owner);
     void mark_lost();
     void background_release(std::string token);
+    void store_release(std::string token, boost::asio::any_completion_handler<void(boost::system::error_code)> done,
+                       int attempt);
     void start_watch();
     void stop_watch();
 
