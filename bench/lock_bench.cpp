@@ -33,6 +33,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <sys/resource.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -49,6 +51,13 @@ dlock::redis::config config_for(std::uint16_t port)
     dlock::redis::config c;
     c.port = port;
     return c;
+}
+
+double cpu_seconds()
+{
+    rusage ru{};
+    ::getrusage(RUSAGE_SELF, &ru);
+    return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 long long now_ns()
@@ -365,7 +374,11 @@ int main(int argc, char** argv)
         double ceiling = raw_lua_ceiling(port, quick ? 20'000 : 100'000);
         rs.push_back({"raw_lua_pipelined_ceiling", {}, {}, ceiling, {}, {}, {}, "acquire+release cycles/s"});
 
+        double cpu0 = cpu_seconds();
         auto solo = bench::summarize("uncontended_acquire_release", uncontended(port, samples));
+        char cpu_note[64];
+        std::snprintf(cpu_note, sizeof cpu_note, "%.1f us CPU per cycle", (cpu_seconds() - cpu0) * 1e6 / (samples + 500));
+        solo.note = cpu_note;
         solo.ratio = *solo.p50_us / rtt_p50;
         solo.goal = "p50 <= 2.2 x RTT";
         solo.met = *solo.ratio <= 2.2;

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs what dlock needs to build and test on Debian bookworm (as root, or through sudo).
+# Idempotent: when every package is already installed it does nothing, without network.
+set -euo pipefail
+
+packages=(
+  cmake g++ make ccache pkg-config
+  libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libboost-test1.81-dev
+  libhiredis-dev libssl-dev openssl
+  redis-server redis-tools
+)
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+  echo "setup.sh: no dpkg-query: not a Debian system; install these yourself: ${packages[*]}" >&2
+  exit 0
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" != "install ok installed" ]]; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  echo "setup.sh: all ${#packages[@]} packages are installed"
+  exit 0
+fi
+
+if [[ $(id -u) -eq 0 ]]; then
+  as_root=()
+elif command -v sudo >/dev/null 2>&1; then
+  as_root=(sudo)
+else
+  echo "setup.sh: missing packages (${missing[*]}) and neither root nor sudo to install them" >&2
+  exit 1
+fi
+
+echo "setup.sh: installing ${missing[*]}"
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
