@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace dlock {
@@ -61,6 +62,10 @@ public:
 
     virtual ~store() = default;
     virtual boost::asio::any_io_executor get_executor() const = 0;
+
+    /// Expires with the store: lets objects that may outlive it (a lock's state held by a
+    /// handler still queued in the io_context) skip talking to a store that is gone.
+    std::weak_ptr<void> lifetime() const noexcept { return lifetime_; }
 
     /// Takes the name for `token` with a lease of `ttl` if it is free or already ours.
     template <class Token = boost::asio::deferred_t>
@@ -116,6 +121,9 @@ public:
     /// watch() itself.
     virtual watch_id watch(const std::string& name, std::function<void(watch_event)> cb) = 0;
     virtual void unwatch(watch_id id) = 0;
+
+private:
+    std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
 
 protected:
     virtual void do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,

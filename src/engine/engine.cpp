@@ -26,7 +26,7 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 // ---- registry_state ----
 
 registry_state::registry_state(store& s, lock_config c)
-    : st(s), cfg(std::move(c)), config_error(validate_config(cfg)), drift(effective_drift(cfg)),
+    : st(s), store_alive(s.lifetime()), cfg(std::move(c)), config_error(validate_config(cfg)), drift(effective_drift(cfg)),
       renew_every(effective_renew_interval(cfg)), rng(std::random_device{}())
 {
     static constexpr char hex[] = "0123456789abcdef";
@@ -309,6 +309,8 @@ void engine::release(const std::shared_ptr<hold>& h, asio::any_completion_handle
         return finish(error::not_held);
     h->active = false;
     std::erase(holds_, h.get());
+    if (reg_->store_alive.expired())
+        return;  // a guard freed with the io_context after its store: the lease ends by itself
     ++r.stats.released;
     if (by_destructor)
         ++r.stats.released_by_destructor;
@@ -461,7 +463,8 @@ void engine::start_watch()
 void engine::stop_watch()
 {
     if (watch_) {
-        reg_->st.unwatch(*watch_);
+        if (!reg_->store_alive.expired())  // an engine freed with the io_context may outlive its store
+            reg_->st.unwatch(*watch_);
         watch_.reset();
         watch_ready_ = false;
     }

@@ -30,6 +30,7 @@ struct registry_state {
     registry_state(store& s, lock_config c);
 
     store& st;
+    std::weak_ptr<void> store_alive;
     lock_config cfg;
     boost::system::error_code config_error;
     milliseconds drift;
