@@ -7,13 +7,14 @@
  *   dlock_ping_sequential     PING through dlock, one coroutine, one request at a time.
  *   dlock_set_get_sequential  SET and GET alternately through dlock, one coroutine.
  *   dlock_pipelined_64        64 coroutines sharing one connection, PING each in a loop.
- *   dlock_pipelined_64_no_timeout  the same with request timeout 0 (no per-request timer).
+ *   dlock_pipelined_64_no_timeout  the same with request timeout 0 (no deadline to track).
  *   redis_benchmark_c50_P16   redis-benchmark -c 50 -P 16 -t ping: the server's ceiling.
  *   redis_benchmark_c1_P1     redis-benchmark -c 1 -P 1 -t ping: its sequential figure.
  * The three sequential cases take turns in 5 rounds on the same server (after 1,000 warm-up
  * requests each), so background load falls on them alike; the three throughput cases take
- * turns in 3 rounds and the best round of each is reported. Then two ratios: dlock_set_get_sequential p50 / raw PING RTT p50 (goal <= 1.2) and
- * dlock_pipelined_64 / redis_benchmark_c50_P16 requests/s (goal >= 0.6).
+ * turns in 3 rounds and the best round of each is reported. Then two ratios:
+ * dlock_set_get_sequential p50 / raw PING RTT p50 (goal <= 1.2) and dlock_pipelined_64 /
+ * redis_benchmark_c50_P16 requests/s (goal >= 0.6).
  *
  * Options: --json (one JSON object per line instead of the table), --samples N (sequential
  * samples after 1,000 warm-up requests, default 5,000), --requests N (pipelined total,
@@ -26,6 +27,7 @@
  */
 #include <dlock/redis/connection.hpp>
 
+#include "common.hpp"
 #include "common/redis_server.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -34,22 +36,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/json/object.hpp>
-#include <boost/json/serialize.hpp>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <optional>
 #include <regex>
@@ -58,92 +49,15 @@
 #include <vector>
 
 namespace asio = boost::asio;
-namespace json = boost::json;
 namespace redis = dlock::redis;
-using clock_type = std::chrono::steady_clock;
+using bench::clock_type;
+using bench::result;
+using bench::summarize;
+using bench::us_since;
 
 namespace {
 
 constexpr int warmup = 1000;
-
-struct result {
-    std::string name;
-    std::optional<double> p50_us, p99_us, ops_per_s;
-};
-
-double us_since(clock_type::time_point t0)
-{
-    return std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
-}
-
-// Nearest-rank percentile.
-double percentile(std::vector<double> v, double q)
-{
-    if (v.empty())
-        return 0;
-    std::size_t rank = static_cast<std::size_t>(std::ceil(q * double(v.size())));
-    rank = std::clamp<std::size_t>(rank, 1, v.size());
-    std::nth_element(v.begin(), v.begin() + long(rank - 1), v.end());
-    return v[rank - 1];
-}
-
-result summarize(std::string name, const std::vector<double>& lat_us, std::optional<double> ops = {})
-{
-    return {std::move(name), percentile(lat_us, 0.50), percentile(lat_us, 0.99), ops};
-}
-
-// ---- baseline: PING over a raw blocking socket -------------------------------------------
-
-// The server round trip with no library in the way: write one PING, block until +PONG.
-class raw_pinger {
-public:
-    explicit raw_pinger(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0))
-    {
-        if (fd_ < 0)
-            throw std::runtime_error("socket() failed");
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_port = htons(port);
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-            ::close(fd_);
-            throw std::runtime_error("raw connect failed");
-        }
-        int one = 1;
-        ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        timeval tv{5, 0};
-        ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    }
-    ~raw_pinger() { ::close(fd_); }
-    raw_pinger(const raw_pinger&) = delete;
-    raw_pinger& operator=(const raw_pinger&) = delete;
-
-    void run(int n, std::vector<double>* lat)
-    {
-        static constexpr char ping[] = "*1\r\n$4\r\nPING\r\n";
-        static constexpr char pong[] = "+PONG\r\n";
-        for (int i = 0; i < n; ++i) {
-            auto t0 = clock_type::now();
-            if (::write(fd_, ping, sizeof ping - 1) != ssize_t(sizeof ping - 1))
-                throw std::runtime_error("raw write failed");
-            char buf[16];
-            std::size_t got = 0;
-            while (got < sizeof pong - 1) {
-                ssize_t r = ::read(fd_, buf + got, sizeof buf - got);
-                if (r <= 0)
-                    throw std::runtime_error("raw read failed or timed out");
-                got += std::size_t(r);
-            }
-            if (got != sizeof pong - 1 || std::memcmp(buf, pong, got) != 0)
-                throw std::runtime_error("raw PING: unexpected reply");
-            if (lat)
-                lat->push_back(us_since(t0));
-        }
-    }
-
-private:
-    int fd_;
-};
 
 // ---- dlock -------------------------------------------------------------------------------
 
@@ -189,7 +103,7 @@ std::vector<result> sequential_cases(const redis::config& cfg, int samples)
     constexpr int rounds = 5;
     int per_round = std::max(1, samples / rounds);
     std::vector<double> raw, ping, set_get;
-    raw_pinger pinger(cfg.port);
+    bench::raw_pinger pinger(cfg.port);
     with_connection(cfg, [&](redis::connection& conn) -> asio::awaitable<void> {
         redis::request p, set, get;
         p.push("PING");
@@ -278,51 +192,14 @@ result redis_benchmark(std::uint16_t port, int clients, int pipeline, int reques
     }
     if (!rps)
         throw std::runtime_error("could not parse redis-benchmark output (is redis-tools installed?): " + out);
-    return {"redis_benchmark_c" + std::to_string(clients) + "_P" + std::to_string(pipeline), p50, {}, rps};
+    result r;
+    r.name = "redis_benchmark_c" + std::to_string(clients) + "_P" + std::to_string(pipeline);
+    r.p50_us = p50;
+    r.ops_per_s = rps;
+    return r;
 }
 
-// ---- output ------------------------------------------------------------------------------
-
-json::value opt(const std::optional<double>& v)
-{
-    if (!v)
-        return nullptr;
-    return std::round(*v * 100.0) / 100.0;
-}
-
-void print_json(const result& r, double rtt_p50)
-{
-    json::object o;
-    o["case"] = r.name;
-    o["p50_us"] = opt(r.p50_us);
-    o["p99_us"] = opt(r.p99_us);
-    if (r.ops_per_s)
-        o["ops_per_s"] = static_cast<std::int64_t>(std::llround(*r.ops_per_s));
-    else
-        o["ops_per_s"] = nullptr;
-    o["rtt_p50_us"] = opt(rtt_p50);
-    std::printf("%s\n", json::serialize(o).c_str());
-}
-
-void print_ratio_json(const char* name, double ratio, const char* goal, bool met, double rtt_p50)
-{
-    json::object o;
-    o["case"] = name;
-    o["ratio"] = std::round(ratio * 1000.0) / 1000.0;
-    o["goal"] = goal;
-    o["met"] = met;
-    o["rtt_p50_us"] = opt(rtt_p50);
-    std::printf("%s\n", json::serialize(o).c_str());
-}
-
-std::string cell(const std::optional<double>& v, const char* fmt)
-{
-    if (!v)
-        return "-";
-    char buf[64];
-    std::snprintf(buf, sizeof buf, fmt, *v);
-    return buf;
-}
+// ---- main ----------------------------------------------------------------------------------
 
 int positive_arg(int argc, char** argv, int& i)
 {
@@ -380,28 +257,29 @@ int main(int argc, char** argv)
             return *std::find_if(rows.begin(), rows.end(), [&](const result& r) { return r.name == name; });
         };
         double rtt = *find("raw_ping_rtt").p50_us;
-        double latency_ratio = *find("dlock_set_get_sequential").p50_us / rtt;
-        double throughput_ratio = *find("dlock_pipelined_64").ops_per_s / *find("redis_benchmark_c50_P16").ops_per_s;
-        bool latency_ok = latency_ratio <= 1.2;
-        bool throughput_ok = throughput_ratio >= 0.6;
+        result latency;
+        latency.name = "ratio_single_p50_over_rtt";
+        latency.ratio = *find("dlock_set_get_sequential").p50_us / rtt;
+        latency.goal = "<= 1.2";
+        latency.met = *latency.ratio <= 1.2;
+        latency.note = "dlock_set_get_sequential p50 / raw_ping_rtt p50";
+        result throughput;
+        throughput.name = "ratio_pipelined_over_redis_benchmark";
+        throughput.ratio = *find("dlock_pipelined_64").ops_per_s / *find("redis_benchmark_c50_P16").ops_per_s;
+        throughput.goal = ">= 0.6";
+        throughput.met = *throughput.ratio >= 0.6;
+        throughput.note = "dlock_pipelined_64 / redis_benchmark_c50_P16 requests/s";
+        rows.push_back(latency);
+        rows.push_back(throughput);
 
         if (as_json) {
             for (const auto& r : rows)
-                print_json(r, rtt);
-            print_ratio_json("ratio_single_p50_over_rtt", latency_ratio, "<= 1.2", latency_ok, rtt);
-            print_ratio_json("ratio_pipelined_over_redis_benchmark", throughput_ratio, ">= 0.6", throughput_ok, rtt);
+                bench::print_json(r, rtt);
             return 0;
         }
         std::printf("dlock connection_bench: redis-server on 127.0.0.1:%u, %d samples, %d pipelined requests\n\n",
                     unsigned(server.port()), samples, requests);
-        std::printf("%-32s %10s %10s %14s\n", "case", "p50 us", "p99 us", "requests/s");
-        for (const auto& r : rows)
-            std::printf("%-32s %10s %10s %14s\n", r.name.c_str(), cell(r.p50_us, "%.1f").c_str(),
-                        cell(r.p99_us, "%.1f").c_str(), cell(r.ops_per_s, "%.0f").c_str());
-        std::printf("\n%-52s %6.2f  (goal <= 1.2: %s)\n", "single-coroutine SET/GET p50 / raw PING RTT p50",
-                    latency_ratio, latency_ok ? "met" : "NOT met");
-        std::printf("%-52s %6.2f  (goal >= 0.6: %s)\n", "pipelined (64 coroutines) / redis-benchmark -c50 -P16",
-                    throughput_ratio, throughput_ok ? "met" : "NOT met");
+        bench::print_table(rows);
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "connection_bench: %s\n", e.what());
