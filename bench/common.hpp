@@ -42,12 +42,12 @@ inline double percentile(std::vector<double> v, double q)
 }
 
 struct result {
-    std::string name;
-    std::optional<double> p50_us, p99_us, ops_per_s;
-    std::optional<double> ratio;  ///< against the case's baseline
-    std::string goal;             ///< e.g. "<= 2.2 x RTT"
-    std::optional<bool> met;
-    std::string note;
+    std::string name{};
+    std::optional<double> p50_us{}, p99_us{}, ops_per_s{};
+    std::optional<double> ratio{};  ///< against the case's baseline
+    std::string goal{};             ///< e.g. "<= 2.2 x RTT"
+    std::optional<bool> met{};
+    std::string note{};
 };
 
 inline result summarize(std::string name, const std::vector<double>& lat_us, std::optional<double> ops = {})

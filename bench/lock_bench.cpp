@@ -222,7 +222,7 @@ double local_handoff(std::uint16_t port, int acquisitions, std::uint64_t& handed
 // --peer pingpong PORT ROUNDS: hold 3 ms (the other process queues meanwhile), release,
 // pause 1 ms, again. Prints "acq NS" and "rel NS" on the shared monotonic clock.
 // --peer sections PORT COROUTINES MS: 1 ms sections for MS milliseconds; prints counts.
-int peer(int argc, char** argv)
+int peer(char** argv)
 {
     std::string mode = argv[2];
     auto port = static_cast<std::uint16_t>(std::atoi(argv[3]));
@@ -313,6 +313,26 @@ std::vector<double> cross_process(std::uint16_t port, int rounds)
     return lat;
 }
 
+// The ceiling for 1 ms sections: back-to-back 1 ms timer waits, no lock at all (a timer
+// wakes a little late, so even a free lock cannot reach 1,000/s).
+double timer_sections_ceiling(int ms)
+{
+    asio::io_context io;
+    asio::steady_timer t(io);
+    int n = 0;
+    auto until = clock_type::now() + std::chrono::milliseconds(ms);
+    auto t0 = clock_type::now();
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+        while (clock_type::now() < until) {
+            t.expires_after(1ms);
+            co_await t.async_wait(asio::use_awaitable);
+            ++n;
+        }
+    }, asio::detached);
+    io.run();
+    return n / std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
 bench::result two_process_sections(std::uint16_t port, int ms)
 {
     dlock::test::child a({"/proc/self/exe", "--peer", "sections", std::to_string(port), "8", std::to_string(ms)});
@@ -346,7 +366,7 @@ bench::result two_process_sections(std::uint16_t port, int ms)
 int main(int argc, char** argv)
 {
     if (argc >= 4 && std::string(argv[1]) == "--peer")
-        return peer(argc, argv);
+        return peer(argv);
     bool as_json = false, quick = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
@@ -403,7 +423,15 @@ int main(int argc, char** argv)
         cross.met = *cross.ratio <= 3 && *cross.p99_us <= 1000;
         rs.push_back(cross);
 
-        rs.push_back(two_process_sections(port, quick ? 1000 : 3000));
+        double timer_ceiling = timer_sections_ceiling(quick ? 500 : 1000);
+        bench::result tc;
+        tc.name = "timer_1ms_sections_ceiling";
+        tc.ops_per_s = timer_ceiling;
+        tc.note = "1 ms sections with no lock at all";
+        rs.push_back(tc);
+        auto sections = two_process_sections(port, quick ? 1000 : 3000);
+        sections.ratio = *sections.ops_per_s / timer_ceiling;
+        rs.push_back(sections);
 
         if (as_json) {
             for (auto& r : rs)

@@ -36,7 +36,7 @@ struct lock_config {
     /// so a waiter in another process wins the race. Zero: no pause.
     std::chrono::microseconds yield_pause{500};
     /// Called for acquired / renewed / suspect / lost / released, on the executor. Must not block.
-    std::function<void(const lock_event&)> on_event;
+    std::function<void(const lock_event&)> on_event{};
 };
 
 }  // namespace dlock
