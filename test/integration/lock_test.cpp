@@ -328,4 +328,33 @@ BOOST_AUTO_TEST_CASE(cross_process_wakeup_is_by_notification)
     BOOST_TEST(handoff < 5s);
 }
 
+BOOST_AUTO_TEST_CASE(reply_after_the_lease_end_is_not_a_lock)
+{
+    dlock::test::redis_server srv;
+    asio::io_context io;
+    dlock::redis_store store(io.get_executor(), srv.config());
+    dlock::registry reg(store, {.lease = 20ms, .watchdog = false});
+    std::uint64_t token = 0;
+    spawn(io, [&]() -> asio::awaitable<void> {
+        co_await store.connection().async_connect();
+        // The server stalls past the lease while the first attempt is in flight: its reply
+        // (a granted lease) comes too late to be trusted, so it is released and retried.
+        srv.pause();
+        asio::steady_timer stall(io, 100ms);
+        spawn(io, [&]() -> asio::awaitable<void> {
+            co_await stall.async_wait(asio::use_awaitable);
+            srv.resume();
+        });
+        error_code ignored;
+        auto g = co_await reg.obtain("late").acquire_for(5s);
+        token = g.fencing_token();
+        co_await g.release(asio::redirect_error(asio::use_awaitable, ignored));
+        store.connection().close();
+        store.subscriber().close();
+    });
+    io.run_for(20s);
+    BOOST_TEST(reg.stats().late_replies >= 1u);
+    BOOST_TEST(token >= 2u);  // the late lease (token 1) was not handed out
+}
+
 BOOST_AUTO_TEST_SUITE_END()
