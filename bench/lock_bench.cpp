@@ -164,19 +164,21 @@ std::vector<double> uncontended(std::uint16_t port, int samples)
     return lat;
 }
 
-double distinct_names(std::uint16_t port, int cycles)
+// `coroutines` coroutines each run `per_coroutine` acquire+release cycles on the lock
+// `name_of(c)`; returns cycles/s and, in `handed_off`, the registry's local hand-offs.
+template <class NameOf>
+double cycle_rate(std::uint16_t port, int coroutines, int per_coroutine, NameOf name_of, std::uint64_t* handed_off = nullptr)
 {
     double rate = 0;
     with_store(port, [&](asio::io_context& io, dlock::redis_store& store) -> asio::awaitable<void> {
         dlock::registry reg(store);
-        constexpr int coroutines = 64;
         int finished = 0;
         asio::steady_timer all_done(io, clock_type::time_point::max());
         auto t0 = clock_type::now();
         for (int c = 0; c < coroutines; ++c) {
             asio::co_spawn(io, [&, c]() -> asio::awaitable<void> {
-                auto lock = reg.obtain("bench:distinct:" + std::to_string(c));
-                for (int i = 0; i < cycles / coroutines; ++i) {
+                auto lock = reg.obtain(name_of(c));
+                for (int i = 0; i < per_coroutine; ++i) {
                     auto g = co_await lock.acquire();
                     co_await g.release();
                 }
@@ -186,37 +188,21 @@ double distinct_names(std::uint16_t port, int cycles)
         }
         boost::system::error_code ec;
         co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-        rate = (cycles / coroutines * coroutines) / std::chrono::duration<double>(clock_type::now() - t0).count();
+        rate = coroutines * per_coroutine / std::chrono::duration<double>(clock_type::now() - t0).count();
+        if (handed_off)
+            *handed_off = reg.stats().handed_off;
     });
     return rate;
 }
 
+double distinct_names(std::uint16_t port, int cycles)
+{
+    return cycle_rate(port, 64, cycles / 64, [](int c) { return "bench:distinct:" + std::to_string(c); });
+}
+
 double local_handoff(std::uint16_t port, int acquisitions, std::uint64_t& handed_off)
 {
-    double rate = 0;
-    with_store(port, [&](asio::io_context& io, dlock::redis_store& store) -> asio::awaitable<void> {
-        dlock::registry reg(store);
-        constexpr int coroutines = 16;
-        int finished = 0;
-        asio::steady_timer all_done(io, clock_type::time_point::max());
-        auto t0 = clock_type::now();
-        for (int c = 0; c < coroutines; ++c) {
-            asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-                auto lock = reg.obtain("bench:hot");
-                for (int i = 0; i < acquisitions / coroutines; ++i) {
-                    auto g = co_await lock.acquire();
-                    co_await g.release();
-                }
-                if (++finished == coroutines)
-                    all_done.cancel();
-            }, asio::detached);
-        }
-        boost::system::error_code ec;
-        co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-        rate = (acquisitions / coroutines * coroutines) / std::chrono::duration<double>(clock_type::now() - t0).count();
-        handed_off = reg.stats().handed_off;
-    });
-    return rate;
+    return cycle_rate(port, 16, acquisitions / 16, [](int) { return std::string("bench:hot"); }, &handed_off);
 }
 
 // --peer pingpong PORT ROUNDS: hold 3 ms (the other process queues meanwhile), release,

@@ -63,6 +63,20 @@ bool as_int(const reply& r, long long& out)
     return true;
 }
 
+// The completion for a script answering one integer: `map` turns it into the result, and
+// the caller's cancellation slot follows the request.
+template <class Signature, class Map>
+auto on_integer(asio::any_completion_handler<Signature> h, Map map)
+{
+    auto slot = asio::get_associated_cancellation_slot(h);
+    return asio::bind_cancellation_slot(slot, [h = std::move(h), map](error_code ec, reply r) mutable {
+        long long v = 0;
+        if (!ec && !as_int(r, v))
+            ec = error::invalid_request;
+        std::move(h)(ec, map(v));
+    });
+}
+
 }  // namespace
 
 void redis_store::do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
@@ -96,13 +110,7 @@ void redis_store::do_renew(const std::string& name, const std::string& token, st
 {
     std::array<std::string, 1> keys{lock_key(name)};
     std::array<std::string, 2> args{token, std::to_string(ttl.count())};
-    auto slot = asio::get_associated_cancellation_slot(h);
-    impl_->conn.async_eval(impl_->renew, keys, args, asio::bind_cancellation_slot(slot, [h = std::move(h)](error_code ec, reply r) mutable {
-        long long v = 0;
-        if (!ec && !as_int(r, v))
-            ec = error::invalid_request;
-        std::move(h)(ec, renew_result{v >= 1, v == 2});
-    }));
+    impl_->conn.async_eval(impl_->renew, keys, args, on_integer(std::move(h), [](long long v) { return renew_result{v >= 1, v == 2}; }));
 }
 
 void redis_store::do_release(const std::string& name, const std::string& token,
@@ -110,26 +118,14 @@ void redis_store::do_release(const std::string& name, const std::string& token,
 {
     std::array<std::string, 1> keys{lock_key(name)};
     std::array<std::string, 2> args{token, channel(name)};
-    auto slot = asio::get_associated_cancellation_slot(h);
-    impl_->conn.async_eval(impl_->release, keys, args, asio::bind_cancellation_slot(slot, [h = std::move(h)](error_code ec, reply r) mutable {
-        long long v = 0;
-        if (!ec && !as_int(r, v))
-            ec = error::invalid_request;
-        std::move(h)(ec, v == 1);
-    }));
+    impl_->conn.async_eval(impl_->release, keys, args, on_integer(std::move(h), [](long long v) { return v == 1; }));
 }
 
 void redis_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
 {
     std::array<std::string, 1> keys{lock_key(name)};
     std::array<std::string, 1> args{channel(name)};
-    auto slot = asio::get_associated_cancellation_slot(h);
-    impl_->conn.async_eval(impl_->force_release, keys, args, asio::bind_cancellation_slot(slot, [h = std::move(h)](error_code ec, reply r) mutable {
-        long long v = 0;
-        if (!ec && !as_int(r, v))
-            ec = error::invalid_request;
-        std::move(h)(ec, v == 1);
-    }));
+    impl_->conn.async_eval(impl_->force_release, keys, args, on_integer(std::move(h), [](long long v) { return v == 1; }));
 }
 
 void redis_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
