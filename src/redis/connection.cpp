@@ -111,8 +111,6 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         asio::co_spawn(ex, run(shared_from_this()), asio::detached);
     }
 
-    void kick() { start_write(); }
-
     // `from_io`: called from our own I/O loop, not from a user's call, so the handler may
     // run at once; elsewhere (cancel, close) it is posted.
     void complete(exec_op& op, error_code ec, bool from_io = false)
@@ -371,7 +369,7 @@ void connection::send(const request& req, bool before_queued)
     else
         impl_->queue.push(std::move(p));
     impl_->start();
-    impl_->kick();
+    impl_->start_write();
 }
 
 void connection::connect_impl(asio::any_completion_handler<connect_signature> h)
@@ -433,7 +431,7 @@ void connection::exec_impl(const request& req, std::chrono::milliseconds timeout
         i.add_deadline(op, std::chrono::steady_clock::now() + timeout);
     i.queue.push(std::move(op));
     i.start();
-    i.kick();
+    i.start_write();
 }
 
 void connection::eval_impl(const script& s, std::span<const std::string> keys, std::span<const std::string> args,
