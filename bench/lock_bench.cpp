@@ -79,8 +79,7 @@ void with_store(std::uint16_t port, Body body)
             co_await store.connection().async_connect();
             co_await body(io, store);
             done = true;
-            store.connection().close();
-            store.subscriber().close();
+            store.close();
         },
         [&](std::exception_ptr e) { error = e; });
     io.run_for(120s);

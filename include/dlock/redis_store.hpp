@@ -30,6 +30,10 @@ public:
     redis::connection& connection() noexcept;
     redis::subscriber& subscriber() noexcept;
 
+    /// Closes both connections: pending operations complete with error::closed and the
+    /// io_context runs out of work once the locks are idle.
+    void close();
+
     /// Key names for `name`, for tools and tests.
     std::string lock_key(const std::string& name) const;
     std::string fence_key(const std::string& name) const;

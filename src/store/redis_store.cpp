@@ -49,6 +49,12 @@ asio::any_io_executor redis_store::get_executor() const { return impl_->ex; }
 redis::connection& redis_store::connection() noexcept { return impl_->conn; }
 redis::subscriber& redis_store::subscriber() noexcept { return impl_->sub; }
 
+void redis_store::close()
+{
+    impl_->conn.close();
+    impl_->sub.close();
+}
+
 std::string redis_store::lock_key(const std::string& name) const { return impl_->prefix(name) + ":lock:" + name; }
 std::string redis_store::fence_key(const std::string& name) const { return impl_->prefix(name) + ":fence"; }
 std::string redis_store::channel(const std::string& name) const { return impl_->prefix(name) + ":released:" + name; }

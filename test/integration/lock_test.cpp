@@ -128,8 +128,7 @@ BOOST_AUTO_TEST_CASE(killed_holder_frees_after_lease)
         waited = clock_type::now() - killed_at;
         BOOST_TEST(g.owns_lock());
         co_await g.release();
-        store.connection().close();
-        store.subscriber().close();
+        store.close();
     });
     io.run_for(20s);
     BOOST_TEST(!ec);
@@ -159,8 +158,7 @@ BOOST_AUTO_TEST_CASE(paused_holder_learns_of_loss_and_is_fenced)
         BOOST_REQUIRE(result.has_value());
         BOOST_TEST(*result == "lost=1 token=" + std::to_string(old_token));
         co_await g.release();
-        store.connection().close();
-        store.subscriber().close();
+        store.close();
     });
     io.run_for(30s);
     BOOST_TEST(new_token > old_token);
@@ -211,10 +209,8 @@ BOOST_AUTO_TEST_CASE(redis_restart_while_held_and_awaited)
         a_released = clock_type::now();
         co_await g.release();
         BOOST_TEST(co_await eventually([&] { return waiter_ok; }, 20s));
-        for (auto* s : {&store_a, &store_b}) {
-            s->connection().close();
-            s->subscriber().close();
-        }
+        store_a.close();
+        store_b.close();
     });
     io.run_for(60s);
     BOOST_TEST(!a_lost);
@@ -244,8 +240,7 @@ BOOST_AUTO_TEST_CASE(watchdog_keeps_lease_through_long_section)
         co_await t.async_wait(asio::use_awaitable);
         BOOST_TEST(f.is_lost());
         co_await f.release(asio::redirect_error(asio::use_awaitable, expired));
-        store.connection().close();
-        store.subscriber().close();
+        store.close();
     });
     io.run_for(30s);
     BOOST_TEST(!kept);
@@ -283,10 +278,8 @@ BOOST_AUTO_TEST_CASE(cancellation_at_every_stage_leaves_nothing)
         co_await g.release();
         BOOST_TEST(co_await eventually([&] { return a.size() == 0; }));
         BOOST_TEST(key_count(srv, "*:lock:*") == "0");
-        for (auto* s : {&store_a, &store_b}) {
-            s->connection().close();
-            s->subscriber().close();
-        }
+        store_a.close();
+        store_b.close();
     });
     io.run_for(30s);
     BOOST_TEST(aborted == 3);
@@ -316,10 +309,8 @@ BOOST_AUTO_TEST_CASE(cross_process_wakeup_is_by_notification)
         co_await g.release();
         BOOST_TEST(co_await eventually([&] { return got; }));
         handoff = clock_type::now() - t0;
-        for (auto* s : {&store_a, &store_b}) {
-            s->connection().close();
-            s->subscriber().close();
-        }
+        store_a.close();
+        store_b.close();
     });
     io.run_for(30s);
     // With a 30 s lease, anything but a notification would take seconds.
@@ -349,8 +340,7 @@ BOOST_AUTO_TEST_CASE(reply_after_the_lease_end_is_not_a_lock)
         auto g = co_await reg.obtain("late").acquire_for(5s);
         token = g.fencing_token();
         co_await g.release(asio::redirect_error(asio::use_awaitable, ignored));
-        store.connection().close();
-        store.subscriber().close();
+        store.close();
     });
     io.run_for(20s);
     BOOST_TEST(reg.stats().late_replies >= 1u);

@@ -85,8 +85,7 @@ int main(int argc, char** argv)
                     co_await g.release();
                 }
                 if (++finished == coroutines) {
-                    store.connection().close();
-                    store.subscriber().close();
+                    store.close();
                 }
             }, asio::detached);
         }
@@ -107,8 +106,7 @@ int main(int argc, char** argv)
             co_await work.async_wait(asio::bind_cancellation_slot(g.lost_slot(), asio::redirect_error(asio::use_awaitable, ec)));
             std::cout << "lost=" << (g.is_lost() ? 1 : 0) << " token=" << g.fencing_token() << std::endl;
             co_await g.release(asio::redirect_error(asio::use_awaitable, ec));
-            store.connection().close();
-            store.subscriber().close();
+            store.close();
             status = 0;
         }, asio::detached);
         io.run();

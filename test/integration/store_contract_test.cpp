@@ -116,8 +116,7 @@ BOOST_AUTO_TEST_CASE(redis_store)
     asio::io_context io;
     dlock::redis_store st(io.get_executor(), srv.config());
     run_contract(io, st, [&] {
-        st.connection().close();
-        st.subscriber().close();
+        st.close();
     });
     // Keys stay in one slot per name, and the fencing counter is per slot, not per name.
     BOOST_TEST(dlock::key_slot(st.lock_key("a")) == dlock::key_slot(st.fence_key("a")));
