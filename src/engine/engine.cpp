@@ -117,9 +117,11 @@ void engine::finish_waiter(waiter& w, error_code ec, guard g)
         w.slot.clear();
     // From a store callback the caller is not on the stack: no need for a post (and its
     // extra pass through the reactor). From an acquire() call, post as Asio requires.
-    if (in_io_)
+    if (in_io_) {
+        // Once only: calls the resumed caller makes into this engine are its own and post.
+        in_io_ = false;
         asio::dispatch(ex_, asio::append(std::move(w.handler), ec, std::move(g)));
-    else
+    } else
         post_completion(ex_, std::move(w.handler), ec, std::move(g));
 }
 

@@ -319,6 +319,30 @@ BOOST_AUTO_TEST_CASE(cross_process_wakeup_is_by_notification)
     BOOST_TEST(handoff < 5s);
 }
 
+BOOST_AUTO_TEST_CASE(thousands_of_local_waiters_hand_off_without_deep_stacks)
+{
+    dlock::test::redis_server srv;
+    asio::io_context io;
+    dlock::redis_store store(io.get_executor(), srv.config());
+    dlock::registry reg(store, {.lease = 10s});
+    constexpr int waiters = 5000;
+    int inside = 0, max_inside = 0, done = 0;
+    for (int i = 0; i < waiters; ++i) {
+        spawn(io, [&]() -> asio::awaitable<void> {
+            auto g = co_await reg.obtain("crowd").acquire();
+            max_inside = std::max(max_inside, ++inside);
+            --inside;
+            co_await g.release();
+            if (++done == waiters)
+                store.close();
+        });
+    }
+    io.run_for(60s);
+    BOOST_TEST(done == waiters);
+    BOOST_TEST(max_inside == 1);
+    BOOST_TEST(reg.stats().handed_off >= static_cast<std::uint64_t>(waiters / 2));
+}
+
 BOOST_AUTO_TEST_CASE(reply_after_the_lease_end_is_not_a_lock)
 {
     dlock::test::redis_server srv;
