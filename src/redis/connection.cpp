@@ -456,7 +456,7 @@ void connection::eval_impl(const script& s, std::span<const std::string> keys, s
     };
     exec_impl(by_sha, self->cfg.request_timeout,
               asio::bind_cancellation_slot(
-                  slot, [this, self, slot, tail, body = s.body(), finish, h = std::move(h)](error_code ec,
+                  slot, [this, self, slot, tail, body = s.shared_body(), finish, h = std::move(h)](error_code ec,
                                                                                            response r) mutable {
                       bool noscript = ec == error::server_error && r.size() == 1 &&
                                       r.front().str.rfind("NOSCRIPT", 0) == 0;
@@ -465,7 +465,7 @@ void connection::eval_impl(const script& s, std::span<const std::string> keys, s
                       ++self->st.noscript_reloads;
                       if (self->closed)  // also true once the connection object is gone
                           return finish(std::move(h), error::closed, {});
-                      (*tail)[0] = std::move(body);
+                      (*tail)[0] = *body;
                       request by_body;
                       by_body.push_range("EVAL", *tail);
                       exec_impl(by_body, self->cfg.request_timeout,

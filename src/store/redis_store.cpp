@@ -55,6 +55,19 @@ void redis_store::close()
     impl_->sub.close();
 }
 
+namespace {
+
+// The key names of one lock name, from one slot computation.
+struct key_set {
+    key_set(const std::string& prefix, const std::string& name)
+        : lock(prefix + ":lock:" + name), fence(prefix + ":fence"), channel(prefix + ":released:" + name)
+    {
+    }
+    std::string lock, fence, channel;
+};
+
+}  // namespace
+
 std::string redis_store::lock_key(const std::string& name) const { return impl_->prefix(name) + ":lock:" + name; }
 std::string redis_store::fence_key(const std::string& name) const { return impl_->prefix(name) + ":fence"; }
 std::string redis_store::channel(const std::string& name) const { return impl_->prefix(name) + ":released:" + name; }
@@ -88,7 +101,8 @@ auto on_integer(asio::any_completion_handler<Signature> h, Map map)
 void redis_store::do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
                                  asio::any_completion_handler<acquire_signature> h)
 {
-    std::array<std::string, 2> keys{lock_key(name), fence_key(name)};
+    key_set k(impl_->prefix(name), name);
+    std::array<std::string, 2> keys{std::move(k.lock), std::move(k.fence)};
     std::array<std::string, 2> args{token, std::to_string(ttl.count())};
     auto slot = asio::get_associated_cancellation_slot(h);
     impl_->conn.async_eval(impl_->acquire, keys, args,
@@ -122,21 +136,24 @@ void redis_store::do_renew(const std::string& name, const std::string& token, st
 void redis_store::do_release(const std::string& name, const std::string& token,
                              asio::any_completion_handler<bool_signature> h)
 {
-    std::array<std::string, 1> keys{lock_key(name)};
-    std::array<std::string, 2> args{token, channel(name)};
+    key_set k(impl_->prefix(name), name);
+    std::array<std::string, 1> keys{std::move(k.lock)};
+    std::array<std::string, 2> args{token, std::move(k.channel)};
     impl_->conn.async_eval(impl_->release, keys, args, on_integer(std::move(h), [](long long v) { return v == 1; }));
 }
 
 void redis_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
 {
-    std::array<std::string, 1> keys{lock_key(name)};
-    std::array<std::string, 1> args{channel(name)};
+    key_set k(impl_->prefix(name), name);
+    std::array<std::string, 1> keys{std::move(k.lock)};
+    std::array<std::string, 1> args{std::move(k.channel)};
     impl_->conn.async_eval(impl_->force_release, keys, args, on_integer(std::move(h), [](long long v) { return v == 1; }));
 }
 
 void redis_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
 {
-    std::array<std::string, 2> keys{lock_key(name), fence_key(name)};
+    key_set k(impl_->prefix(name), name);
+    std::array<std::string, 2> keys{std::move(k.lock), std::move(k.fence)};
     impl_->conn.async_eval(impl_->status, keys, {}, [h = std::move(h)](error_code ec, reply r) mutable {
         lock_status st;
         long long fence = 0, pttl = 0, counter = 0;

@@ -1,6 +1,7 @@
 // A Lua script sent as EVALSHA, with its SHA1 computed once.
 #pragma once
 
+#include <memory>
 #include <string>
 
 namespace dlock::redis {
@@ -10,11 +11,13 @@ namespace dlock::redis {
 class script {
 public:
     explicit script(std::string body);
-    const std::string& body() const noexcept { return body_; }
+    const std::string& body() const noexcept { return *body_; }
     const std::string& sha1() const noexcept { return sha1_; }
+    /// The body, shared: a pending EVAL fallback keeps it without copying it.
+    const std::shared_ptr<const std::string>& shared_body() const noexcept { return body_; }
 
 private:
-    std::string body_;
+    std::shared_ptr<const std::string> body_;
     std::string sha1_;
 };
 
