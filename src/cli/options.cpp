@@ -1,0 +1,334 @@
+#include "cli/options.hpp"
+#include "cli/exit_status.hpp"
+
+#include <boost/json.hpp>
+
+#include <charconv>
+#include <map>
+
+namespace dlock::cli {
+
+namespace {
+
+bool fail(parse_error& err, std::string msg)
+{
+    err.message = std::move(msg);
+    return false;
+}
+
+// Flags and the commands that accept them; `takes_value` flags read the next argument.
+struct flag_spec {
+    const char* name;
+    bool takes_value;
+    const char* commands;  // letters: r = run, s = status, e = release
+};
+
+constexpr flag_spec flags[] = {
+    {"--url", true, "rse"},      {"--config", true, "rse"},      {"--prefix", true, "rse"},
+    {"--lease", true, "r"},      {"--wait", true, "r"},           {"--no-watchdog", false, "r"},
+    {"--grace", true, "r"},      {"--conflict-exit-code", true, "r"}, {"--json", false, "s"},
+    {"--force", false, "e"},     {"--verbose", false, "rse"},
+};
+
+char command_letter(command c)
+{
+    switch (c) {
+    case command::run: return 'r';
+    case command::status: return 's';
+    case command::release: return 'e';
+    default: return '?';
+    }
+}
+
+const char* command_name(command c)
+{
+    switch (c) {
+    case command::run: return "run";
+    case command::status: return "status";
+    case command::release: return "release";
+    default: return "dlock";
+    }
+}
+
+bool duration(std::string_view what, const std::string& text, std::chrono::milliseconds& out, parse_error& err)
+{
+    if (!redis::parse_duration(text, out))
+        return fail(err, std::string(what) + " '" + text + "': expected a duration such as 500ms, 30s, 2m or 1h");
+    return true;
+}
+
+bool exit_code(std::string_view what, const std::string& text, int& out, parse_error& err)
+{
+    int v = -1;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || p != text.data() + text.size() || v < 0 || v > 255)
+        return fail(err, std::string(what) + " '" + text + "': expected a number from 0 to 255");
+    out = v;
+    return true;
+}
+
+// A JSON duration: "2s" or a number of milliseconds.
+bool json_duration(const std::string& file, std::string_view key, const boost::json::value& v,
+                   std::chrono::milliseconds& out, parse_error& err)
+{
+    if (v.is_string())
+        return duration(file + ": \"" + std::string(key) + "\"", std::string(v.as_string()), out, err);
+    if (v.is_int64() && v.as_int64() >= 0) {
+        out = std::chrono::milliseconds(v.as_int64());
+        return true;
+    }
+    return fail(err, file + ": \"" + std::string(key) + "\": expected a duration such as \"30s\" or milliseconds");
+}
+
+// Applies a --config file: fields the flags did not set.
+bool apply_file(const std::string& path, const std::string& text, const std::map<std::string, std::string>& set,
+                options& out, boost::json::object& redis_obj, bool& have_redis, parse_error& err)
+{
+    boost::system::error_code ec;
+    auto doc = boost::json::parse(text, ec);
+    if (ec)
+        return fail(err, path + ": not valid JSON (" + ec.message() + ")");
+    if (!doc.is_object())
+        return fail(err, path + ": expected a JSON object");
+    auto flag_set = [&](const char* f) { return set.count(f) != 0; };
+    for (const auto& [k, v] : doc.as_object()) {
+        std::string key(k);
+        if (key == "url") {
+            if (!v.is_string())
+                return fail(err, path + ": \"url\": expected a string");
+            if (!flag_set("--url"))
+                out.url = std::string(v.as_string());
+        } else if (key == "redis") {
+            if (!v.is_object())
+                return fail(err, path + ": \"redis\": expected an object of connection settings");
+            redis_obj = v.as_object();
+            have_redis = true;
+        } else if (key == "prefix") {
+            if (!v.is_string())
+                return fail(err, path + ": \"prefix\": expected a string");
+            if (!flag_set("--prefix"))
+                out.prefix = std::string(v.as_string());
+        } else if (key == "lease" || key == "grace") {
+            std::chrono::milliseconds d{};
+            if (!json_duration(path, key, v, d, err))
+                return false;
+            if (!flag_set(("--" + key).c_str()))
+                (key == "lease" ? out.lease : out.grace) = d;
+        } else if (key == "wait") {
+            std::chrono::milliseconds d{};
+            if (v.is_null())
+                continue;  // null: wait forever
+            if (!json_duration(path, key, v, d, err))
+                return false;
+            if (!flag_set("--wait"))
+                out.wait = d;
+        } else if (key == "watchdog") {
+            if (!v.is_bool())
+                return fail(err, path + ": \"watchdog\": expected true or false");
+            if (!flag_set("--no-watchdog"))
+                out.watchdog = v.as_bool();
+        } else if (key == "conflict_exit_code") {
+            if (!v.is_int64() || v.as_int64() < 0 || v.as_int64() > 255)
+                return fail(err, path + ": \"conflict_exit_code\": expected a number from 0 to 255");
+            if (!flag_set("--conflict-exit-code"))
+                out.conflict_exit_code = static_cast<int>(v.as_int64());
+        } else {
+            return fail(err, path + ": unknown field \"" + key +
+                                 "\" (known: url, redis, prefix, lease, wait, watchdog, grace, conflict_exit_code)");
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
+bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
+           const std::function<const char*(const char*)>& getenv, const file_reader& read)
+{
+    out = options{};
+    if (args.empty())
+        return fail(err, "missing command: run, status or release (try dlock --help)");
+    const std::string& c = args[0];
+    if (c == "-h" || c == "--help" || c == "help") {
+        out.cmd = command::help;
+        if (args.size() > 1)
+            out.help_topic = args[1];
+        return true;
+    }
+    if (c == "run") out.cmd = command::run;
+    else if (c == "status") out.cmd = command::status;
+    else if (c == "release") out.cmd = command::release;
+    else return fail(err, "unknown command '" + c + "': expected run, status or release (try dlock --help)");
+
+    // Pass 1: collect flags, the name and the command line.
+    std::map<std::string, std::string> set;
+    std::vector<std::string> positional;
+    std::size_t i = 1;
+    for (; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a == "--") {
+            ++i;
+            break;
+        }
+        if (a == "-h" || a == "--help") {
+            out.cmd = command::help;
+            out.help_topic = c;
+            return true;
+        }
+        if (a.size() > 1 && a[0] == '-') {
+            std::string flag = a, value;
+            bool inline_value = false;
+            if (auto eq = a.find('='); eq != std::string::npos && a.rfind("--", 0) == 0) {
+                flag = a.substr(0, eq);
+                value = a.substr(eq + 1);
+                inline_value = true;
+            }
+            if (flag == "-v")
+                flag = "--verbose";
+            const flag_spec* spec = nullptr;
+            for (const auto& f : flags)
+                if (flag == f.name)
+                    spec = &f;
+            if (!spec)
+                return fail(err, std::string(command_name(out.cmd)) + ": unknown option '" + flag + "' (try dlock " +
+                                     c + " --help)");
+            if (std::string_view(spec->commands).find(command_letter(out.cmd)) == std::string_view::npos)
+                return fail(err, std::string(command_name(out.cmd)) + ": option '" + flag + "' does not apply here");
+            if (spec->takes_value && !inline_value) {
+                if (i + 1 >= args.size())
+                    return fail(err, "option '" + flag + "' needs a value");
+                value = args[++i];
+            } else if (!spec->takes_value && inline_value) {
+                return fail(err, "option '" + flag + "' takes no value");
+            }
+            set[flag] = value;
+            continue;
+        }
+        positional.push_back(a);
+    }
+    for (; i < args.size(); ++i)
+        out.argv.push_back(args[i]);
+
+    if (positional.empty())
+        return fail(err, std::string(command_name(out.cmd)) + ": missing lock NAME");
+    if (positional.size() > 1) {
+        if (out.cmd == command::run)
+            return fail(err, "run: unexpected '" + positional[1] + "' before '--' (usage: dlock run NAME -- COMMAND...)");
+        return fail(err, std::string(command_name(out.cmd)) + ": unexpected argument '" + positional[1] + "'");
+    }
+    out.name = positional[0];
+    if (out.name.empty())
+        return fail(err, "the lock NAME is empty");
+    if (out.cmd == command::run && out.argv.empty())
+        return fail(err, "run: missing COMMAND after '--' (usage: dlock run NAME -- COMMAND [ARGS...])");
+    if (out.cmd != command::run && !out.argv.empty())
+        return fail(err, std::string(command_name(out.cmd)) + ": unexpected '--'");
+
+    // Pass 2: flags over the config file over the environment over defaults.
+    if (const char* env_url = getenv("DLOCK_URL"); env_url && *env_url)
+        out.url = env_url;
+    std::string config_path = set.count("--config") ? set["--config"] : "";
+    if (config_path.empty())
+        if (const char* p = getenv("DLOCK_CONFIG"); p && *p)
+            config_path = p;
+    boost::json::object redis_obj;
+    bool have_redis = false;
+    if (!config_path.empty()) {
+        std::string text;
+        if (!read(config_path, text))
+            return fail(err, "config file '" + config_path + "': cannot be read");
+        if (!apply_file(config_path, text, set, out, redis_obj, have_redis, err))
+            return false;
+    }
+    if (set.count("--url")) out.url = set["--url"];
+    if (set.count("--prefix")) out.prefix = set["--prefix"];
+    if (set.count("--lease") && !duration("--lease", set["--lease"], out.lease, err)) return false;
+    if (set.count("--grace") && !duration("--grace", set["--grace"], out.grace, err)) return false;
+    if (set.count("--wait")) {
+        std::chrono::milliseconds d{};
+        if (!duration("--wait", set["--wait"], d, err))
+            return false;
+        out.wait = d;
+    }
+    if (set.count("--no-watchdog")) out.watchdog = false;
+    if (set.count("--conflict-exit-code") &&
+        !exit_code("--conflict-exit-code", set["--conflict-exit-code"], out.conflict_exit_code, err))
+        return false;
+    out.force = set.count("--force") != 0;
+    out.json = set.count("--json") != 0;
+    out.verbose = set.count("--verbose") != 0;
+
+    if (out.lease.count() <= 0)
+        return fail(err, "--lease '" + set["--lease"] + "': the lease must be longer than 0");
+    redis::config_error cerr;
+    if (!redis::parse_url(out.url, out.server, cerr))
+        return fail(err, "--url '" + out.url + "': " + cerr.message);
+    if (have_redis && !set.count("--url")) {
+        if (!redis::parse_json(boost::json::value(redis_obj), out.server, cerr))
+            return fail(err, config_path + ": \"redis\": " + cerr.message);
+    }
+    out.server.client_name = "dlock-cli";
+    if (out.cmd == command::release && !out.force)
+        return fail(err, "release: refusing to free '" + out.name +
+                             "' whoever holds it without --force (the holder is not told; its lease is gone)");
+    return true;
+}
+
+std::string usage(const std::string& topic)
+{
+    if (topic == "run")
+        return R"(usage: dlock run [OPTIONS] NAME -- COMMAND [ARGS...]
+
+Takes the lock NAME, runs COMMAND while a watchdog renews the lease, and releases the lock
+when COMMAND exits. Exits with COMMAND's status (128+N if signal N ended it).
+COMMAND's environment gets DLOCK_NAME, DLOCK_FENCING_TOKEN and DLOCK_LEASE_MS.
+
+Options:
+  --url URL                 redis://[user:password@]host[:port][/db], rediss://..., unix:///path
+                            (default: $DLOCK_URL, else redis://127.0.0.1:6379)
+  --config FILE             JSON file with any of: url, redis, prefix, lease, wait, watchdog,
+                            grace, conflict_exit_code (default: $DLOCK_CONFIG); flags win
+  --prefix P                key prefix, so applications sharing a server don't collide (dlock)
+  --lease D                 lease, e.g. 500ms, 30s, 2m (30s). With the watchdog it is how long
+                            a crashed dlock keeps the lock; without, how long the command may run
+  --wait D                  how long to wait for the lock; 0 = one try (default: forever)
+  --no-watchdog             fixed lease: the command is stopped when it ends
+  --grace D                 after a lost lease: SIGTERM, then SIGKILL after D (10s)
+  --conflict-exit-code N    exit status when the lock is not had within --wait (75)
+  -v, --verbose             say what happens on stderr
+
+SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to COMMAND; the lock is released after it
+exits. If dlock itself is killed, COMMAND gets SIGTERM and the lock frees itself after the lease.
+
+Exit status: COMMAND's own, or 2 bad usage, 69 server unreachable or refused us,
+75 lock busy (--conflict-exit-code), 76 lease lost (COMMAND was terminated),
+126 COMMAND not executable, 127 COMMAND not found.
+)";
+    if (topic == "status")
+        return R"(usage: dlock status [--url URL] [--config FILE] [--prefix P] [--json] NAME
+
+Shows whether NAME is held, the remaining lease, the holder's fencing token and the last
+token issued. Exit status: 0, or 2 bad usage, 69 server unreachable.
+)";
+    if (topic == "release")
+        return R"(usage: dlock release --force [--url URL] [--config FILE] [--prefix P] NAME
+
+Operator's escape hatch: deletes NAME's lock whoever holds it and wakes its waiters. The
+holder is not told until its next renewal (its `dlock run` then stops its command with
+status 76). Refused without --force. Exit status: 0 (says whether it was held), 2 bad
+usage, 69 server unreachable.
+)";
+    return R"(usage: dlock COMMAND [OPTIONS] ...
+
+Distributed locks on Redis, from the shell.
+
+Commands:
+  run NAME -- COMMAND...    run COMMAND while holding the lock NAME
+  status NAME               show who holds NAME (--json for machines)
+  release NAME --force      free NAME whoever holds it
+
+Run `dlock COMMAND --help` for a command's options.
+)";
+}
+
+}  // namespace dlock::cli

@@ -1,0 +1,53 @@
+// Command-line and JSON-file options of the dlock tool, parsed without any I/O but reading
+// the config file, so every rule is unit-tested.
+#pragma once
+
+#include "cli/exit_status.hpp"
+
+#include <dlock/redis/config.hpp>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dlock::cli {
+
+enum class command { none, run, status, release, help };
+
+struct options {
+    command cmd = command::none;
+    std::string name;                     ///< lock name (run, status, release)
+    std::vector<std::string> argv;        ///< run: the command and its arguments
+    std::string url = "redis://127.0.0.1:6379";
+    redis::config server;                 ///< parsed from url (+ "redis" in the config file)
+    std::string prefix = "dlock";
+    std::chrono::milliseconds lease{30'000};
+    std::optional<std::chrono::milliseconds> wait;  ///< none: forever; 0: one try
+    bool watchdog = true;
+    std::chrono::milliseconds grace{10'000};        ///< SIGTERM → SIGKILL after a lost lease
+    int conflict_exit_code = exit_status::conflict;
+    bool force = false;                   ///< release
+    bool json = false;                    ///< status
+    bool verbose = false;
+    std::string help_topic;               ///< help: "", "run", "status" or "release"
+};
+
+struct parse_error {
+    std::string message;  ///< one line, names the flag or field and the bad value
+};
+
+/// Reads a file's whole text; false if it cannot.
+using file_reader = std::function<bool(const std::string& path, std::string& text)>;
+
+/// Parses `dlock COMMAND ...` (args without the program name). Precedence: flags, then the
+/// --config file (or $DLOCK_CONFIG), then $DLOCK_URL, then defaults. `getenv` and `read`
+/// are parameters so tests control the environment and files.
+bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
+           const std::function<const char*(const char*)>& getenv, const file_reader& read);
+
+/// The usage text for `topic` ("" for the overview).
+std::string usage(const std::string& topic);
+
+}  // namespace dlock::cli

@@ -1,0 +1,96 @@
+// `dlock status`, `dlock release --force`, and what every command does first: connect.
+#include "cli/commands.hpp"
+#include "cli/exit_status.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+
+#include <iostream>
+
+namespace dlock::cli {
+
+namespace asio = boost::asio;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+std::string store_name(const options& o) { return o.prefix.empty() ? o.name : o.prefix + ":" + o.name; }
+
+std::string describe_server(const redis::config& c)
+{
+    if (c.kind == redis::transport::unix_socket)
+        return "unix:" + c.path;
+    return (c.kind == redis::transport::tls ? "rediss://" : "redis://") + c.host + ":" + std::to_string(c.port);
+}
+
+asio::awaitable<int> connect_or_explain(const options& o, redis_store& st)
+{
+    auto [ec] = co_await st.connection().async_connect(use_tuple);
+    if (!ec)
+        co_return exit_status::ok;
+    std::cerr << "dlock: cannot use the server at " << describe_server(o.server) << ": " << ec.message();
+    if (const auto& said = st.connection().last_server_message(); !said.empty())
+        std::cerr << " (server said: " << said << ")";
+    std::cerr << "\n";
+    co_return exit_status::unavailable;
+}
+
+namespace {
+
+bool check_name(const options& o)
+{
+    if (o.name.size() <= 1024 && o.name.find('\0') == std::string::npos)
+        return true;
+    std::cerr << "dlock: the lock name is longer than 1024 bytes\n";
+    return false;
+}
+
+}  // namespace
+
+asio::awaitable<int> status_command(const options& o, redis_store& st)
+{
+    if (!check_name(o))
+        co_return exit_status::usage;
+    if (int rc = co_await connect_or_explain(o, st))
+        co_return rc;
+    auto [ec, s] = co_await st.async_status(store_name(o), use_tuple);
+    if (ec) {
+        std::cerr << "dlock: status of '" << o.name << "' failed: " << ec.message() << "\n";
+        co_return exit_status::unavailable;
+    }
+    if (o.json) {
+        boost::json::object j;
+        j["name"] = o.name;
+        j["prefix"] = o.prefix;
+        j["key"] = st.lock_key(store_name(o));
+        j["held"] = s.held;
+        j["ttl_ms"] = s.held ? s.ttl.count() : -1;
+        j["fencing_token"] = s.fencing_token;
+        j["last_fencing_token"] = s.last_fencing_token;
+        j["holder"] = s.holder;
+        std::cout << boost::json::serialize(j) << "\n";
+    } else if (s.held) {
+        std::cout << o.name << ": held, " << s.ttl.count() << " ms of lease left, fencing token " << s.fencing_token
+                  << " (last issued " << s.last_fencing_token << "), holder " << s.holder << "\n";
+    } else {
+        std::cout << o.name << ": free (last fencing token issued " << s.last_fencing_token << ")\n";
+    }
+    co_return exit_status::ok;
+}
+
+asio::awaitable<int> release_command(const options& o, redis_store& st)
+{
+    if (!check_name(o))
+        co_return exit_status::usage;
+    if (int rc = co_await connect_or_explain(o, st))
+        co_return rc;
+    auto [ec, was_held] = co_await st.async_force_release(store_name(o), use_tuple);
+    if (ec) {
+        std::cerr << "dlock: release of '" << o.name << "' failed: " << ec.message() << "\n";
+        co_return exit_status::unavailable;
+    }
+    std::cout << o.name << (was_held ? ": released (it was held; its holder loses it at its next renewal)\n"
+                                     : ": was not held\n");
+    co_return exit_status::ok;
+}
+
+}  // namespace dlock::cli
