@@ -1,0 +1,2 @@
+#define BOOST_TEST_MODULE dlock_cli
+#include <boost/test/unit_test.hpp>

@@ -1,0 +1,168 @@
+// The dlock tool's option parsing: precedence, durations, and one clear message per mistake.
+#include "cli/options.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <map>
+
+using namespace dlock::cli;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct fixture {
+    std::map<std::string, std::string> env;
+    std::map<std::string, std::string> files;
+
+    bool parse(std::vector<std::string> args, options& o, parse_error& err)
+    {
+        return dlock::cli::parse(
+            args, o, err,
+            [this](const char* k) -> const char* {
+                auto it = env.find(k);
+                return it == env.end() ? nullptr : it->second.c_str();
+            },
+            [this](const std::string& path, std::string& text) {
+                auto it = files.find(path);
+                if (it == files.end())
+                    return false;
+                text = it->second;
+                return true;
+            });
+    }
+    options ok(std::vector<std::string> args)
+    {
+        options o;
+        parse_error err;
+        BOOST_TEST_REQUIRE(parse(args, o, err), err.message);
+        return o;
+    }
+    std::string bad(std::vector<std::string> args)
+    {
+        options o;
+        parse_error err;
+        BOOST_TEST_REQUIRE(!parse(args, o, err));
+        BOOST_TEST(err.message.find('\n') == std::string::npos);
+        return err.message;
+    }
+};
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(cli_options, fixture)
+
+BOOST_AUTO_TEST_CASE(run_defaults)
+{
+    auto o = ok({"run", "job", "--", "make", "-j2"});
+    BOOST_TEST((o.cmd == command::run));
+    BOOST_TEST(o.name == "job");
+    BOOST_TEST((o.argv == std::vector<std::string>{"make", "-j2"}));
+    BOOST_TEST(o.server.host == "127.0.0.1");
+    BOOST_TEST(o.server.port == 6379);
+    BOOST_TEST(o.prefix == "dlock");
+    BOOST_TEST(o.lease.count() == 30'000);
+    BOOST_TEST(!o.wait.has_value());
+    BOOST_TEST(o.watchdog);
+    BOOST_TEST(o.conflict_exit_code == 75);
+}
+
+BOOST_AUTO_TEST_CASE(flags_with_values_and_equals)
+{
+    auto o = ok({"run", "--lease", "500ms", "--wait=2s", "--no-watchdog", "--grace", "1m", "--prefix=app",
+                 "--conflict-exit-code", "9", "job", "--", "true"});
+    BOOST_TEST(o.lease.count() == 500);
+    BOOST_TEST(o.wait->count() == 2000);
+    BOOST_TEST(!o.watchdog);
+    BOOST_TEST(o.grace.count() == 60'000);
+    BOOST_TEST(o.prefix == "app");
+    BOOST_TEST(o.conflict_exit_code == 9);
+    BOOST_TEST(ok({"run", "--wait", "0", "job", "--", "true"}).wait->count() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(arguments_after_the_separator_belong_to_the_command)
+{
+    auto o = ok({"run", "job", "--", "grep", "--help", "--url", "x"});
+    BOOST_TEST((o.argv == std::vector<std::string>{"grep", "--help", "--url", "x"}));
+    BOOST_TEST((o.cmd == command::run));
+}
+
+BOOST_AUTO_TEST_CASE(precedence_flag_file_env_default)
+{
+    env["DLOCK_URL"] = "redis://10.0.0.1:7000";
+    BOOST_TEST(ok({"status", "job"}).server.port == 7000);
+    files["/c.json"] = R"({"url": "redis://127.0.0.2:7001", "prefix": "fromfile", "lease": "3s", "wait": 250,
+                          "watchdog": false, "grace": "2s", "conflict_exit_code": 3})";
+    auto o = ok({"run", "--config", "/c.json", "job", "--", "true"});
+    BOOST_TEST(o.server.host == "127.0.0.2");
+    BOOST_TEST(o.server.port == 7001);
+    BOOST_TEST(o.prefix == "fromfile");
+    BOOST_TEST(o.lease.count() == 3000);
+    BOOST_TEST(o.wait->count() == 250);
+    BOOST_TEST(!o.watchdog);
+    BOOST_TEST(o.grace.count() == 2000);
+    BOOST_TEST(o.conflict_exit_code == 3);
+    auto f = ok({"run", "--config", "/c.json", "--url", "redis://127.0.0.3:7002", "--prefix", "flag", "--lease", "4s",
+                 "job", "--", "true"});
+    BOOST_TEST(f.server.port == 7002);
+    BOOST_TEST(f.prefix == "flag");
+    BOOST_TEST(f.lease.count() == 4000);
+    env["DLOCK_CONFIG"] = "/c.json";
+    BOOST_TEST(ok({"status", "job"}).prefix == "fromfile");
+}
+
+BOOST_AUTO_TEST_CASE(config_file_redis_object)
+{
+    files["/r.json"] = R"({"redis": {"host": "127.0.0.9", "port": 7009, "password": "pw", "request_timeout": "2s"}})";
+    auto o = ok({"status", "--config", "/r.json", "job"});
+    BOOST_TEST(o.server.host == "127.0.0.9");
+    BOOST_TEST(o.server.port == 7009);
+    BOOST_TEST(o.server.password == "pw");
+    BOOST_TEST(o.server.request_timeout.count() == 2000);
+}
+
+BOOST_AUTO_TEST_CASE(mistakes_have_one_clear_line)
+{
+    BOOST_TEST(has(bad({}), "missing command"));
+    BOOST_TEST(has(bad({"lock", "x"}), "unknown command 'lock'"));
+    BOOST_TEST(has(bad({"run", "--bogus", "job", "--", "true"}), "unknown option '--bogus'"));
+    BOOST_TEST(has(bad({"status", "--lease", "1s", "job"}), "'--lease' does not apply"));
+    BOOST_TEST(has(bad({"run", "--lease", "5x", "job", "--", "true"}), "--lease '5x'"));
+    BOOST_TEST(has(bad({"run", "--lease", "0", "job", "--", "true"}), "longer than 0"));
+    BOOST_TEST(has(bad({"run", "--wait", "-1s", "job", "--", "true"}), "--wait '-1s'"));
+    BOOST_TEST(has(bad({"run", "--grace", "", "job", "--", "true"}), "--grace ''"));
+    BOOST_TEST(has(bad({"run", "--conflict-exit-code", "300", "job", "--", "true"}), "0 to 255"));
+    BOOST_TEST(has(bad({"run", "--lease"}), "needs a value"));
+    BOOST_TEST(has(bad({"run", "--no-watchdog=1", "job", "--", "true"}), "takes no value"));
+    BOOST_TEST(has(bad({"run", "--", "true"}), "missing lock NAME"));
+    BOOST_TEST(has(bad({"run", "job"}), "missing COMMAND"));
+    BOOST_TEST(has(bad({"run", "job", "true"}), "unexpected 'true' before '--'"));
+    BOOST_TEST(has(bad({"run", "", "--", "true"}), "empty"));
+    BOOST_TEST(has(bad({"status", "a", "b"}), "unexpected argument 'b'"));
+    BOOST_TEST(has(bad({"release", "job"}), "without --force"));
+    BOOST_TEST(has(bad({"status", "--url", "http://x", "job"}), "--url 'http://x'"));
+    BOOST_TEST(has(bad({"status", "--config", "/missing.json", "job"}), "cannot be read"));
+    files["/bad.json"] = "{nope";
+    BOOST_TEST(has(bad({"status", "--config", "/bad.json", "job"}), "not valid JSON"));
+    files["/unknown.json"] = R"({"leese": "1s"})";
+    BOOST_TEST(has(bad({"status", "--config", "/unknown.json", "job"}), "unknown field \"leese\""));
+    files["/type.json"] = R"({"lease": true})";
+    BOOST_TEST(has(bad({"status", "--config", "/type.json", "job"}), "\"lease\""));
+    files["/redis.json"] = R"({"redis": {"port": "many"}})";
+    BOOST_TEST(has(bad({"status", "--config", "/redis.json", "job"}), "\"redis\""));
+}
+
+BOOST_AUTO_TEST_CASE(help)
+{
+    BOOST_TEST((ok({"--help"}).cmd == command::help));
+    auto o = ok({"run", "--help"});
+    BOOST_TEST((o.cmd == command::help));
+    BOOST_TEST(o.help_topic == "run");
+    BOOST_TEST(has(usage("run"), "--conflict-exit-code"));
+    BOOST_TEST(has(usage("status"), "--json"));
+    BOOST_TEST(has(usage("release"), "--force"));
+    BOOST_TEST(has(usage(""), "run NAME -- COMMAND"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,276 @@
+// The dlock tool run as a user runs it, against a redis-server the test starts.
+#include "cli/child_process.hpp"
+#include "common/child.hpp"
+#include "common/redis_server.hpp"
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+using namespace std::chrono_literals;
+using dlock::test::child;
+using dlock::test::redis_server;
+
+namespace {
+
+struct outcome {
+    int status = -1;
+    std::string out;  // stdout and stderr together
+};
+
+// Runs dlock to completion (capped by timeout(1) so a hang fails instead of blocking).
+outcome dlock_cli(std::vector<std::string> args)
+{
+    std::vector<std::string> argv{"/bin/sh", "-c", "exec timeout -s KILL 60 \"$0\" \"$@\" 2>&1", DLOCK_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    int st = 0;
+    outcome r;
+    r.out = dlock::test::run_capture(argv, &st);
+    r.status = dlock::cli::exit_status_of(st);
+    return r;
+}
+
+// A dlock process whose stdout (and its command's) the test reads line by line.
+std::unique_ptr<child> start_dlock(std::vector<std::string> args)
+{
+    args.insert(args.begin(), DLOCK_CLI_PATH);
+    return std::make_unique<child>(args);
+}
+
+// The child's next stdout line, "<eof>" if none came within the limit.
+std::string next_line(child& c) { return c.read_line().value_or("<eof>"); }
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+std::string temp_dir()
+{
+    char tmpl[] = "/tmp/dlock-cli-XXXXXX";
+    BOOST_TEST_REQUIRE(::mkdtemp(tmpl) != nullptr);
+    return tmpl;
+}
+
+std::string slurp(const std::string& path)
+{
+    std::ifstream in(path);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+boost::json::object status_json(const redis_server& srv, const std::string& name)
+{
+    auto r = dlock_cli({"status", "--url", srv.url(), "--json", name});
+    BOOST_TEST_REQUIRE(r.status == 0, r.out);
+    return boost::json::parse(r.out).as_object();
+}
+
+// A command that says "held" once it runs and exits 3 on SIGTERM.
+const std::string holder_script = R"(trap 'echo got-term; exit 3' TERM; echo held; while :; do sleep 0.05; done)";
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cli_run)
+
+BOOST_AUTO_TEST_CASE(exit_status_and_environment_reach_the_caller)
+{
+    redis_server srv;
+    auto r = dlock_cli({"run", "--url", srv.url(), "--lease", "7s", "job", "--", "/bin/sh", "-c",
+                        "echo \"$DLOCK_NAME $DLOCK_FENCING_TOKEN $DLOCK_LEASE_MS\"; exit 7"});
+    BOOST_TEST(r.status == 7);
+    BOOST_TEST(r.out == "job 1 7000");
+    auto s = status_json(srv, "job");
+    BOOST_TEST(s["held"].as_bool() == false);  // released after the command
+    BOOST_TEST(s["last_fencing_token"].as_int64() == 1);
+    BOOST_TEST(dlock_cli({"run", "--url", srv.url(), "job", "--", "/bin/sh", "-c", "kill -9 $$"}).status == 128 + 9);
+}
+
+BOOST_AUTO_TEST_CASE(commands_on_one_name_never_overlap)
+{
+    redis_server srv;
+    auto dir = temp_dir();
+    // Each critical section is a non-atomic read-modify-write of a shared file, logging its
+    // token; four shells run five sections each, all at once.
+    std::string section = "c=$(cat " + dir + "/counter 2>/dev/null || echo 0); echo \"begin $DLOCK_FENCING_TOKEN\" >> " +
+                          dir + "/log; sleep 0.02; echo $((c+1)) > " + dir + "/counter; echo end >> " + dir + "/log";
+    std::string loop = "for i in 1 2 3 4 5; do \"$0\" run --url " + srv.url() + " --lease 2s shared -- /bin/sh -c '" +
+                       section + "' || exit 1; done";
+    std::vector<std::unique_ptr<child>> shells;
+    for (int i = 0; i < 4; ++i)
+        shells.push_back(std::make_unique<child>(std::vector<std::string>{"/bin/sh", "-c", loop, DLOCK_CLI_PATH}));
+    for (auto& s : shells)
+        BOOST_TEST(s->wait(120s) == 0);
+    BOOST_TEST(std::stoi(slurp(dir + "/counter")) == 20);
+    std::istringstream log(slurp(dir + "/log"));
+    std::string word;
+    long last = 0;
+    int sections = 0;
+    bool inside = false;
+    while (log >> word) {
+        if (word == "begin") {
+            BOOST_TEST_REQUIRE(!inside, "two commands overlapped");
+            inside = true;
+            long token = 0;
+            log >> token;
+            BOOST_TEST(token > last);  // fencing tokens strictly increase
+            last = token;
+            ++sections;
+        } else {
+            BOOST_TEST_REQUIRE(inside);
+            inside = false;
+        }
+    }
+    BOOST_TEST(sections == 20);
+}
+
+BOOST_AUTO_TEST_CASE(a_held_lock_gives_the_conflict_status)
+{
+    redis_server srv;
+    auto holder = start_dlock({"run", "--url", srv.url(), "busy", "--", "/bin/sh", "-c", holder_script});
+    BOOST_TEST_REQUIRE(next_line(*holder) == "held");
+    auto once = dlock_cli({"run", "--url", srv.url(), "--wait", "0", "busy", "--", "/bin/echo", "ran"});
+    BOOST_TEST(once.status == 75);
+    BOOST_TEST(has(once.out, "'busy' is held elsewhere"));
+    BOOST_TEST(!has(once.out, "ran"));
+    BOOST_TEST(dlock_cli({"run", "--url", srv.url(), "--wait", "0", "--conflict-exit-code", "9", "busy", "--", "true"})
+                   .status == 9);
+    BOOST_TEST(dlock_cli({"run", "--url", srv.url(), "--wait", "200ms", "busy", "--", "true"}).status == 75);
+    auto s = status_json(srv, "busy");
+    BOOST_TEST(s["held"].as_bool());
+    BOOST_TEST(s["fencing_token"].as_int64() == 1);
+    BOOST_TEST(s["ttl_ms"].as_int64() > 0);
+    holder->signal(SIGTERM);
+    BOOST_TEST(next_line(*holder) == "got-term");  // forwarded
+    BOOST_TEST(holder->wait() == 3);
+    BOOST_TEST(status_json(srv, "busy")["held"].as_bool() == false);  // released after the command exited
+}
+
+BOOST_AUTO_TEST_CASE(a_lease_lost_mid_command_stops_it)
+{
+    redis_server srv;
+    auto holder = start_dlock({"run", "--url", srv.url(), "--lease", "900ms", "job", "--", "/bin/sh", "-c", holder_script});
+    BOOST_TEST_REQUIRE(next_line(*holder) == "held");
+    auto r = dlock_cli({"release", "--url", srv.url(), "--force", "job"});
+    BOOST_TEST(r.status == 0);
+    BOOST_TEST(has(r.out, "released"));
+    BOOST_TEST(next_line(*holder) == "got-term");  // at the next renewal
+    BOOST_TEST(holder->wait() == 76);
+    BOOST_TEST(has(dlock_cli({"release", "--url", srv.url(), "--force", "job"}).out, "was not held"));
+}
+
+BOOST_AUTO_TEST_CASE(a_fixed_lease_ends_the_command_at_its_end)
+{
+    redis_server srv;
+    auto r = dlock_cli({"run", "--url", srv.url(), "--lease", "300ms", "--no-watchdog", "--grace", "100ms", "job", "--",
+                        "/bin/sh", "-c", "trap '' TERM; echo held; while :; do sleep 0.05; done"});
+    BOOST_TEST(r.status == 76);  // SIGTERM ignored, so SIGKILL after the grace period
+    BOOST_TEST(has(r.out, "held"));
+    BOOST_TEST(has(r.out, "SIGKILL"));
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_dlock_takes_its_command_down_and_the_lock_frees_itself)
+{
+    redis_server srv;
+    auto dir = temp_dir();
+    auto holder = start_dlock({"run", "--url", srv.url(), "--lease", "1s", "job", "--", "/bin/sh", "-c",
+                               "trap 'echo term > " + dir + "/term; exit 0' TERM; echo held; while :; do sleep 0.05; done"});
+    BOOST_TEST_REQUIRE(next_line(*holder) == "held");
+    holder->signal(SIGKILL);
+    BOOST_TEST(holder->wait() == 128 + SIGKILL);
+    auto r = dlock_cli({"run", "--url", srv.url(), "--wait", "10s", "job", "--", "/bin/cat", dir + "/term"});
+    BOOST_TEST(r.status == 0, r.out);
+    BOOST_TEST(r.out == "term");  // the orphaned command got SIGTERM (and had exited before)
+}
+
+BOOST_AUTO_TEST_CASE(a_signal_while_waiting_leaves_nothing_behind)
+{
+    redis_server srv;
+    auto holder = start_dlock({"run", "--url", srv.url(), "job", "--", "/bin/sh", "-c", holder_script});
+    BOOST_TEST_REQUIRE(next_line(*holder) == "held");
+    auto waiter = start_dlock({"run", "--url", srv.url(), "--verbose", "job", "--", "/bin/echo", "ran"});
+    // The waiter is waiting once it has subscribed to the name's release channel (it
+    // subscribes before its first retry); nothing else shows it, so ask the server.
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    std::string channels;
+    while (channels.empty() && std::chrono::steady_clock::now() < deadline)
+        channels = srv.cli({"PUBSUB", "CHANNELS", "*released*"});
+    BOOST_TEST_REQUIRE(!channels.empty());
+    waiter->signal(SIGINT);
+    BOOST_TEST(waiter->wait() == 128 + SIGINT);
+    auto s = status_json(srv, "job");
+    BOOST_TEST(s["held"].as_bool());
+    BOOST_TEST(s["fencing_token"].as_int64() == 1);  // the holder's lease, untouched
+    BOOST_TEST(srv.cli({"PUBSUB", "CHANNELS", "*released*"}).empty());  // the waiter unsubscribed (it exited)
+    holder->signal(SIGTERM);
+    BOOST_TEST(holder->wait() == 3);
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_gets_one_line_and_a_documented_status)
+{
+    dlock::test::server_options opts;
+    opts.password = "secret";
+    redis_server srv(opts);
+    auto r = dlock_cli({"run", "--bogus", "job", "--", "true"});
+    BOOST_TEST(r.status == 2);
+    BOOST_TEST(r.out == "dlock: run: unknown option '--bogus' (try dlock run --help)");
+    r = dlock_cli({"run", "--lease", "ten", "job", "--", "true"});
+    BOOST_TEST(r.status == 2);
+    BOOST_TEST(has(r.out, "--lease 'ten'"));
+    r = dlock_cli({"release", "job"});
+    BOOST_TEST(r.status == 2);
+    BOOST_TEST(has(r.out, "--force"));
+    r = dlock_cli({"run", "--url", "redis://127.0.0.1:" + std::to_string(dlock::test::free_port()), "job", "--", "true"});
+    BOOST_TEST(r.status == 69);
+    BOOST_TEST(has(r.out, "cannot use the server"));
+    BOOST_TEST(std::count(r.out.begin(), r.out.end(), '\n') == 0);
+    r = dlock_cli({"status", "--url", "redis://:wrong@127.0.0.1:" + std::to_string(srv.port()), "job"});
+    BOOST_TEST(r.status == 69);
+    BOOST_TEST(has(r.out, "cannot use the server"));
+    BOOST_TEST(!has(r.out, "wrong"));  // the password never appears in messages
+    r = dlock_cli({"run", "--url", "redis://:secret@127.0.0.1:" + std::to_string(srv.port()), "job", "--",
+                   "/no/such/command"});
+    BOOST_TEST(r.status == 127);
+    BOOST_TEST(has(r.out, "cannot run '/no/such/command'"));
+    r = dlock_cli({"run", "--url", "redis://:secret@127.0.0.1:" + std::to_string(srv.port()), "job", "--", "/"});
+    BOOST_TEST(r.status == 126);
+    r = dlock_cli({"run", "--help"});
+    BOOST_TEST(r.status == 0);
+    BOOST_TEST(has(r.out, "usage: dlock run"));
+}
+
+BOOST_AUTO_TEST_CASE(config_file_and_environment)
+{
+    redis_server srv;
+    auto dir = temp_dir();
+    {
+        std::ofstream f(dir + "/dlock.json");
+        f << R"({"url": ")" << srv.url() << R"(", "prefix": "team", "lease": "5s"})";
+    }
+    auto r = dlock_cli({"run", "--config", dir + "/dlock.json", "job", "--", "/bin/sh", "-c", "echo $DLOCK_LEASE_MS"});
+    BOOST_TEST(r.status == 0, r.out);
+    BOOST_TEST(r.out == "5000");
+    auto holder = start_dlock({"run", "--config", dir + "/dlock.json", "job", "--", "/bin/sh", "-c", holder_script});
+    BOOST_TEST_REQUIRE(next_line(*holder) == "held");
+    auto s = dlock_cli({"status", "--config", dir + "/dlock.json", "--json", "job"});
+    BOOST_TEST(has(s.out, "\"prefix\":\"team\""));
+    BOOST_TEST(has(s.out, "\"held\":true"));
+    BOOST_TEST(has(s.out, "team:job"));
+    // The flag wins over the file: another prefix is another lock.
+    auto other = dlock_cli({"status", "--config", dir + "/dlock.json", "--prefix", "other", "--json", "job"});
+    BOOST_TEST(has(other.out, "\"held\":false"));
+    holder->signal(SIGTERM);
+    BOOST_TEST(holder->wait() == 3);
+    ::setenv("DLOCK_URL", srv.url().c_str(), 1);
+    auto e = dlock_cli({"status", "job"});
+    ::unsetenv("DLOCK_URL");
+    BOOST_TEST(e.status == 0, e.out);
+    BOOST_TEST(has(e.out, "job: free"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
