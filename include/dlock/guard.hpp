@@ -33,10 +33,12 @@ public:
     guard() noexcept = default;
     guard(guard&&) noexcept = default;
     guard& operator=(guard&& other) noexcept;
+    /// Releases in the background if still held (never blocks, never throws).
     ~guard();
 
     /// True while this guard holds (even if the lease was lost: then release() says so).
     explicit operator bool() const noexcept { return owns_lock(); }
+    /// True while this guard holds (even if the lease was lost: then release() says so).
     bool owns_lock() const noexcept;
 
     /// The lock name as given to registry::obtain.
@@ -48,6 +50,7 @@ public:
     std::chrono::steady_clock::time_point valid_until() const noexcept;
     /// The lease ended before release: stop working on what the lock protects.
     bool is_lost() const noexcept;
+    /// The owner this hold belongs to: pass it to nested code to re-enter the lock.
     dlock::owner owner() const noexcept;
 
     /// Emits terminal cancellation when the lease is lost: bind it to work that must stop

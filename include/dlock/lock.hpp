@@ -29,6 +29,7 @@ public:
     using acquire_signature = void(boost::system::error_code, guard);
 
     lock() = default;
+    /// The name given to registry::obtain (without the registry's prefix).
     const std::string& name() const noexcept;
 
     /// Waits until held, for a new owner (no re-entry).
@@ -54,6 +55,7 @@ public:
         return start(owner(), mode::try_once, {}, std::forward<Token>(token));
     }
 
+    /// One attempt for `o`; immediate if `o` already holds it (re-entry).
     template <class Token = boost::asio::deferred_t>
     auto try_acquire(const owner& o, Token&& token = {})
     {
@@ -67,6 +69,7 @@ public:
         return start(owner(), mode::bounded, d, std::forward<Token>(token));
     }
 
+    /// Waits at most `d` for `o`; immediate if `o` already holds it (re-entry).
     template <class Token = boost::asio::deferred_t>
     auto acquire_for(const owner& o, std::chrono::milliseconds d, Token&& token = {})
     {

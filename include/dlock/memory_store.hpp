@@ -11,6 +11,7 @@ namespace dlock {
 /// as redis_store within one process; nothing is shared across processes.
 class memory_store final : public store {
 public:
+    /// An empty store whose operations complete on `ex`.
     explicit memory_store(boost::asio::any_io_executor ex);
     ~memory_store() override;
 

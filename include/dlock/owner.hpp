@@ -11,7 +11,9 @@ namespace dlock {
 /// last hold). Pass the owner (or a guard, whose owner() it is) down to nested code.
 class owner {
 public:
+    /// A new owner, distinct from every other in this process.
     owner() noexcept;
+    /// Process-unique identity (part of the store's lease token).
     std::uint64_t id() const noexcept { return id_; }
     friend bool operator==(const owner&, const owner&) = default;
 

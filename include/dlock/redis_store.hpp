@@ -27,7 +27,9 @@ public:
     watch_id watch(const std::string& name, std::function<void(watch_event)> cb) override;
     void unwatch(watch_id id) override;
 
+    /// The command connection (shared by every lock; usable for your own commands).
     redis::connection& connection() noexcept;
+    /// The pub/sub connection that carries release notifications.
     redis::subscriber& subscriber() noexcept;
 
     /// Closes both connections: pending operations complete with error::closed and the

@@ -24,6 +24,7 @@ struct registry_state;
 /// Executor: the store's; single-threaded use only.
 class registry {
 public:
+    /// Locks on `s` with `cfg` (validated per acquire: bad settings give error::invalid_lease).
     explicit registry(store& s, lock_config cfg = {});
     ~registry();
     registry(const registry&) = delete;
@@ -32,7 +33,9 @@ public:
     /// The lock for `name`. Invalid names are reported by acquire (error::invalid_name).
     lock obtain(std::string_view name);
 
+    /// The settings every lock of this registry uses.
     const lock_config& config() const noexcept;
+    /// Counters and histograms over every lock of this registry.
     const lock_stats& stats() const noexcept;
     /// Names with live state (handles, guards, waiters or background work).
     std::size_t size() const noexcept;

@@ -14,11 +14,13 @@ struct histogram {
     std::uint64_t count = 0;
     std::uint64_t max_us = 0;
 
+    /// Adds one value.
     void record(std::chrono::microseconds d) noexcept;
     /// Upper bound of the bucket that holds quantile q (0..1), in µs.
     std::uint64_t quantile_us(double q) const noexcept;
 };
 
+/// Per-registry counters since construction; read them on the registry's executor.
 struct lock_stats {
     std::uint64_t acquired = 0;            ///< holds granted (re-entries included)
     std::uint64_t reentered = 0;           ///< holds granted to an owner that already held
@@ -41,6 +43,7 @@ struct lock_stats {
 
 enum class lock_event_kind : std::uint8_t { acquired, renewed, suspect, lost, released };
 
+/// What lock_config::on_event receives; `name` is valid during the call only.
 struct lock_event {
     lock_event_kind kind;
     std::string_view name;

@@ -61,6 +61,7 @@ public:
     using watch_id = std::uint64_t;
 
     virtual ~store() = default;
+    /// Where every completion runs.
     virtual boost::asio::any_io_executor get_executor() const = 0;
 
     /// Expires with the store: lets objects that may outlive it (a lock's state held by a
@@ -109,6 +110,7 @@ public:
             [this](auto h, const std::string& n) { do_force_release(n, std::move(h)); }, tok, name);
     }
 
+    /// The store's view of `name`, for operators and tests (not used by the lock itself).
     template <class Token = boost::asio::deferred_t>
     auto async_status(const std::string& name, Token&& tok = {})
     {
@@ -120,6 +122,7 @@ public:
     /// then on each release or resync. Callbacks run on the store's executor, never inside
     /// watch() itself.
     virtual watch_id watch(const std::string& name, std::function<void(watch_event)> cb) = 0;
+    /// Stops the callbacks of `id` (the engine also ignores any already queued).
     virtual void unwatch(watch_id id) = 0;
 
 private:

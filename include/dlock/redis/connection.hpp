@@ -50,12 +50,14 @@ public:
     using script_signature = void(boost::system::error_code, reply);
     using connect_signature = void(boost::system::error_code);
 
+    /// Does no I/O: the first operation (or async_connect) connects.
     connection(executor_type ex, config cfg);
     ~connection();
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;
 
     executor_type get_executor() const noexcept;
+    /// The settings it was built with.
     const config& get_config() const noexcept;
 
     /// Connects (if not connected) and completes when the next connection attempt finishes.
@@ -109,7 +111,9 @@ public:
     /// Closes the socket, stops reconnecting and fails everything pending with error::closed.
     void close();
 
+    /// Connected and past the handshake right now.
     bool is_connected() const noexcept;
+    /// Counters since construction.
     const connection_stats& stats() const noexcept;
     /// The server's text from the last failed handshake (AUTH, SELECT), for diagnostics.
     const std::string& last_server_message() const noexcept;
@@ -118,10 +122,14 @@ public:
     /// of a request; `on_connected` runs after each handshake, before queued requests are
     /// written. Set before the first connect.
     struct push_hooks {
+        /// Every reply read while in push mode.
         std::function<void(reply&&)> on_push;
+        /// After each successful handshake, before queued requests go out.
         std::function<void()> on_connected;
+        /// When an established connection drops (reconnecting follows).
         std::function<void(boost::system::error_code)> on_disconnected;
     };
+    /// Switches to push mode (see push_hooks); call before the first connect.
     void set_push_mode(push_hooks hooks);
     /// Subscriber mode: write a command whose answers arrive through on_push.
     void send(const request& req, bool before_queued = false);

@@ -19,7 +19,9 @@ struct reply {
     std::string str;
     std::vector<reply> elements;
 
+    /// An error reply (`-ERR ...`): `str` holds the server's text.
     bool is_error() const noexcept { return type == reply_type::error; }
+    /// A nil bulk string or nil array.
     bool is_nil() const noexcept { return type == reply_type::nil; }
     friend bool operator==(const reply&, const reply&) = default;
 };

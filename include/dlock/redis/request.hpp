@@ -30,11 +30,13 @@ public:
 
     /// Number of commands, hence of replies expected.
     std::size_t size() const noexcept { return commands_; }
+    /// No commands yet.
     bool empty() const noexcept { return commands_ == 0; }
 
     /// The RESP bytes to write.
     const std::string& payload() const noexcept { return payload_; }
 
+    /// Removes every command, keeping the buffer's capacity.
     void clear() noexcept
     {
         payload_.clear();

@@ -10,8 +10,11 @@ namespace dlock::redis {
 /// server restart or SCRIPT FLUSH), which also caches the script again.
 class script {
 public:
+    /// Computes the body's SHA1 once; copies share the body.
     explicit script(std::string body);
+    /// The Lua source.
     const std::string& body() const noexcept { return *body_; }
+    /// Lowercase hex SHA1 of the body, as EVALSHA wants it.
     const std::string& sha1() const noexcept { return sha1_; }
     /// The body, shared: a pending EVAL fallback keeps it without copying it.
     const std::shared_ptr<const std::string>& shared_body() const noexcept { return body_; }

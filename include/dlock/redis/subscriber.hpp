@@ -25,6 +25,7 @@ enum class event_kind : std::uint8_t {
     resubscribed,  ///< subscribed again after a reconnect: re-check any state you wait on
 };
 
+/// One thing that happened on a channel, as a subscription receives it.
 struct event {
     event_kind kind = event_kind::message;
     std::string channel;
@@ -41,6 +42,7 @@ public:
     using listener = std::function<void(const event&)>;
     using listener_id = std::uint64_t;
 
+    /// Opens its own connection (in push mode) on first use.
     subscriber(boost::asio::any_io_executor ex, config cfg);
     ~subscriber();
     subscriber(const subscriber&) = delete;
@@ -64,10 +66,14 @@ public:
 
     /// Is `channel` subscribed and confirmed right now?
     bool is_subscribed(const std::string& channel) const;
+    /// Channels with at least one listener.
     std::size_t channel_count() const noexcept;
+    /// Listeners over all channels.
     std::size_t listener_count() const noexcept;
+    /// The underlying connection's counters.
     const connection_stats& stats() const noexcept { return conn_.stats(); }
 
+    /// Closes the connection and stops reconnecting.
     void close();
 
 private:
@@ -81,7 +87,9 @@ private:
 /// stays queued). Destroying the subscription unlistens.
 class subscription {
 public:
+    /// Starts listening on `channel` (subscribing if it is the first listener).
     subscription(subscriber& sub, const std::string& channel);
+    /// Stops listening (unsubscribing if it was the last listener).
     ~subscription();
     subscription(const subscription&) = delete;
     subscription& operator=(const subscription&) = delete;
@@ -93,6 +101,7 @@ public:
             [this](auto handler) { receive_impl(std::move(handler)); }, token);
     }
 
+    /// Events received and not yet taken by async_receive.
     std::size_t queued() const noexcept;
 
 private:
