@@ -35,6 +35,8 @@ public:
         case error::lock_lost: return "the lock's lease was lost (expired or taken) before it was released";
         case error::would_block: return "the lock is held elsewhere";
         case error::not_held: return "the guard holds no lock";
+        case error::no_quorum:
+            return "too few lock nodes answered to form a majority: check that most of the Redis nodes are up and reachable";
         }
         return "unknown dlock error";
     }

@@ -11,6 +11,7 @@
 #include <dlock/redis/connection.hpp>
 #include <dlock/redis/subscriber.hpp>
 #include <dlock/redis_store.hpp>
+#include <dlock/redlock_store.hpp>
 #include <dlock/registry.hpp>
 #include <dlock/stats.hpp>
 #include <dlock/store.hpp>

@@ -55,6 +55,8 @@ enum class error {
     would_block,
     /// The guard holds nothing (already released, moved from, or never acquired).
     not_held,
+    /// Too few nodes of a multi-node store (Redlock) answered to form a majority.
+    no_quorum,
 };
 
 /// The `dlock` error category.

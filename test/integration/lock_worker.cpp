@@ -5,6 +5,8 @@
 //   hold PORT NAME LEASE_MS
 //       acquires, prints "acquired TOKEN", then works until the lease is lost (or 60 s),
 //       prints "lost=0|1 token=TOKEN".
+// PORT is a port on 127.0.0.1 (redis_store), or a comma-separated list of URLs
+// (redis://127.0.0.1:P1,redis://127.0.0.1:P2,...) for a redlock_store over those nodes.
 #include <dlock/dlock.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -20,8 +22,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
 #include <iostream>
+#include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -56,11 +62,28 @@ int main(int argc, char** argv)
         return 2;
     }
     std::string mode = argv[1];
-    dlock::redis::config cfg;
-    cfg.port = static_cast<std::uint16_t>(std::stoi(argv[2]));
     std::string name = argv[3];
     asio::io_context io;
-    dlock::redis_store store(io.get_executor(), cfg);
+    std::unique_ptr<dlock::store> store_ptr;
+    std::function<void()> close_store;
+    if (std::string_view(argv[2]).find(',') != std::string_view::npos) {
+        std::vector<dlock::redis::config> nodes;
+        dlock::redis::config_error err;
+        if (!dlock::parse_node_list(argv[2], nodes, err)) {
+            std::cerr << "lock_worker: " << err.message << "\n";
+            return 2;
+        }
+        auto rl = std::make_unique<dlock::redlock_store>(io.get_executor(), std::move(nodes));
+        close_store = [s = rl.get()] { s->close(); };
+        store_ptr = std::move(rl);
+    } else {
+        dlock::redis::config cfg;
+        cfg.port = static_cast<std::uint16_t>(std::stoi(argv[2]));
+        auto rs = std::make_unique<dlock::redis_store>(io.get_executor(), cfg);
+        close_store = [s = rs.get()] { s->close(); };
+        store_ptr = std::move(rs);
+    }
+    dlock::store& store = *store_ptr;
     int status = 1;
 
     if (mode == "count" && argc >= 8) {
@@ -85,7 +108,7 @@ int main(int argc, char** argv)
                     co_await g.release();
                 }
                 if (++finished == coroutines) {
-                    store.close();
+                    close_store();
                 }
             }, asio::detached);
         }
@@ -106,7 +129,7 @@ int main(int argc, char** argv)
             co_await work.async_wait(asio::bind_cancellation_slot(g.lost_slot(), asio::redirect_error(asio::use_awaitable, ec)));
             std::cout << "lost=" << (g.is_lost() ? 1 : 0) << " token=" << g.fencing_token() << std::endl;
             co_await g.release(asio::redirect_error(asio::use_awaitable, ec));
-            store.close();
+            close_store();
             status = 0;
         }, asio::detached);
         io.run();
