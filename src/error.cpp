@@ -37,6 +37,8 @@ public:
         case error::not_held: return "the guard holds no lock";
         case error::no_quorum:
             return "too few lock nodes answered to form a majority: check that most of the Redis nodes are up and reachable";
+        case error::not_replicated:
+            return "too few replicas acknowledged the lock in time: check the replicas, or lower wait_replicas";
         }
         return "unknown dlock error";
     }

@@ -57,6 +57,9 @@ enum class error {
     not_held,
     /// Too few nodes of a multi-node store (Redlock) answered to form a majority.
     no_quorum,
+    /// Fewer replicas than required acknowledged a new lease within the WAIT timeout
+    /// (redis_store_options::wait_replicas); the lease was given back.
+    not_replicated,
 };
 
 /// The `dlock` error category.
