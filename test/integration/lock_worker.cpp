@@ -6,7 +6,8 @@
 //       acquires, prints "acquired TOKEN", then works until the lease is lost (or 60 s),
 //       prints "lost=0|1 token=TOKEN".
 // PORT is a port on 127.0.0.1 (redis_store), or a comma-separated list of URLs
-// (redis://127.0.0.1:P1,redis://127.0.0.1:P2,...) for a redlock_store over those nodes.
+// (redis://127.0.0.1:P1,redis://127.0.0.1:P2,...) for a redlock_store over those nodes,
+// or a redis+sentinel:// URL for a redis_store that finds its master through Sentinel.
 #include <dlock/dlock.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -66,7 +67,18 @@ int main(int argc, char** argv)
     asio::io_context io;
     std::unique_ptr<dlock::store> store_ptr;
     std::function<void()> close_store;
-    if (std::string_view(argv[2]).find(',') != std::string_view::npos) {
+    if (std::string_view(argv[2]).rfind("redis+sentinel://", 0) == 0) {
+        // Sentinel: one redis_store that finds the master through the sentinels.
+        dlock::redis::config cfg;
+        dlock::redis::config_error err;
+        if (!dlock::redis::parse_url(argv[2], cfg, err)) {
+            std::cerr << "lock_worker: " << err.message << "\n";
+            return 2;
+        }
+        auto rs = std::make_unique<dlock::redis_store>(io.get_executor(), cfg);
+        close_store = [s = rs.get()] { s->close(); };
+        store_ptr = std::move(rs);
+    } else if (std::string_view(argv[2]).find(',') != std::string_view::npos) {
         std::vector<dlock::redis::config> nodes;
         dlock::redis::config_error err;
         if (!dlock::parse_node_list(argv[2], nodes, err)) {
