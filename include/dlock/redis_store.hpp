@@ -6,6 +6,7 @@
 #include <dlock/redis/subscriber.hpp>
 #include <dlock/store.hpp>
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -17,10 +18,23 @@ namespace dlock {
 ///   `{T}<ns>:released:<name>` the pub/sub channel a release publishes on
 /// where T is a short tag chosen to hash to the same slot as <name>, so counters are
 /// bounded (one per slot) while locks still spread over the cluster.
+/// Store settings beyond the connection's.
+struct redis_store_options {
+    /// Namespace of every key.
+    std::string ns = "dlock";
+    /// After each acquire, wait (Redis WAIT) until this many replicas hold the new lease, so
+    /// a failover to one of them keeps it; fewer within `wait_timeout` → the lease is given
+    /// back and the acquire fails with error::not_replicated. 0: don't wait.
+    int wait_replicas = 0;
+    /// Bound of that wait. Zero is not allowed (WAIT 0 blocks forever); it means 1 ms.
+    std::chrono::milliseconds wait_timeout{100};
+};
+
 class redis_store final : public store {
 public:
     /// Opens two connections: one for commands, one subscriber. `ns` namespaces all keys.
     redis_store(boost::asio::any_io_executor ex, redis::config cfg, std::string ns = "dlock");
+    redis_store(boost::asio::any_io_executor ex, redis::config cfg, redis_store_options opts);
     ~redis_store() override;
 
     boost::asio::any_io_executor get_executor() const override;

@@ -67,6 +67,8 @@ bool apply_option(std::string_view key, std::string_view value, config& out, con
     if (key == "reconnect_min") return duration(out.reconnect_min);
     if (key == "reconnect_max") return duration(out.reconnect_max);
     if (key == "client_name") return out.client_name = value, true;
+    if (key == "sentinel_username") return out.sentinel.username = value, true;
+    if (key == "sentinel_password") return out.sentinel.password = value, true;
     if (key == "db" || key == "database") return parse_db(value, out, err);
     if (key == "tls_ca_file") return out.tls_ca_file = value, true;
     if (key == "tls_cert_file") return out.tls_cert_file = value, true;
@@ -102,8 +104,85 @@ bool parse_duration(std::string_view text, std::chrono::milliseconds& out)
     return true;
 }
 
+// "host[:port]" or "[v6]:port" of one sentinel.
+static bool parse_sentinel_node(std::string_view text, std::string_view url, sentinel_node& out, config_error& err)
+{
+    std::string_view host = text, port;
+    if (!text.empty() && text.front() == '[') {
+        auto close = text.find(']');
+        if (close == std::string_view::npos)
+            return fail(err, error::invalid_url, "URL '" + std::string(url) + "': unclosed '[' in sentinel '" + std::string(text) + "'");
+        host = text.substr(1, close - 1);
+        if (close + 1 < text.size()) {
+            if (text[close + 1] != ':')
+                return fail(err, error::invalid_url, "URL '" + std::string(url) + "': bad sentinel '" + std::string(text) + "'");
+            port = text.substr(close + 2);
+        }
+    } else if (auto colon = text.find(':'); colon != std::string_view::npos) {
+        host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+    }
+    if (host.empty())
+        return fail(err, error::invalid_url, "URL '" + std::string(url) + "': empty sentinel host in '" + std::string(text) + "'");
+    out.host = std::string(host);
+    if (!port.empty()) {
+        config tmp;
+        if (!parse_port(port, tmp, err))
+            return false;
+        out.port = tmp.port;
+    }
+    return true;
+}
+
+// redis+sentinel://[user:pw@]h1[:p1][,h2[:p2]...]/MASTER[/db][?options]: Boost.URL cannot
+// read a host list, so split it here and hand the rest to the redis:// parser.
+static bool parse_sentinel_url(std::string_view text, config& out, config_error& err)
+{
+    constexpr std::string_view scheme = "redis+sentinel://";
+    std::string_view rest = text.substr(scheme.size());
+    auto auth_end = rest.find_first_of("/?#");
+    std::string_view authority = rest.substr(0, auth_end);
+    std::string_view tail = auth_end == std::string_view::npos ? std::string_view() : rest.substr(auth_end);
+    std::string_view userinfo, hosts = authority;
+    if (auto at = authority.rfind('@'); at != std::string_view::npos) {
+        userinfo = authority.substr(0, at + 1);
+        hosts = authority.substr(at + 1);
+    }
+    std::vector<sentinel_node> nodes;
+    while (!hosts.empty()) {
+        auto comma = hosts.find(',');
+        sentinel_node n;
+        if (!parse_sentinel_node(hosts.substr(0, comma), text, n, err))
+            return false;
+        nodes.push_back(std::move(n));
+        hosts = comma == std::string_view::npos ? std::string_view() : hosts.substr(comma + 1);
+    }
+    if (nodes.empty())
+        return fail(err, error::invalid_url, "URL '" + std::string(text) + "': missing sentinel hosts");
+    std::string_view path = tail.substr(0, tail.find_first_of("?#"));
+    std::string_view query = tail.substr(path.size());
+    if (path.size() < 2)
+        return fail(err, error::invalid_url, "URL '" + std::string(text) + "': missing master name (redis+sentinel://host:26379/mymaster)");
+    path.remove_prefix(1);
+    std::string_view master = path.substr(0, path.find('/'));
+    std::string_view db = master.size() < path.size() ? path.substr(master.size()) : std::string_view();
+    if (master.empty())
+        return fail(err, error::invalid_url, "URL '" + std::string(text) + "': missing master name (redis+sentinel://host:26379/mymaster)");
+    // The master's own address comes from the sentinels; "sentinel" is a placeholder host.
+    std::string rebuilt = "redis://" + std::string(userinfo) + "sentinel" + std::string(db) + std::string(query);
+    config c = out;
+    if (!parse_url(rebuilt, c, err))
+        return false;
+    c.sentinel.master_name = std::string(master);
+    c.sentinel.nodes = std::move(nodes);
+    out = std::move(c);
+    return true;
+}
+
 bool parse_url(std::string_view text, config& out, config_error& err)
 {
+    if (text.rfind("redis+sentinel://", 0) == 0)
+        return parse_sentinel_url(text, out, err);
     auto parsed = boost::urls::parse_uri(text);
     if (!parsed)
         return fail(err, error::invalid_url, "URL '" + std::string(text) + "': " + parsed.error().message());
@@ -140,7 +219,7 @@ bool parse_url(std::string_view text, config& out, config_error& err)
             return fail(err, error::invalid_url, "URL '" + std::string(text) + "': missing socket path");
     } else {
         return fail(err, error::unsupported_scheme,
-                    "URL scheme '" + scheme + "': use redis://, rediss:// or unix://");
+                    "URL scheme '" + scheme + "': use redis://, rediss://, unix:// or redis+sentinel://");
     }
     if (u.has_userinfo()) {
         c.username = u.user();
@@ -203,6 +282,31 @@ bool parse_json(const boost::json::value& v, config& out, config_error& err)
         else if (k == "request_timeout") ok = duration(val, k, c.request_timeout);
         else if (k == "reconnect_min") ok = duration(val, k, c.reconnect_min);
         else if (k == "reconnect_max") ok = duration(val, k, c.reconnect_max);
+        else if (k == "sentinel") {
+            const auto* t = val.if_object();
+            if (!t) return fail(err, error::invalid_option, "field 'sentinel': expected an object");
+            for (const auto& [sk, sv] : *t) {
+                std::string_view n = sk;
+                if (n == "master") ok = str(sv, "sentinel.master", c.sentinel.master_name);
+                else if (n == "username") ok = str(sv, "sentinel.username", c.sentinel.username);
+                else if (n == "password") ok = str(sv, "sentinel.password", c.sentinel.password);
+                else if (n == "nodes") {
+                    const auto* arr = sv.if_array();
+                    if (!arr) return fail(err, error::invalid_option, "field 'sentinel.nodes': expected an array of \"host:port\"");
+                    c.sentinel.nodes.clear();
+                    for (const auto& e : *arr) {
+                        if (!e.is_string()) return fail(err, error::invalid_option, "field 'sentinel.nodes': expected strings \"host:port\"");
+                        sentinel_node node;
+                        if (!parse_sentinel_node(e.get_string(), "sentinel.nodes", node, err)) return false;
+                        c.sentinel.nodes.push_back(std::move(node));
+                    }
+                }
+                else return fail(err, error::invalid_option, "unknown field 'sentinel." + std::string(n) + "'");
+                if (!ok) return false;
+            }
+            if (c.sentinel.master_name.empty() || c.sentinel.nodes.empty())
+                return fail(err, error::invalid_option, "field 'sentinel': needs \"master\" and at least one of \"nodes\"");
+        }
         else if (k == "tls") {
             const auto* t = val.if_object();
             if (!t) return fail(err, error::invalid_option, "field 'tls': expected an object");

@@ -2,6 +2,7 @@
 #include <dlock/redis/connection.hpp>
 
 #include "redis/request_queue.hpp"
+#include "redis/sentinel.hpp"
 #include "redis/stream.hpp"
 #include "detail/post_completion.hpp"
 #include "resp/decoder.hpp"
@@ -179,10 +180,18 @@ struct connection::impl : std::enable_shared_from_this<impl> {
             std::size_t n = co_await sock->read_some(asio::buffer(buf));
             decoder.feed({buf.data(), n});
             error_code ec;
-            while (auto r = decoder.next(ec))
+            bool demoted = false;
+            while (auto r = decoder.next(ec)) {
+                // Through Sentinel, a READONLY refusal means our master was demoted behind
+                // our back: drop the connection so the reconnect asks the sentinels again.
+                demoted = demoted || (!cfg.sentinel.master_name.empty() && r->is_error() &&
+                                      r->str.find("READONLY") != std::string::npos);
                 dispatch_reply(std::move(*r));
+            }
             if (ec)
                 throw boost::system::system_error(ec);
+            if (demoted)
+                throw boost::system::system_error(error::connection_lost);
         }
     }
 
@@ -212,7 +221,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     asio::awaitable<error_code> handshake()
     {
         request req;
-        enum class step { auth, select, setname };
+        enum class step { auth, select, setname, role };
         std::vector<step> steps;
         if (!cfg.password.empty()) {
             if (cfg.username.empty())
@@ -228,6 +237,11 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         if (!cfg.client_name.empty()) {
             req.push("CLIENT", "SETNAME", cfg.client_name);
             steps.push_back(step::setname);
+        }
+        // Through Sentinel: make sure its answer was not stale (a demoted master).
+        if (!cfg.sentinel.master_name.empty()) {
+            req.push("ROLE");
+            steps.push_back(step::role);
         }
         if (req.empty())
             co_return error_code();
@@ -250,6 +264,14 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                     bool auth = steps[got] == step::auth || r->str.rfind("NOAUTH", 0) == 0;
                     co_return auth ? error::auth_failed : error::handshake_failed;
                 }
+                if (steps[got] == step::role) {
+                    std::string role = r->type == reply_type::array && !r->elements.empty() ? r->elements[0].str : "?";
+                    if (role != "master") {
+                        server_message = "Sentinel named " + cfg.host + ":" + std::to_string(cfg.port) +
+                                         " as master '" + cfg.sentinel.master_name + "' but its ROLE is " + role;
+                        co_return error::handshake_failed;
+                    }
+                }
                 ++got;
             }
         }
@@ -258,6 +280,10 @@ struct connection::impl : std::enable_shared_from_this<impl> {
 
     asio::awaitable<error_code> connect_once()
     {
+        if (!cfg.sentinel.master_name.empty()) {
+            if (auto ec = co_await detail::discover_master(ex, cfg, server_message))
+                co_return ec;
+        }
         sock.emplace(ex, cfg);
         decoder.reset();
         auto attempt = [this]() -> asio::awaitable<error_code> {
@@ -356,6 +382,16 @@ bool connection::is_connected() const noexcept { return impl_->connected; }
 const connection_stats& connection::stats() const noexcept { return impl_->st; }
 const std::string& connection::last_server_message() const noexcept { return impl_->server_message; }
 void connection::close() { impl_->close(); }
+
+void connection::reconnect()
+{
+    if (impl_->closed)
+        return;
+    if (impl_->connected && impl_->sock)
+        impl_->sock->close();  // the reader fails; the run loop reconnects
+    else
+        impl_->backoff.cancel();  // between attempts: try again now
+}
 
 void connection::set_push_mode(push_hooks hooks) { impl_->push = std::move(hooks); }
 

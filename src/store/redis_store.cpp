@@ -8,6 +8,8 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 
 #include <array>
+#include <memory>
+#include <vector>
 
 namespace dlock {
 
@@ -18,14 +20,43 @@ using redis::reply;
 using redis::reply_type;
 
 struct redis_store::impl {
-    impl(asio::any_io_executor e, redis::config cfg, std::string ns_)
-        : ex(e), conn(e, cfg), sub(e, cfg), ns(std::move(ns_))
+    impl(asio::any_io_executor e, redis::config cfg, redis_store_options o)
+        : ex(e), conn(e, cfg), sub(e, cfg), ns(std::move(o.ns)), wait_replicas(o.wait_replicas),
+          wait_timeout(std::max(o.wait_timeout, std::chrono::milliseconds(1)))
     {
+        if (!cfg.sentinel.master_name.empty())
+            watch_sentinels(cfg);
+    }
+
+    // Every sentinel announces a failover on +switch-master: reconnect at once rather than
+    // keep writing to a demoted master until it refuses (READONLY) seconds later.
+    void watch_sentinels(const redis::config& cfg)
+    {
+        for (const auto& node : cfg.sentinel.nodes) {
+            redis::config sc = cfg;
+            sc.sentinel = {};
+            sc.host = node.host;
+            sc.port = node.port;
+            sc.username = cfg.sentinel.username;
+            sc.password = cfg.sentinel.password;
+            sc.database = 0;
+            sc.client_name.clear();
+            auto& s = sentinel_watchers.emplace_back(std::make_unique<redis::subscriber>(ex, sc));
+            s->listen("+switch-master", [this, prefix = cfg.sentinel.master_name + " "](const redis::event& ev) {
+                if (ev.kind == redis::event_kind::message && ev.payload.rfind(prefix, 0) == 0) {
+                    conn.reconnect();
+                    sub.reconnect();
+                }
+            });
+        }
     }
     asio::any_io_executor ex;
     redis::connection conn;
     redis::subscriber sub;
     std::string ns;
+    int wait_replicas;
+    std::chrono::milliseconds wait_timeout;
+    std::vector<std::unique_ptr<redis::subscriber>> sentinel_watchers;
     redis::script acquire{scripts::acquire};
     redis::script renew{scripts::renew};
     redis::script release{scripts::release};
@@ -39,7 +70,12 @@ struct redis_store::impl {
 };
 
 redis_store::redis_store(asio::any_io_executor ex, redis::config cfg, std::string ns)
-    : impl_(std::make_unique<impl>(ex, std::move(cfg), std::move(ns)))
+    : redis_store(std::move(ex), std::move(cfg), redis_store_options{.ns = std::move(ns)})
+{
+}
+
+redis_store::redis_store(asio::any_io_executor ex, redis::config cfg, redis_store_options opts)
+    : impl_(std::make_unique<impl>(ex, std::move(cfg), std::move(opts)))
 {
 }
 
@@ -53,6 +89,8 @@ void redis_store::close()
 {
     impl_->conn.close();
     impl_->sub.close();
+    for (auto& s : impl_->sentinel_watchers)
+        s->close();
 }
 
 namespace {
@@ -105,24 +143,50 @@ void redis_store::do_try_acquire(const std::string& name, const std::string& tok
     std::array<std::string, 2> keys{std::move(k.lock), std::move(k.fence)};
     std::array<std::string, 2> args{token, std::to_string(ttl.count())};
     auto slot = asio::get_associated_cancellation_slot(h);
-    impl_->conn.async_eval(impl_->acquire, keys, args,
-                           asio::bind_cancellation_slot(slot, [h = std::move(h), ttl](error_code ec, reply r) mutable {
-                               acquire_result out;
-                               long long flag = 0, value = 0;
-                               if (!ec && !(r.type == reply_type::array && r.elements.size() == 2 &&
-                                            as_int(r.elements[0], flag) && as_int(r.elements[1], value)))
-                                   ec = error::invalid_request;
-                               if (!ec) {
-                                   out.acquired = flag == 1;
-                                   if (out.acquired) {
-                                       out.fencing_token = static_cast<std::uint64_t>(value);
-                                       out.holder_ttl = ttl;
-                                   } else {
-                                       out.holder_ttl = std::chrono::milliseconds(value);
+    // Decodes the script's reply, then hands the result to `next`.
+    auto eval = [&](auto next) {
+        impl_->conn.async_eval(impl_->acquire, keys, args,
+                               asio::bind_cancellation_slot(slot, [next = std::move(next), ttl](error_code ec, reply r) mutable {
+                                   acquire_result out;
+                                   long long flag = 0, value = 0;
+                                   if (!ec && !(r.type == reply_type::array && r.elements.size() == 2 &&
+                                                as_int(r.elements[0], flag) && as_int(r.elements[1], value)))
+                                       ec = error::invalid_request;
+                                   if (!ec) {
+                                       out.acquired = flag == 1;
+                                       if (out.acquired) {
+                                           out.fencing_token = static_cast<std::uint64_t>(value);
+                                           out.holder_ttl = ttl;
+                                       } else {
+                                           out.holder_ttl = std::chrono::milliseconds(value);
+                                       }
                                    }
-                               }
-                               std::move(h)(ec, out);
-                           }));
+                                   std::move(next)(ec, out);
+                               }));
+    };
+    if (impl_->wait_replicas <= 0)
+        return eval(std::move(h));
+    // Then WAIT on the same connection: it covers every write this client made before it.
+    eval([this, alive = lifetime(), name, token, h = std::move(h)](error_code ec, acquire_result out) mutable {
+        if (ec || !out.acquired || alive.expired())
+            return std::move(h)(ec, out);
+        redis::request req;
+        req.push("WAIT", impl_->wait_replicas, impl_->wait_timeout.count());
+        impl_->conn.async_exec(req, [this, alive, name, token, out, h = std::move(h)](error_code ec,
+                                                                                    redis::response r) mutable {
+            long long acked = 0;
+            if (!ec && !(r.size() == 1 && as_int(r[0], acked)))
+                ec = error::invalid_request;
+            if (!ec && acked < impl_->wait_replicas)
+                ec = error::not_replicated;
+            if (ec) {
+                if (!alive.expired())  // not replicated, or unknown: give the lease back
+                    async_release(name, token, [](error_code, bool) {});
+                out = acquire_result{};
+            }
+            std::move(h)(ec, out);
+        });
+    });
 }
 
 void redis_store::do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,

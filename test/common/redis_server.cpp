@@ -158,6 +158,16 @@ void redis_server::start()
         else
             argv.insert(argv.end(), {"--appendonly", "no"});
         argv.insert(argv.end(), opts_.extra_args.begin(), opts_.extra_args.end());
+        if (!opts_.config_text.empty()) {
+            // Written once: a sentinel rewrites it with what it learnt, which a restart keeps.
+            std::string conf = dir_ + "/redis.conf";
+            if (!std::filesystem::exists(conf)) {
+                FILE* f = std::fopen(conf.c_str(), "w");
+                std::fputs(opts_.config_text.c_str(), f);
+                std::fclose(f);
+            }
+            argv.insert(argv.begin() + 1, conf);
+        }
 
         int fds[2];
         if (::pipe(fds) != 0)
@@ -180,7 +190,7 @@ void redis_server::start()
             if (n <= 0)
                 break;  // exited (port taken?)
             log.append(buf, static_cast<std::size_t>(n));
-            ready = log.find("Ready to accept connections") != std::string::npos;
+            ready = log.find(opts_.ready_marker) != std::string::npos;
         }
         // Keep draining the log in the background is unnecessary: redis writes little after
         // start, and a full pipe only blocks it past 64 KiB. Redirect the rest to /dev/null.

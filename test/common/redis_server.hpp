@@ -18,6 +18,10 @@ struct server_options {
     bool unix_socket = false;                 ///< also listen on a unix socket
     bool appendonly = false;                  ///< persistence, so data survives restart()
     std::vector<std::string> extra_args;
+    /// Written to <dir>/redis.conf and loaded first (Sentinel needs a config file).
+    std::string config_text;
+    /// The log line that says the process is ready (a sentinel says "+monitor master").
+    std::string ready_marker = "Ready to accept connections";
 };
 
 /// One redis-server child process. The port and data directory stay the same across

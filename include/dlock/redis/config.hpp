@@ -8,11 +8,30 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dlock::redis {
 
 /// How to reach the server.
 enum class transport : std::uint8_t { tcp, tls, unix_socket };
+
+/// One Sentinel to ask for the master's address.
+struct sentinel_node {
+    std::string host;
+    std::uint16_t port = 26379;
+};
+
+/// Sentinel discovery. With `master_name` set, config::host and port are ignored: each
+/// connection attempt asks the sentinels (the last one that answered first, then in order)
+/// for the master's address, connects there, and checks with ROLE that it is a master, so
+/// a failover is followed at the next reconnect. Sentinels use the connection's transport
+/// (TCP or TLS) and timeouts, and their own credentials.
+struct sentinel_config {
+    std::string master_name;            ///< empty: no Sentinel
+    std::vector<sentinel_node> nodes;   ///< at least one when master_name is set
+    std::string username;               ///< ACL user for the sentinels; empty: default user
+    std::string password;               ///< for the sentinels; empty: no AUTH
+};
 
 /// Everything a connection needs. Zero for a duration means "no limit" unless said otherwise.
 struct config {
@@ -47,6 +66,8 @@ struct config {
     std::string tls_key_file;
     /// TLS: verify the server's certificate chain (and host name unless it is an IP).
     bool tls_verify = true;
+    /// Find the master through Sentinel instead of host/port.
+    sentinel_config sentinel;
 };
 
 /// A parse failure: the code says what kind, `message` names the field and the value.
@@ -55,8 +76,10 @@ struct config_error {
     std::string message;
 };
 
-/// Parses `redis://[user:password@]host[:port][/db][?options]`, `rediss://...` (TLS) or
-/// `unix:///path/to.sock[?db=N&...]`. Options: connect_timeout, request_timeout
+/// Parses `redis://[user:password@]host[:port][/db][?options]`, `rediss://...` (TLS),
+/// `unix:///path/to.sock[?db=N&...]`, or `redis+sentinel://[user:password@]host[:port][,host[:port]...]/MASTER[/db][?options]`
+/// (the hosts are sentinels, default port 26379; the credentials are the master's;
+/// `sentinel_username` and `sentinel_password` options are the sentinels'). Options: connect_timeout, request_timeout
 /// (durations such as 500ms, 5s), client_name, db, tls_ca_file, tls_cert_file,
 /// tls_key_file, tls_verify (true/false). Returns false and fills `err` on bad input.
 bool parse_url(std::string_view url, config& out, config_error& err);

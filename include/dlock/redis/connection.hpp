@@ -111,6 +111,10 @@ public:
     /// Closes the socket, stops reconnecting and fails everything pending with error::closed.
     void close();
 
+    /// Drops the current connection and connects again now (e.g. Sentinel announced a new
+    /// master): requests on the wire fail with connection_lost, queued ones wait for it.
+    void reconnect();
+
     /// Connected and past the handshake right now.
     bool is_connected() const noexcept;
     /// Counters since construction.

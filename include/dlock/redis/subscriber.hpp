@@ -75,6 +75,8 @@ public:
 
     /// Closes the connection and stops reconnecting.
     void close();
+    /// Drops the connection and connects again now; channels are subscribed again.
+    void reconnect() { conn_.reconnect(); }
 
 private:
     struct state;
