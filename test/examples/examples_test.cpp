@@ -1,14 +1,25 @@
 // The examples as a user runs them: real processes against a redis-server each test starts.
 // Every wait is on a child's output or exit, bounded; nothing sleeps to synchronise.
-#include <dlock/error.hpp>
+#include <dlock/dlock.hpp>
 
 #include "common/child.hpp"
 #include "common/redis_server.hpp"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
 
 #include <chrono>
 #include <cstdint>
@@ -16,10 +27,14 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -406,6 +421,289 @@ BOOST_AUTO_TEST_CASE(bad_flags_exit_2)
     BOOST_TEST(bad_lease.wait(10s) == 2);
     child bad_url({DLOCK_EXAMPLE_LEADER_ELECTION, "--file", "/dev/null", "--url", "redis://127.0.0.1:99999"});
     BOOST_TEST(bad_url.wait(10s) == 2);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(http_endpoint)
+
+namespace {
+
+namespace asio = boost::asio;
+
+// A tiny blocking HTTP/1.1 client: one connection, requests one at a time, 20 s per read.
+class http_client {
+public:
+    struct reply {
+        int status = 0;
+        std::string body;
+    };
+
+    explicit http_client(std::uint16_t port)
+    {
+        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(port);
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+            throw std::runtime_error("connect to 127.0.0.1:" + std::to_string(port) + " failed");
+        timeval limit{20, 0};
+        ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    }
+    ~http_client() { close(); }
+    http_client(const http_client&) = delete;
+    http_client& operator=(const http_client&) = delete;
+
+    void close()
+    {
+        if (fd_ >= 0)
+            ::close(fd_);
+        fd_ = -1;
+    }
+
+    bool send(std::string_view method, std::string_view path)
+    {
+        std::string req = std::string(method) + " " + std::string(path) +
+                          " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
+        return ::send(fd_, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size());
+    }
+
+    // nullopt: the connection ended (or 20 s passed) before a whole reply came.
+    std::optional<reply> receive()
+    {
+        for (;;) {
+            auto head_end = buf_.find("\r\n\r\n");
+            if (head_end != std::string::npos && buf_.size() >= 12) {
+                std::string head = buf_.substr(0, head_end);
+                for (auto& ch : head)
+                    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+                std::size_t length = 0;
+                if (auto at = head.find("\r\ncontent-length:"); at != std::string::npos)
+                    length = std::stoul(head.substr(at + 17));
+                if (buf_.size() >= head_end + 4 + length) {
+                    reply r{std::stoi(buf_.substr(9, 3)), buf_.substr(head_end + 4, length)};
+                    buf_.erase(0, head_end + 4 + length);
+                    return r;
+                }
+            }
+            char tmp[4096];
+            ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
+            if (n <= 0)
+                return std::nullopt;
+            buf_.append(tmp, static_cast<std::size_t>(n));
+        }
+    }
+
+    std::optional<reply> request(std::string_view method, std::string_view path)
+    {
+        if (!send(method, path))
+            return std::nullopt;
+        return receive();
+    }
+
+private:
+    int fd_ = -1;
+    std::string buf_;
+};
+
+std::vector<std::string> endpoint(const redis_server& srv, const std::string& lock_timeout)
+{
+    return {DLOCK_EXAMPLE_HTTP_ENDPOINT, "--url", srv.url(), "--port", "0", "--lock-timeout", lock_timeout,
+            "--duration", "120s"};
+}
+
+std::uint16_t listening_port(child& c)
+{
+    auto line = c.read_line(20s);
+    BOOST_TEST_REQUIRE(starts_with(line, "listening on "), line.value_or("<no output>"));
+    return static_cast<std::uint16_t>(std::stoul(line->substr(13)));
+}
+
+// Holds one lock for the test, as another process would; the io_context runs only while
+// acquiring or releasing (a 30 s lease needs no renewal within a test).
+class holder {
+public:
+    explicit holder(const redis_server& srv) : store_(io_.get_executor(), srv.config()), locks_(store_) {}
+    ~holder() { store_.close(); }
+
+    void acquire(const std::string& name)
+    {
+        run([&]() -> asio::awaitable<void> { guard_ = co_await locks_.obtain(name).acquire_for(5s); });
+        BOOST_TEST_REQUIRE(guard_.owns_lock());
+    }
+    void release()
+    {
+        run([&]() -> asio::awaitable<void> { co_await guard_.release(); });
+    }
+
+private:
+    template <class F>
+    void run(F f)
+    {
+        bool done = false;
+        std::exception_ptr failure;
+        io_.restart();
+        asio::co_spawn(io_, f(), [&](std::exception_ptr e) {
+            done = true;
+            failure = e;
+            io_.stop();
+        });
+        io_.run_for(10s);
+        BOOST_TEST_REQUIRE(done);
+        if (failure)
+            std::rethrow_exception(failure);
+    }
+
+    asio::io_context io_;
+    dlock::redis_store store_;
+    dlock::registry locks_;
+    dlock::guard guard_;
+};
+
+// Waits until some process waits for `name` (its waiter subscribes to the release
+// channel): asks the server, a bounded number of times.
+bool someone_waits_for(const redis_server& srv, const std::string& name, bool expected = true)
+{
+    for (int i = 0; i < 2000; ++i) {
+        bool waiting = !srv.cli({"PUBSUB", "CHANNELS", "*" + name}).empty();
+        if (waiting == expected)
+            return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(concurrent_posts_on_one_id_count_exactly)
+{
+    redis_server srv;
+    // Two servers on one Redis: the lock has to work across processes, not just inside one.
+    child server_a(endpoint(srv, "10s")), server_b(endpoint(srv, "10s"));
+    const std::uint16_t ports[] = {listening_port(server_a), listening_port(server_b)};
+
+    constexpr int clients = 8, posts = 25;
+    std::mutex mutex;
+    std::vector<long> values;
+    std::vector<std::string> failures;
+    std::vector<std::thread> threads;
+    for (int c = 0; c < clients; ++c) {
+        threads.emplace_back([&, c] {
+            try {
+                http_client client(ports[c % 2]);
+                for (int i = 0; i < posts; ++i) {
+                    auto r = client.request("POST", "/counter/hot");
+                    std::lock_guard lock(mutex);
+                    if (!r || r->status != 200)
+                        failures.push_back(r ? std::to_string(r->status) + " " + r->body : "no reply");
+                    else
+                        values.push_back(std::stol(r->body));
+                }
+            } catch (const std::exception& e) {
+                std::lock_guard lock(mutex);
+                failures.push_back(e.what());
+            }
+        });
+    }
+    for (auto& t : threads)
+        t.join();
+    BOOST_TEST(failures.empty(), failures.size() << " failed, first: " << (failures.empty() ? "" : failures[0]));
+    // Every increment saw the one before it: the answers are exactly 1..N.
+    std::sort(values.begin(), values.end());
+    std::vector<long> expected(clients * posts);
+    std::iota(expected.begin(), expected.end(), 1);
+    BOOST_TEST(values == expected, boost::test_tools::per_element());
+    http_client reader(ports[0]);
+    auto total = reader.request("GET", "/counter/hot");
+    BOOST_REQUIRE(total);
+    BOOST_TEST(total->body == std::to_string(clients * posts) + "\n");
+
+    server_a.signal(SIGTERM);
+    server_b.signal(SIGTERM);
+    BOOST_TEST(server_a.wait(10s) == 0);
+    BOOST_TEST(server_b.wait(10s) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(busy_resource_503_and_a_client_that_leaves_stops_waiting)
+{
+    redis_server srv;
+    child quick(endpoint(srv, "300ms")), patient(endpoint(srv, "10s"));
+    const auto quick_port = listening_port(quick), patient_port = listening_port(patient);
+    holder other(srv);
+    other.acquire("counter:busy");
+
+    // The lock stays taken: 503 once the lock timeout has passed, not before.
+    http_client c1(quick_port);
+    auto start = std::chrono::steady_clock::now();
+    auto r = c1.request("POST", "/counter/busy");
+    auto waited = ms_since(start);
+    BOOST_REQUIRE(r);
+    BOOST_TEST(r->status == 503);
+    BOOST_TEST(waited >= 300, "answered after " << waited << " ms");
+    BOOST_TEST(waited < 5000, "answered after " << waited << " ms");
+    auto line = quick.read_line(5s);
+    BOOST_TEST(starts_with(line, "busy counter:busy"), line.value_or("<none>"));
+    // The timed-out waiter left nothing behind.
+    BOOST_TEST(someone_waits_for(srv, "counter:busy", false));
+
+    // A client that leaves while its request waits: the handler stops waiting at once.
+    http_client c2(patient_port);
+    BOOST_REQUIRE(c2.send("POST", "/counter/busy"));
+    BOOST_REQUIRE(someone_waits_for(srv, "counter:busy"));
+    start = std::chrono::steady_clock::now();
+    c2.close();
+    line = patient.read_line(5s);
+    BOOST_TEST(starts_with(line, "gone counter:busy: the client left"), line.value_or("<none>"));
+    BOOST_TEST(ms_since(start) < 2000);
+
+    // Neither request incremented anything: the next one is the first.
+    other.release();
+    http_client c3(patient_port);
+    r = c3.request("POST", "/counter/busy");
+    BOOST_REQUIRE(r);
+    BOOST_TEST(r->status == 200);
+    BOOST_TEST(r->body == "1\n");
+
+    quick.signal(SIGTERM);
+    patient.signal(SIGTERM);
+    BOOST_TEST(quick.wait(10s) == 0);
+    BOOST_TEST(patient.wait(10s) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(shutdown_cancels_waiting_handlers)
+{
+    redis_server srv;
+    child server(endpoint(srv, "60s"));
+    const auto port = listening_port(server);
+    holder other(srv);
+    other.acquire("counter:held");
+    http_client c(port);
+    BOOST_REQUIRE(c.send("POST", "/counter/held"));
+    BOOST_REQUIRE(someone_waits_for(srv, "counter:held"));
+
+    // SIGTERM: the waiting handler stops (no reply, connection closed) and the server exits
+    // long before the 60 s lock timeout.
+    auto start = std::chrono::steady_clock::now();
+    server.signal(SIGTERM);
+    auto line = server.read_line(10s);
+    BOOST_TEST(starts_with(line, "gone counter:held: shutting down"), line.value_or("<none>"));
+    BOOST_TEST(server.wait(10s) == 0);
+    BOOST_TEST(ms_since(start) < 5000);
+    BOOST_TEST(!c.receive().has_value());
+    BOOST_TEST(someone_waits_for(srv, "counter:held", false));
+    other.release();
+    BOOST_TEST(srv.cli({"GET", "counter:held"}).empty());
+}
+
+BOOST_AUTO_TEST_CASE(bad_flags_exit_2_and_unreachable_redis_exit_1)
+{
+    child bad_port({DLOCK_EXAMPLE_HTTP_ENDPOINT, "--port", "http"});
+    BOOST_TEST(bad_port.wait(10s) == 2);
+    child bad_url({DLOCK_EXAMPLE_HTTP_ENDPOINT, "--url", "redis://"});
+    BOOST_TEST(bad_url.wait(10s) == 2);
+    child no_redis({DLOCK_EXAMPLE_HTTP_ENDPOINT, "--url",
+                    "redis://127.0.0.1:" + std::to_string(dlock::test::free_port()), "--port", "0"});
+    BOOST_TEST(no_redis.wait(10s) == 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
