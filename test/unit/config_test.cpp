@@ -266,6 +266,48 @@ BOOST_AUTO_TEST_CASE(url_bad_duration)
     url_bad("redis://h?reconnect_min=ms", error::invalid_duration, "reconnect_min");
 }
 
+BOOST_AUTO_TEST_CASE(url_sentinel)
+{
+    auto c = url_ok("redis+sentinel://user:pw@10.0.0.1:26380,10.0.0.2,[::1]:5000/mymaster/3?sentinel_password=sp&request_timeout=2s");
+    BOOST_TEST(c.sentinel.master_name == "mymaster");
+    BOOST_TEST_REQUIRE(c.sentinel.nodes.size() == 3u);
+    BOOST_TEST(c.sentinel.nodes[0].host == "10.0.0.1");
+    BOOST_TEST(c.sentinel.nodes[0].port == 26380);
+    BOOST_TEST(c.sentinel.nodes[1].host == "10.0.0.2");
+    BOOST_TEST(c.sentinel.nodes[1].port == 26379);  // Sentinel's default port
+    BOOST_TEST(c.sentinel.nodes[2].host == "::1");
+    BOOST_TEST(c.sentinel.nodes[2].port == 5000);
+    BOOST_TEST(c.username == "user");  // the master's credentials
+    BOOST_TEST(c.password == "pw");
+    BOOST_TEST(c.sentinel.password == "sp");
+    BOOST_TEST(c.database == 3);
+    BOOST_TEST(c.request_timeout.count() == 2000);
+    BOOST_TEST(url_ok("redis+sentinel://h/m").sentinel.master_name == "m");
+    BOOST_TEST(url_ok("redis+sentinel://h/m").database == 0);
+    url_bad("redis+sentinel://h:26379", error::invalid_url, "master name");
+    url_bad("redis+sentinel://h:26379/", error::invalid_url, "master name");
+    url_bad("redis+sentinel:///m", error::invalid_url, "sentinel");
+    url_bad("redis+sentinel://h:0/m", error::invalid_port, "port '0'");
+    url_bad("redis+sentinel://a:1,,b:2/m", error::invalid_url, "empty sentinel host");
+    url_bad("redis+sentinel://[::1/m", error::invalid_url, "unclosed");
+    url_bad("redis+sentinel://h/m/x", error::invalid_database, "database 'x'");
+}
+
+BOOST_AUTO_TEST_CASE(json_sentinel)
+{
+    auto c = json_ok(R"({"sentinel": {"master": "mm", "nodes": ["127.0.0.1:1", "h2"], "password": "sp"}, "password": "pw"})");
+    BOOST_TEST(c.sentinel.master_name == "mm");
+    BOOST_TEST_REQUIRE(c.sentinel.nodes.size() == 2u);
+    BOOST_TEST(c.sentinel.nodes[0].port == 1);
+    BOOST_TEST(c.sentinel.nodes[1].port == 26379);
+    BOOST_TEST(c.sentinel.password == "sp");
+    BOOST_TEST(c.password == "pw");
+    json_bad(R"({"sentinel": {"master": "mm"}})", error::invalid_option, "sentinel");
+    json_bad(R"({"sentinel": {"master": "mm", "nodes": "h:1"}})", error::invalid_option, "sentinel.nodes");
+    json_bad(R"({"sentinel": {"master": "mm", "nodes": ["h:1"], "quorum": 2}})", error::invalid_option, "sentinel.quorum");
+    json_bad(R"({"sentinel": {"master": "mm", "nodes": ["h:99999"]}})", error::invalid_port, "port");
+}
+
 BOOST_AUTO_TEST_CASE(duration)
 {
     std::chrono::milliseconds d{-1};
