@@ -1,6 +1,7 @@
 // Everything of dlock's public API.
 #pragma once
 
+#include <dlock/cluster_store.hpp>
 #include <dlock/config.hpp>
 #include <dlock/error.hpp>
 #include <dlock/guard.hpp>

@@ -7,7 +7,8 @@
 //       prints "lost=0|1 token=TOKEN".
 // PORT is a port on 127.0.0.1 (redis_store), or a comma-separated list of URLs
 // (redis://127.0.0.1:P1,redis://127.0.0.1:P2,...) for a redlock_store over those nodes,
-// or a redis+sentinel:// URL for a redis_store that finds its master through Sentinel.
+// or a redis+sentinel:// URL for a redis_store that finds its master through Sentinel,
+// or cluster:PORT for a cluster_store seeded with the cluster node on 127.0.0.1:PORT.
 #include <dlock/dlock.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -67,7 +68,14 @@ int main(int argc, char** argv)
     asio::io_context io;
     std::unique_ptr<dlock::store> store_ptr;
     std::function<void()> close_store;
-    if (std::string_view(argv[2]).rfind("redis+sentinel://", 0) == 0) {
+    if (std::string_view(argv[2]).rfind("cluster:", 0) == 0) {
+        // cluster:PORT: a cluster_store seeded with one node on 127.0.0.1.
+        dlock::redis::config seed;
+        seed.port = static_cast<std::uint16_t>(std::stoi(std::string(argv[2]).substr(8)));
+        auto cs = std::make_unique<dlock::cluster_store>(io.get_executor(), seed);
+        close_store = [s = cs.get()] { s->close(); };
+        store_ptr = std::move(cs);
+    } else if (std::string_view(argv[2]).rfind("redis+sentinel://", 0) == 0) {
         // Sentinel: one redis_store that finds the master through the sentinels.
         dlock::redis::config cfg;
         dlock::redis::config_error err;

@@ -1,0 +1,782 @@
+#include <dlock/cluster_store.hpp>
+#include <dlock/error.hpp>
+#include <dlock/redis/connection.hpp>
+#include <dlock/redis_store.hpp>
+
+#include "detail/post_completion.hpp"
+#include "redis/cluster_slots.hpp"
+#include "store/cluster_scripts.hpp"
+#include "store/redis_scripts.hpp"
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+namespace dlock {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using detail::post_completion;
+using redis::reply;
+using redis::reply_type;
+using redis::detail::node_address;
+using redis::detail::step_kind;
+
+namespace {
+
+enum script_id : std::size_t { s_acquire, s_renew, s_release, s_force_release, s_status, s_count };
+
+using reply_handler = asio::any_completion_handler<void(error_code, reply)>;
+
+// One store operation while it is routed, redirected and retried.
+struct op {
+    script_id sid = s_acquire;
+    unsigned slot = 0;
+    std::vector<std::string> keys, args;
+    int attempts = 0;
+    std::optional<node_address> ask;  // the next attempt goes there, with ASKING
+    asio::cancellation_slot cslot;
+    reply_handler h;
+};
+
+bool as_int(const reply& r, long long& out)
+{
+    if (r.type != reply_type::integer)
+        return false;
+    out = r.integer;
+    return true;
+}
+
+}  // namespace
+
+struct cluster_store::impl : std::enable_shared_from_this<impl> {
+    impl(asio::any_io_executor e, std::vector<redis::config> s, std::string n, cluster_options o)
+        : ex(e), seeds(std::move(s)), ns(std::move(n)), opts(o), retry_timer(e),
+          scripts{redis::script(dlock::scripts::acquire), redis::script(dlock::scripts::renew),
+                  redis::script(cluster_scripts::release), redis::script(cluster_scripts::force_release),
+                  redis::script(dlock::scripts::status)}
+    {
+        if (seeds.empty())
+            seeds.emplace_back();
+    }
+
+    struct node {
+        node_address addr;
+        std::unique_ptr<redis::connection> cmd;
+        std::unique_ptr<redis::connection> push;
+    };
+
+    struct channel_state {
+        unsigned slot = 0;
+        std::string node;  // "host:port" of the master it is subscribed on; empty: none yet
+        std::vector<watch_id> ids;
+        int pending = 0;   // SSUBSCRIBEs sent and not yet confirmed
+        bool confirmed = false;
+        bool was_confirmed = false;  // confirmed before: the next confirmation is a resync
+    };
+
+    asio::any_io_executor ex;
+    std::vector<redis::config> seeds;
+    std::string ns;
+    cluster_options opts;
+    cluster_stats st;
+    asio::steady_timer retry_timer;
+    std::array<redis::script, s_count> scripts;
+    bool closed = false;
+
+    redis::detail::slot_map map;
+    bool have_map = false;
+    std::map<std::string, node> nodes;
+
+    bool refreshing = false, refresh_again = false;
+    int failed_refreshes = 0;  // in a row, for the retry backoff
+    std::vector<std::function<void(error_code)>> waiters_current, waiters_next;
+
+    std::unordered_map<std::string, channel_state> channels;
+    std::map<watch_id, std::pair<std::string, std::function<void(watch_event)>>> watchers;
+    watch_id next_watch = 1;
+
+    std::string prefix(const std::string& name) const { return "{" + slot_tag(key_slot(name)) + "}" + ns; }
+
+    // ---- nodes ----
+
+    node& node_for(const node_address& a)
+    {
+        auto key = a.to_string();
+        auto it = nodes.find(key);
+        if (it == nodes.end())
+            it = nodes.emplace(key, node{a, nullptr, nullptr}).first;
+        return it->second;
+    }
+
+    redis::config config_for(const node_address& a) const
+    {
+        redis::config c = seeds.front();
+        if (c.kind == redis::transport::unix_socket)
+            c.kind = redis::transport::tcp;
+        c.host = a.host;
+        c.port = a.port;
+        return c;
+    }
+
+    redis::connection& cmd_conn(const node_address& a)
+    {
+        auto& n = node_for(a);
+        if (!n.cmd)
+            n.cmd = std::make_unique<redis::connection>(ex, config_for(a));
+        return *n.cmd;
+    }
+
+    redis::connection& push_conn(const node_address& a)
+    {
+        auto& n = node_for(a);
+        if (!n.push) {
+            n.push = std::make_unique<redis::connection>(ex, config_for(a));
+            std::weak_ptr<impl> weak = weak_from_this();
+            auto key = a.to_string();
+            n.push->set_push_mode({
+                [weak, key](reply&& r) {
+                    if (auto s = weak.lock())
+                        s->on_push(key, std::move(r));
+                },
+                [weak, key] {
+                    if (auto s = weak.lock())
+                        s->on_connected(key);
+                },
+                [weak, key](error_code) {
+                    if (auto s = weak.lock())
+                        s->on_disconnected(key);
+                },
+            });
+        }
+        return *n.push;
+    }
+
+    // ---- the slot map ----
+
+    std::vector<node_address> candidates()
+    {
+        std::vector<node_address> out = map.masters();
+        for (const auto& c : seeds) {
+            node_address a{c.host, c.port};
+            if (std::find(out.begin(), out.end(), a) == out.end())
+                out.push_back(std::move(a));
+        }
+        return out;
+    }
+
+    // Starts a re-read unless one is running. `waiter` (if any) completes when the running
+    // read ends, or with `fresh` when a read that started after this call ends.
+    void request_refresh(std::function<void(error_code)> waiter = {}, bool fresh = true)
+    {
+        if (closed) {
+            if (waiter)
+                asio::post(ex, [w = std::move(waiter)] { w(error::closed); });
+            return;
+        }
+        if (refreshing) {
+            if (waiter && !fresh)
+                return waiters_current.push_back(std::move(waiter));
+            refresh_again = true;
+            if (waiter)
+                waiters_next.push_back(std::move(waiter));
+            return;
+        }
+        if (waiter)
+            waiters_current.push_back(std::move(waiter));
+        refreshing = true;
+        ++st.refreshes;
+        try_candidate(std::make_shared<std::vector<node_address>>(candidates()), 0, error::connect_failed);
+    }
+
+    void try_candidate(std::shared_ptr<std::vector<node_address>> cands, std::size_t i, error_code last)
+    {
+        if (closed)
+            return refresh_done(error::closed);
+        if (i >= cands->size())
+            return refresh_done(last);
+        auto& conn = cmd_conn((*cands)[i]);
+        std::weak_ptr<impl> weak = weak_from_this();
+        auto ask = [weak, cands, i] {
+            auto s = weak.lock();
+            if (!s)
+                return;
+            redis::request req;
+            req.push("CLUSTER", "SLOTS");
+            s->cmd_conn((*cands)[i]).async_exec(req, [weak, cands, i](error_code ec, redis::response resp) {
+                auto s = weak.lock();
+                if (!s)
+                    return;
+                if (s->closed)
+                    return s->refresh_done(error::closed);
+                redis::detail::slot_map m;
+                std::string why;
+                if (!ec && (resp.size() != 1 || !redis::detail::parse_cluster_slots(resp[0], (*cands)[i].host, m, why)))
+                    ec = error::protocol_error;
+                if (!ec && m.empty())
+                    ec = error::server_error;  // a node not yet part of a configured cluster
+                if (ec)
+                    return s->try_candidate(cands, i + 1, ec);
+                s->map = std::move(m);
+                s->have_map = true;
+                s->refresh_done({});
+            });
+        };
+        if (conn.is_connected())
+            return ask();
+        conn.async_connect([weak, cands, i, ask](error_code ec) {
+            auto s = weak.lock();
+            if (!s)
+                return;
+            if (ec)
+                return s->try_candidate(cands, i + 1, ec);
+            ask();
+        });
+    }
+
+    void refresh_done(error_code ec)
+    {
+        refreshing = false;
+        if (!ec) {
+            failed_refreshes = 0;
+            reassign_channels();
+        } else if (ec != error::closed) {
+            ++st.refresh_failures;
+            ++failed_refreshes;
+        }
+        auto waiters = std::move(waiters_current);
+        waiters_current.clear();
+        if (refresh_again && !closed) {
+            refresh_again = false;
+            waiters_current = std::move(waiters_next);
+            waiters_next.clear();
+            request_refresh();
+        } else if (ec && ec != error::closed && needs_map()) {
+            schedule_refresh();
+        }
+        for (auto& w : waiters)
+            w(ec);
+    }
+
+    // Something still waits for a (better) map: watched channels without a master.
+    bool needs_map() const
+    {
+        return std::any_of(channels.begin(), channels.end(), [](const auto& c) { return c.second.node.empty(); });
+    }
+
+    // A re-read later, with backoff: after failures, or errors that a re-read at once
+    // would only repeat.
+    void schedule_refresh()
+    {
+        if (closed)
+            return;
+        auto shift = std::min(failed_refreshes, 6);
+        auto delay = std::min(std::chrono::milliseconds(25 << shift), std::chrono::milliseconds(2000));
+        retry_timer.expires_after(delay);
+        std::weak_ptr<impl> weak = weak_from_this();
+        retry_timer.async_wait([weak](error_code ec) {
+            auto s = weak.lock();
+            if (!ec && s && !s->closed)
+                s->request_refresh();
+        });
+    }
+
+    // ---- routing one operation ----
+
+    void start(std::shared_ptr<op> o)
+    {
+        if (closed)
+            return post_completion(ex, std::move(o->h), error_code(error::closed), reply{});
+        if (!have_map) {
+            // The first read of the topology; every operation waiting for it goes on after.
+            std::weak_ptr<impl> weak = weak_from_this();
+            return request_refresh([weak, o, ex = ex](error_code ec) mutable {
+                auto s = weak.lock();
+                if (!s)
+                    return post_completion(ex, std::move(o->h), error_code(error::closed), reply{});
+                if (ec && !s->have_map)
+                    return post_completion(ex, std::move(o->h), ec, reply{});
+                s->send(std::move(o));
+            }, false);
+        }
+        send(std::move(o));
+    }
+
+    void send(std::shared_ptr<op> o)
+    {
+        if (closed)
+            return post_completion(ex, std::move(o->h), error_code(error::closed), reply{});
+        const node_address* target = o->ask ? &*o->ask : map.master_of(o->slot);
+        if (!target) {
+            // A hole in the map (a slot being reassigned): read it again, then try once more.
+            if (++o->attempts > opts.max_redirects + 1)
+                return post_completion(ex, std::move(o->h), error_code(error::server_error), reply{});
+            std::weak_ptr<impl> weak = weak_from_this();
+            return request_refresh([weak, o, ex = ex](error_code) mutable {
+                auto s = weak.lock();
+                if (!s)
+                    return post_completion(ex, std::move(o->h), error_code(error::closed), reply{});
+                if (!s->map.master_of(o->slot))
+                    return post_completion(ex, std::move(o->h), error_code(error::server_error), reply{});
+                s->send(std::move(o));
+            });
+        }
+        node_address from = *target;
+        bool asking = o->ask.has_value();
+        o->ask.reset();
+        ++o->attempts;
+        std::weak_ptr<impl> weak = weak_from_this();
+        auto done = asio::bind_cancellation_slot(o->cslot, [weak, o, from](error_code ec, reply r) mutable {
+            auto s = weak.lock();
+            if (!s)
+                return std::move(o->h)(ec ? ec : error_code(error::closed), std::move(r));
+            s->on_attempt(std::move(o), from, ec, std::move(r));
+        });
+        auto& conn = cmd_conn(from);
+        const auto& sc = scripts[o->sid];
+        if (!asking)
+            return conn.async_eval(sc, o->keys, o->args, std::move(done));
+        eval_asking(from, sc, o->keys, o->args, std::move(done));
+    }
+
+    // ASKING + EVALSHA in one request (ASKING applies to the next command only), with the
+    // same NOSCRIPT fallback as connection::async_eval.
+    void eval_asking(const node_address& at, const redis::script& sc, const std::vector<std::string>& keys,
+                     const std::vector<std::string>& args, reply_handler h)
+    {
+        auto tail = std::make_shared<std::vector<std::string>>();
+        tail->push_back(sc.sha1());
+        tail->push_back(std::to_string(keys.size()));
+        tail->insert(tail->end(), keys.begin(), keys.end());
+        tail->insert(tail->end(), args.begin(), args.end());
+        redis::request req;
+        req.push("ASKING");
+        req.push_range("EVALSHA", *tail);
+        auto slot = asio::get_associated_cancellation_slot(h);
+        auto script_reply = [](error_code ec, redis::response& resp) {
+            reply out;
+            if (resp.size() == 2) {
+                out = std::move(resp[1]);
+                if (ec == error::server_error && !out.is_error() && !resp[0].is_error())
+                    ec = {};
+            }
+            return std::make_pair(ec, std::move(out));
+        };
+        std::weak_ptr<impl> weak = weak_from_this();
+        cmd_conn(at).async_exec(
+            req, asio::bind_cancellation_slot(slot, [weak, at, slot, tail, body = sc.shared_body(), script_reply,
+                                                     h = std::move(h)](error_code ec, redis::response resp) mutable {
+                auto [e, out] = script_reply(ec, resp);
+                if (!(e == error::server_error && out.is_error() && out.str.rfind("NOSCRIPT", 0) == 0))
+                    return std::move(h)(e, std::move(out));
+                auto s = weak.lock();
+                if (!s || s->closed)
+                    return std::move(h)(error::closed, reply{});
+                (*tail)[0] = *body;
+                redis::request again;
+                again.push("ASKING");
+                again.push_range("EVAL", *tail);
+                s->cmd_conn(at).async_exec(again, asio::bind_cancellation_slot(slot, [script_reply, h = std::move(h)](
+                                                                              error_code ec, redis::response resp) mutable {
+                    auto [e, out] = script_reply(ec, resp);
+                    std::move(h)(e, std::move(out));
+                }));
+            }));
+    }
+
+    void on_attempt(std::shared_ptr<op> o, const node_address& from, error_code ec, reply r)
+    {
+        auto s = redis::detail::next_step(ec, r, from, o->attempts, opts.max_redirects + 1);
+        if (s.refresh)
+            request_refresh();
+        switch (s.kind) {
+        case step_kind::done: return std::move(o->h)(ec, std::move(r));
+        case step_kind::fail:
+            ++st.redirect_failures;
+            return std::move(o->h)(s.ec, std::move(r));
+        case step_kind::retry_moved:
+            ++st.moved;
+            if (map.assign(o->slot, s.target))
+                reassign_channels();
+            return send(std::move(o));
+        case step_kind::retry_ask:
+            ++st.ask;
+            o->ask = std::move(s.target);
+            return send(std::move(o));
+        case step_kind::retry_later: {
+            ++st.tryagain;
+            auto timer = std::make_shared<asio::steady_timer>(ex, opts.tryagain_delay);
+            std::weak_ptr<impl> weak = weak_from_this();
+            auto slot = o->cslot;
+            timer->async_wait(asio::bind_cancellation_slot(slot, [weak, o, timer](error_code ec) mutable {
+                auto s = weak.lock();
+                if (!s)
+                    return std::move(o->h)(error::closed, reply{});
+                if (ec)
+                    return std::move(o->h)(ec, reply{});  // cancelled by the caller
+                s->send(std::move(o));
+            }));
+            return;
+        }
+        }
+    }
+
+    // ---- sharded pub/sub ----
+
+    void notify(const std::string& channel, watch_event ev)
+    {
+        auto it = channels.find(channel);
+        if (it == channels.end())
+            return;
+        auto ids = it->second.ids;  // callbacks may watch or unwatch
+        for (auto id : ids) {
+            auto w = watchers.find(id);
+            if (w != watchers.end()) {
+                auto cb = w->second.second;
+                cb(ev);
+            }
+        }
+    }
+
+    void subscribe(const std::string& channel, channel_state& ch, const node_address& owner)
+    {
+        ch.node = owner.to_string();
+        ch.pending = 1;
+        redis::request req;
+        req.push("SSUBSCRIBE", channel);
+        push_conn(owner).send(req);
+    }
+
+    // Every channel not subscribed where the map says its slot lives moves there.
+    void reassign_channels()
+    {
+        for (auto& [name, ch] : channels) {
+            const node_address* owner = map.master_of(ch.slot);
+            if (!owner || ch.node == owner->to_string())
+                continue;
+            if (!ch.node.empty())
+                ++st.resubscribes;
+            ch.was_confirmed = ch.was_confirmed || ch.confirmed;
+            ch.confirmed = false;
+            subscribe(name, ch, *owner);
+        }
+    }
+
+    void on_push(const std::string& node, reply&& r)
+    {
+        if (r.is_error()) {
+            // An SSUBSCRIBE refused: MOVED (the slot left this master) or a down cluster.
+            auto at = nodes.find(node);
+            auto rd = redis::detail::parse_redirect(r.str, at != nodes.end() ? at->second.addr.host : "");
+            for (auto& [name, ch] : channels)
+                if (ch.node == node && !ch.confirmed &&
+                    (rd.kind != redis::detail::redirect_kind::moved || ch.slot == rd.slot)) {
+                    ch.node.clear();
+                    ch.pending = 0;
+                }
+            if (rd.kind == redis::detail::redirect_kind::moved) {
+                ++st.moved;
+                map.assign(rd.slot, rd.target);
+                reassign_channels();
+                request_refresh();
+            } else {
+                schedule_refresh();
+            }
+            return;
+        }
+        if (r.type != reply_type::array || r.elements.size() < 3)
+            return;
+        const std::string& kind = r.elements[0].str;
+        const std::string& channel = r.elements[1].str;
+        auto it = channels.find(channel);
+        if (it == channels.end())
+            return;
+        auto& ch = it->second;
+        if (kind == "smessage") {
+            notify(channel, watch_event::released);
+        } else if (kind == "ssubscribe") {
+            if (ch.node != node)
+                return;  // a late answer from a master the channel has left
+            if (ch.pending > 0)
+                --ch.pending;
+            if (ch.pending == 0 && !ch.confirmed) {
+                ch.confirmed = true;
+                bool again = ch.was_confirmed;
+                ch.was_confirmed = true;
+                notify(channel, again ? watch_event::resync : watch_event::ready);
+            }
+        } else if (kind == "sunsubscribe") {
+            // Ours come before the re-subscribe that follows them (pending > 0); one with
+            // nothing pending is the server dropping the channel as its slot moved away.
+            if (ch.node != node || ch.pending > 0)
+                return;
+            ++st.server_unsubscribes;
+            ch.was_confirmed = ch.was_confirmed || ch.confirmed;
+            ch.confirmed = false;
+            ch.node.clear();
+            request_refresh();
+        }
+    }
+
+    void on_connected(const std::string& node)
+    {
+        auto n = nodes.find(node);
+        if (n == nodes.end() || !n->second.push)
+            return;
+        redis::request req;
+        for (auto& [name, ch] : channels) {
+            if (ch.node != node)
+                continue;
+            ch.pending = 1;
+            ch.confirmed = false;
+            req.push("SSUBSCRIBE", name);  // one per command: channels of different slots
+        }
+        if (req.size() > 0)
+            n->second.push->send(req, true);
+    }
+
+    void on_disconnected(const std::string& node)
+    {
+        for (auto& [name, ch] : channels) {
+            if (ch.node != node)
+                continue;
+            ch.was_confirmed = ch.was_confirmed || ch.confirmed;
+            ch.confirmed = false;
+            ch.pending = 0;
+        }
+        request_refresh();  // the master may be gone for good (failover)
+    }
+
+    void close()
+    {
+        closed = true;
+        retry_timer.cancel();
+        for (auto& [key, n] : nodes) {
+            if (n.cmd)
+                n.cmd->close();
+            if (n.push)
+                n.push->close();
+        }
+    }
+};
+
+cluster_store::cluster_store(asio::any_io_executor ex, std::vector<redis::config> seeds, std::string ns,
+                             cluster_options opts)
+    : impl_(std::make_shared<impl>(ex, std::move(seeds), std::move(ns), opts))
+{
+}
+
+cluster_store::cluster_store(asio::any_io_executor ex, redis::config seed, std::string ns, cluster_options opts)
+    : cluster_store(ex, std::vector<redis::config>{std::move(seed)}, std::move(ns), opts)
+{
+}
+
+cluster_store::~cluster_store() { impl_->close(); }
+
+asio::any_io_executor cluster_store::get_executor() const { return impl_->ex; }
+void cluster_store::close() { impl_->close(); }
+const cluster_stats& cluster_store::stats() const noexcept { return impl_->st; }
+
+std::string cluster_store::lock_key(const std::string& name) const { return impl_->prefix(name) + ":lock:" + name; }
+std::string cluster_store::fence_key(const std::string& name) const { return impl_->prefix(name) + ":fence"; }
+std::string cluster_store::channel(const std::string& name) const
+{
+    return impl_->prefix(name) + ":released:" + name;
+}
+
+std::string cluster_store::master_of(const std::string& name) const
+{
+    const auto* a = impl_->map.master_of(key_slot(lock_key(name)));
+    return a ? a->to_string() : std::string();
+}
+
+std::vector<std::string> cluster_store::masters() const
+{
+    std::vector<std::string> out;
+    for (const auto& a : impl_->map.masters())
+        out.push_back(a.to_string());
+    return out;
+}
+
+void cluster_store::refresh_impl(asio::any_completion_handler<void(error_code)> h)
+{
+    auto shared = std::make_shared<asio::any_completion_handler<void(error_code)>>(std::move(h));
+    // Always posted: the waiter may run inside request_refresh (a closed store).
+    impl_->request_refresh([ex = impl_->ex, shared](error_code ec) { post_completion(ex, std::move(*shared), ec); });
+}
+
+namespace {
+
+// An op for `name`'s slot whose reply `map` turns into the caller's result.
+template <class Signature, class Map>
+std::shared_ptr<op> make_op(script_id sid, unsigned slot, std::vector<std::string> keys, std::vector<std::string> args,
+                            asio::any_completion_handler<Signature> h, Map map)
+{
+    auto o = std::make_shared<op>();
+    o->sid = sid;
+    o->slot = slot;
+    o->keys = std::move(keys);
+    o->args = std::move(args);
+    o->cslot = asio::get_associated_cancellation_slot(h);
+    // Never move-assign an any_completion_handler (Asio 1.26 recurses): swap it in.
+    detail::assign_handler(o->h, reply_handler([h = std::move(h), map](error_code ec, reply r) mutable {
+                               map(std::move(h), ec, r);
+                           }));
+    return o;
+}
+
+template <class Signature, class Fn>
+auto integer_result(Fn fn)
+{
+    return [fn](asio::any_completion_handler<Signature> h, error_code ec, const reply& r) {
+        long long v = 0;
+        if (!ec && !as_int(r, v))
+            ec = error::invalid_request;
+        std::move(h)(ec, fn(v));
+    };
+}
+
+}  // namespace
+
+void cluster_store::do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+                                   asio::any_completion_handler<acquire_signature> h)
+{
+    auto p = impl_->prefix(name);
+    std::vector<std::string> keys{p + ":lock:" + name, p + ":fence"};
+    auto slot = key_slot(keys[0]);
+    auto o = make_op(s_acquire, slot, std::move(keys), {token, std::to_string(ttl.count())}, std::move(h),
+                     [ttl](asio::any_completion_handler<acquire_signature> h, error_code ec, const reply& r) {
+                         acquire_result out;
+                         long long flag = 0, value = 0;
+                         if (!ec && !(r.type == reply_type::array && r.elements.size() == 2 &&
+                                      as_int(r.elements[0], flag) && as_int(r.elements[1], value)))
+                             ec = error::invalid_request;
+                         if (!ec) {
+                             out.acquired = flag == 1;
+                             if (out.acquired) {
+                                 out.fencing_token = static_cast<std::uint64_t>(value);
+                                 out.holder_ttl = ttl;
+                             } else {
+                                 out.holder_ttl = std::chrono::milliseconds(value);
+                             }
+                         }
+                         std::move(h)(ec, out);
+                     });
+    impl_->start(std::move(o));
+}
+
+void cluster_store::do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+                             asio::any_completion_handler<renew_signature> h)
+{
+    auto key = lock_key(name);
+    auto slot = key_slot(key);
+    impl_->start(make_op(s_renew, slot, {std::move(key)}, {token, std::to_string(ttl.count())}, std::move(h),
+                         integer_result<renew_signature>([](long long v) { return renew_result{v >= 1, v == 2}; })));
+}
+
+void cluster_store::do_release(const std::string& name, const std::string& token,
+                               asio::any_completion_handler<bool_signature> h)
+{
+    auto key = lock_key(name);
+    auto slot = key_slot(key);
+    impl_->start(make_op(s_release, slot, {std::move(key)}, {token, channel(name)}, std::move(h),
+                         integer_result<bool_signature>([](long long v) { return v == 1; })));
+}
+
+void cluster_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
+{
+    auto key = lock_key(name);
+    auto slot = key_slot(key);
+    impl_->start(make_op(s_force_release, slot, {std::move(key)}, {channel(name)}, std::move(h),
+                         integer_result<bool_signature>([](long long v) { return v == 1; })));
+}
+
+void cluster_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
+{
+    auto p = impl_->prefix(name);
+    std::vector<std::string> keys{p + ":lock:" + name, p + ":fence"};
+    auto slot = key_slot(keys[0]);
+    impl_->start(make_op(s_status, slot, std::move(keys), {}, std::move(h),
+                         [](asio::any_completion_handler<status_signature> h, error_code ec, const reply& r) {
+                             lock_status st;
+                             long long fence = 0, pttl = 0, counter = 0;
+                             if (!ec && !(r.type == reply_type::array && r.elements.size() == 4 &&
+                                          as_int(r.elements[1], fence) && as_int(r.elements[2], pttl) &&
+                                          as_int(r.elements[3], counter)))
+                                 ec = error::invalid_request;
+                             if (!ec) {
+                                 st.held = r.elements[0].type == reply_type::string;
+                                 st.holder = r.elements[0].str;
+                                 st.fencing_token = static_cast<std::uint64_t>(fence);
+                                 st.ttl = std::chrono::milliseconds(pttl < 0 ? -1 : pttl);
+                                 st.last_fencing_token = static_cast<std::uint64_t>(counter);
+                             }
+                             std::move(h)(ec, std::move(st));
+                         }));
+}
+
+store::watch_id cluster_store::watch(const std::string& name, std::function<void(watch_event)> cb)
+{
+    auto& s = *impl_;
+    auto id = s.next_watch++;
+    auto ch_name = channel(name);
+    s.watchers.emplace(id, std::make_pair(ch_name, std::move(cb)));
+    auto [it, inserted] = s.channels.try_emplace(ch_name);
+    auto& ch = it->second;
+    ch.ids.push_back(id);
+    if (inserted) {
+        ch.slot = key_slot(ch_name);
+        if (s.closed)
+            return id;
+        if (const auto* owner = s.have_map ? s.map.master_of(ch.slot) : nullptr)
+            s.subscribe(ch_name, ch, *owner);
+        else
+            s.request_refresh();  // reassign_channels() subscribes it once the map is in
+    } else if (ch.confirmed) {
+        std::weak_ptr<impl> weak = impl_;
+        asio::post(s.ex, [weak, id] {
+            auto self = weak.lock();
+            if (!self)
+                return;
+            auto w = self->watchers.find(id);
+            if (w != self->watchers.end()) {
+                auto f = w->second.second;
+                f(watch_event::ready);
+            }
+        });
+    }
+    return id;
+}
+
+void cluster_store::unwatch(watch_id id)
+{
+    auto& s = *impl_;
+    auto w = s.watchers.find(id);
+    if (w == s.watchers.end())
+        return;
+    std::string ch_name = std::move(w->second.first);
+    s.watchers.erase(w);
+    auto it = s.channels.find(ch_name);
+    if (it == s.channels.end())
+        return;
+    std::erase(it->second.ids, id);
+    if (!it->second.ids.empty())
+        return;
+    auto node = it->second.node;
+    s.channels.erase(it);
+    auto n = s.nodes.find(node);
+    if (!node.empty() && n != s.nodes.end() && n->second.push && !s.closed) {
+        redis::request req;
+        req.push("SUNSUBSCRIBE", ch_name);
+        n->second.push->send(req);
+    }
+}
+
+}  // namespace dlock
