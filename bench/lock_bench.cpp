@@ -6,6 +6,8 @@
  *   raw_lua_pipelined_ceiling  the lock's own acquire+release scripts sent raw, 64 pairs
  *                              per write: the most cycles/s the server gives one connection
  *   uncontended_acquire_release  one coroutine, one name        goal p50 <= 2.2 x RTT
+ *   cluster3_uncontended       the same on a cluster_store over a 3-master Redis Cluster;
+ *                              ratio to uncontended_acquire_release (no goal)
  *   distinct_names_64          64 coroutines, 64 names, one connection
  *                                                               goal >= 0.8 x ceiling
  *   local_handoff_16           16 coroutines on one name        goal >= 100,000 hand-offs/s
@@ -22,6 +24,7 @@
 
 #include "common.hpp"
 #include "common/child.hpp"
+#include "common/redis_cluster.hpp"
 #include "common/redis_server.hpp"
 #include "resp/decoder.hpp"
 #include "store/redis_scripts.hpp"
@@ -348,6 +351,41 @@ bench::result two_process_sections(std::uint16_t port, int ms)
 
 }  // namespace
 
+// The uncontended cycle on a cluster_store over a three-master cluster started here.
+std::vector<double> uncontended_cluster(int samples)
+{
+    dlock::test::redis_cluster cluster;
+    std::vector<double> lat;
+    asio::io_context io;
+    dlock::cluster_store store(io.get_executor(), cluster.seeds());
+    std::exception_ptr error;
+    bool done = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            {
+                dlock::registry reg(store);
+                auto lock = reg.obtain("bench:solo");
+                for (int i = 0; i < samples + 500; ++i) {
+                    auto t0 = clock_type::now();
+                    auto g = co_await lock.acquire();
+                    co_await g.release();
+                    if (i >= 500)
+                        lat.push_back(bench::us_since(t0));
+                }
+            }
+            done = true;
+            store.close();
+        },
+        [&](std::exception_ptr e) { error = e; });
+    io.run_for(120s);
+    if (error)
+        std::rethrow_exception(error);
+    if (!done)
+        throw std::runtime_error("the cluster phase did not finish within 120 s");
+    return lat;
+}
+
 int main(int argc, char** argv)
 {
     if (argc >= 4 && std::string(argv[1]) == "--peer")
@@ -388,6 +426,13 @@ int main(int argc, char** argv)
         solo.goal = "p50 <= 2.2 x RTT";
         solo.met = *solo.ratio <= 2.2;
         rs.push_back(solo);
+
+        {
+            auto cl = bench::summarize("cluster3_uncontended", uncontended_cluster(samples));
+            cl.ratio = *cl.p50_us / *solo.p50_us;
+            cl.note = "3-master Redis Cluster; ratio to uncontended_acquire_release";
+            rs.push_back(cl);
+        }
 
         bench::result distinct{"distinct_names_64", {}, {}, distinct_names(port, quick ? 20'000 : 100'000)};
         distinct.ratio = *distinct.ops_per_s / ceiling;
