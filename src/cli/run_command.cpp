@@ -99,6 +99,12 @@ asio::awaitable<int> run_command(const options& o, redis_store& st)
         std::cerr << "dlock: interrupted by signal " << s.early_signal << " before running the command\n";
         co_return 128 + s.early_signal;
     }
+    if (ec == error::timeout && !st.connection().is_connected()) {
+        signals.cancel();  // the wait ran out because the server went away, not a holder
+        std::cerr << "dlock: lost the server at " << describe_server(o.server) << " while waiting for '" << o.name
+                  << "'\n";
+        co_return exit_status::unavailable;
+    }
     if (ec == error::timeout || (!ec && !g)) {
         signals.cancel();
         std::cerr << "dlock: '" << o.name << "' is held elsewhere; not acquired" << describe_wait(o) << "\n";
