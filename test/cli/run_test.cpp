@@ -211,6 +211,23 @@ BOOST_AUTO_TEST_CASE(a_signal_while_waiting_leaves_nothing_behind)
     BOOST_TEST(holder->wait() == 3);
 }
 
+BOOST_AUTO_TEST_CASE(a_server_lost_while_waiting_is_not_a_conflict)
+{
+    redis_server srv;
+    // Short request timeouts: the holder's release after the server died gives up quickly.
+    auto holder = start_dlock({"run", "--url", srv.url() + "?request_timeout=300ms", "job", "--", "/bin/sh", "-c",
+                               holder_script});
+    BOOST_TEST_REQUIRE(next_line(*holder) == "held");
+    auto waiter = start_dlock({"run", "--url", srv.url(), "--wait", "2s", "job", "--", "/bin/echo", "ran"});
+    auto deadline = std::chrono::steady_clock::now() + 10s;  // waiting once subscribed
+    while (srv.cli({"PUBSUB", "CHANNELS", "*released*"}).empty() && std::chrono::steady_clock::now() < deadline) {
+    }
+    srv.kill();
+    BOOST_TEST(waiter->wait() == 69);
+    holder->signal(SIGTERM);
+    BOOST_TEST(holder->wait() == 3);  // the command ran to its end; its lease was suspect, not yet lost
+}
+
 BOOST_AUTO_TEST_CASE(bad_input_gets_one_line_and_a_documented_status)
 {
     dlock::test::server_options opts;
