@@ -140,8 +140,8 @@ asio::awaitable<std::optional<response>> post_counter(server& srv, tcp::socket& 
     // Every branch reports errors as values, so `||` settles on whichever completes first:
     // Asio 1.26's `||` waits for the first branch that does not throw, and a thrown error
     // would keep it waiting for the others. (lock.acquire_for(d) is the one-call alternative.)
-    auto first = co_await (srv.locks.obtain(name).acquire(use_tuple) || timer.async_wait(use_tuple) ||
-                           client_gone(socket));
+    auto lock = srv.locks.obtain(name);
+    auto first = co_await (lock.acquire(use_tuple) || timer.async_wait(use_tuple) || client_gone(socket));
     if (first.index() == 2) {
         std::cout << "gone " << name << ": " << (srv.stopping ? "shutting down" : "the client left")
                   << " while waiting for the lock" << std::endl;

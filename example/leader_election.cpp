@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <chrono>
 #include <csignal>
@@ -137,6 +138,7 @@ asio::awaitable<long> campaign(dlock::redis_store& store, dlock::registry& locks
         const auto token = g.fencing_token();
         say("leader", o, token);
 
+        // The job runs bound to the lease's loss: a lost lease cancels it at its next co_await.
         auto [failure] = co_await asio::co_spawn(
             ex, job(g, o, fd, rounds, stop),
             asio::bind_cancellation_slot(g.lost_slot(), asio::as_tuple(asio::use_awaitable)));
@@ -163,22 +165,24 @@ bool parse(int argc, char** argv, options& o)
         std::string_view flag = argv[i];
         std::string_view value = argv[i + 1];
         bool ok = true;
-        if (flag == "--url")
+        if (flag == "--url") {
             o.url = value;
-        else if (flag == "--id")
+        } else if (flag == "--id") {
             o.id = value;
-        else if (flag == "--file")
+        } else if (flag == "--file") {
             o.file = value;
-        else if (flag == "--lease")
+        } else if (flag == "--lease") {
             ok = dlock::redis::parse_duration(value, o.lease) && o.lease.count() > 0;
-        else if (flag == "--period")
+        } else if (flag == "--period") {
             ok = dlock::redis::parse_duration(value, o.period) && o.period.count() > 0;
-        else if (flag == "--duration")
+        } else if (flag == "--duration") {
             ok = dlock::redis::parse_duration(value, o.duration);
-        else if (flag == "--rounds")
-            ok = (o.rounds = std::strtol(argv[i + 1], nullptr, 10)) >= 0;
-        else
+        } else if (flag == "--rounds") {
+            auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), o.rounds);
+            ok = ec == std::errc() && end == value.data() + value.size() && o.rounds >= 0;
+        } else {
             ok = false;
+        }
         if (!ok) {
             std::cerr << "leader_election: bad flag " << flag << ' ' << value << '\n';
             return false;
