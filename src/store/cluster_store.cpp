@@ -321,7 +321,7 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
             std::weak_ptr<impl> weak = weak_from_this();
             return request_refresh([weak, o, ex = ex](error_code) mutable {
                 auto s = weak.lock();
-                if (!s)
+                if (!s || s->closed)
                     return post_completion(ex, std::move(o->h), error_code(error::closed), reply{});
                 if (!s->map.master_of(o->slot))
                     return post_completion(ex, std::move(o->h), error_code(error::server_error), reply{});
@@ -558,6 +558,14 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
     {
         closed = true;
         retry_timer.cancel();
+        // Operations waiting for a topology read fail now (posted), not with the read.
+        auto waiters = std::move(waiters_current);
+        waiters_current.clear();
+        for (auto& w : waiters_next)
+            waiters.push_back(std::move(w));
+        waiters_next.clear();
+        for (auto& w : waiters)
+            w(error::closed);
         for (auto& [key, n] : nodes) {
             if (n.cmd)
                 n.cmd->close();

@@ -70,6 +70,25 @@ BOOST_AUTO_TEST_CASE(store_contract)
     BOOST_TEST(st.fence_key("a") == single.fence_key("a"));
     BOOST_TEST(st.channel("a") == single.channel("a"));
     BOOST_TEST(dlock::key_slot(st.lock_key("a")) == dlock::key_slot(st.channel("a")));
+
+    // Destroyed with operations in flight (some waiting for the topology, some on the
+    // wire): each completes once, with an error, after the store is gone; no watcher runs.
+    asio::io_context io2;
+    auto gone = std::make_unique<dlock::cluster_store>(io2.get_executor(), c.seeds());
+    int completed = 0, failed = 0, watched = 0;
+    gone->watch("w", [&](dlock::watch_event) { ++watched; });
+    for (int i = 0; i < 20; ++i)
+        gone->async_try_acquire("d" + std::to_string(i), "t", 5s, [&](error_code ec, dlock::acquire_result) {
+            ++completed;
+            failed += ec ? 1 : 0;
+        });
+    io2.poll();  // the topology read is on its way
+    BOOST_TEST(completed == 0);
+    gone.reset();
+    io2.run_for(5s);
+    BOOST_TEST(completed == 20);
+    BOOST_TEST(failed == 20);
+    BOOST_TEST(watched == 0);
 }
 
 BOOST_AUTO_TEST_CASE(names_spread_over_every_master)
