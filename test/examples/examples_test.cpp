@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -132,12 +133,27 @@ std::vector<std::string> words(const std::string& line)
     return out;
 }
 
-std::string temp_dir()
-{
-    char dir[] = "/tmp/dlock-examples-XXXXXX";
-    BOOST_REQUIRE(::mkdtemp(dir));
-    return dir;
-}
+// A fresh directory, removed with everything in it at the end of the test.
+class temp_dir {
+public:
+    temp_dir()
+    {
+        char dir[] = "/tmp/dlock-examples-XXXXXX";
+        BOOST_TEST_REQUIRE(::mkdtemp(dir) != nullptr);
+        path_ = dir;
+    }
+    ~temp_dir()
+    {
+        std::error_code ignored;
+        std::filesystem::remove_all(path_, ignored);
+    }
+    temp_dir(const temp_dir&) = delete;
+    temp_dir& operator=(const temp_dir&) = delete;
+    std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+private:
+    std::string path_;
+};
 
 }  // namespace
 
@@ -313,7 +329,8 @@ file_check check_file(const std::string& path)
 BOOST_AUTO_TEST_CASE(one_leader_at_a_time_through_kill_and_pause)
 {
     redis_server srv;
-    const std::string file = temp_dir() + "/leader.log";
+    temp_dir dir;
+    const std::string file = dir.file("leader.log");
     const std::vector<std::string> ids{"a", "b", "c"};
     fleet f;
     for (auto& id : ids)
@@ -395,7 +412,8 @@ BOOST_AUTO_TEST_CASE(one_leader_at_a_time_through_kill_and_pause)
 BOOST_AUTO_TEST_CASE(rounds_flag_ends_the_run)
 {
     redis_server srv;
-    const std::string file = temp_dir() + "/leader.log";
+    temp_dir dir;
+    const std::string file = dir.file("leader.log");
     child c(instance(srv, "solo", file, {"--rounds", "3", "--period", "20ms"}));
     int status = -1;
     auto lines = all_lines(c, status, 20s);
