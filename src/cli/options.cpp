@@ -27,7 +27,7 @@ constexpr flag_spec flags[] = {
     {"--url", true, "rse"},      {"--config", true, "rse"},      {"--prefix", true, "rse"},
     {"--lease", true, "r"},      {"--wait", true, "r"},           {"--no-watchdog", false, "r"},
     {"--grace", true, "r"},      {"--conflict-exit-code", true, "r"}, {"--json", false, "s"},
-    {"--force", false, "e"},     {"--verbose", false, "rse"},
+    {"--force", false, "e"},     {"--verbose", false, "rse"}, {"--cluster", false, "rse"},
 };
 
 char command_letter(command c)
@@ -94,10 +94,25 @@ bool apply_file(const std::string& path, const std::string& text, const std::map
     for (const auto& [k, v] : doc.as_object()) {
         std::string key(k);
         if (key == "url") {
-            if (!v.is_string())
-                return fail(err, path + ": \"url\": expected a string");
+            std::string url;
+            if (v.is_string()) {
+                url = std::string(v.as_string());
+            } else if (v.is_array() && !v.as_array().empty()) {
+                for (const auto& e : v.as_array()) {
+                    if (!e.is_string())
+                        return fail(err, path + ": \"url\": expected a string or an array of strings");
+                    url += (url.empty() ? "" : ",") + std::string(e.as_string());
+                }
+            } else {
+                return fail(err, path + ": \"url\": expected a string or an array of strings");
+            }
             if (!flag_set("--url"))
-                out.url = std::string(v.as_string());
+                out.url = std::move(url);
+        } else if (key == "cluster") {
+            if (!v.is_bool())
+                return fail(err, path + ": \"cluster\": expected true or false");
+            if (!flag_set("--cluster") && v.as_bool())
+                out.topology = topology::cluster;
         } else if (key == "redis") {
             if (!v.is_object())
                 return fail(err, path + ": \"redis\": expected an object of connection settings");
@@ -134,7 +149,7 @@ bool apply_file(const std::string& path, const std::string& text, const std::map
                 out.conflict_exit_code = static_cast<int>(v.as_int64());
         } else {
             return fail(err, path + ": unknown field \"" + key +
-                                 "\" (known: url, redis, prefix, lease, wait, watchdog, grace, conflict_exit_code)");
+                                 "\" (known: url, cluster, redis, prefix, lease, wait, watchdog, grace, conflict_exit_code)");
         }
     }
     return true;
@@ -260,14 +275,34 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
 
     if (out.lease.count() <= 0)
         return fail(err, "--lease '" + set["--lease"] + "': the lease must be longer than 0");
-    redis::config_error cerr;
-    if (!redis::parse_url(out.url, out.server, cerr))
-        return fail(err, "--url '" + out.url + "': " + cerr.message);
-    if (have_redis && !set.count("--url")) {
-        if (!redis::parse_json(boost::json::value(redis_obj), out.server, cerr))
-            return fail(err, config_path + ": \"redis\": " + cerr.message);
+    // One URL, or a list: Redlock over independent masters, or a cluster's seeds. A
+    // Sentinel URL holds its own comma-separated list of sentinels.
+    std::vector<std::string> urls;
+    if (out.url.rfind("redis+sentinel://", 0) == 0) {
+        urls.push_back(out.url);
+    } else {
+        for (std::size_t start = 0;;) {
+            auto comma = out.url.find(',', start);
+            urls.push_back(out.url.substr(start, comma - start));
+            if (comma == std::string::npos)
+                break;
+            start = comma + 1;
+        }
     }
-    out.server.client_name = "dlock-cli";
+    for (const auto& u : urls) {
+        redis::config c;
+        redis::config_error cerr;
+        if (!redis::parse_url(u, c, cerr))
+            return fail(err, "--url '" + u + "': " + cerr.message);
+        if (have_redis && !redis::parse_json(boost::json::value(redis_obj), c, cerr))
+            return fail(err, config_path + ": \"redis\": " + cerr.message);
+        c.client_name = "dlock-cli";
+        out.servers.push_back(std::move(c));
+    }
+    if (set.count("--cluster"))
+        out.topology = topology::cluster;
+    else if (out.topology != topology::cluster && out.servers.size() > 1)
+        out.topology = topology::redlock;
     if (out.cmd == command::release && !out.force)
         return fail(err, "release: refusing to free '" + out.name +
                              "' whoever holds it without --force (the holder is not told; its lease is gone)");
@@ -284,8 +319,11 @@ when COMMAND exits. Exits with COMMAND's status (128+N if signal N ended it).
 COMMAND's environment gets DLOCK_NAME, DLOCK_FENCING_TOKEN and DLOCK_LEASE_MS.
 
 Options:
-  --url URL                 redis://[user:password@]host[:port][/db], rediss://..., unix:///path
-                            (default: $DLOCK_URL, else redis://127.0.0.1:6379)
+  --url URL[,URL...]        redis://[user:password@]host[:port][/db], rediss://..., unix:///path,
+                            redis+sentinel://host:26379[,host...]/MASTER; several URLs: Redlock
+                            over independent masters (default: $DLOCK_URL, else
+                            redis://127.0.0.1:6379)
+  --cluster                 the URLs are seeds of a Redis Cluster
   --config FILE             JSON file with any of: url, redis, prefix, lease, wait, watchdog,
                             grace, conflict_exit_code (default: $DLOCK_CONFIG); flags win
   --prefix P                key prefix, so applications sharing a server don't collide (dlock)
@@ -305,13 +343,13 @@ Exit status: COMMAND's own, or 2 bad usage, 69 server unreachable or refused us,
 126 COMMAND not executable, 127 COMMAND not found.
 )";
     if (topic == "status")
-        return R"(usage: dlock status [--url URL] [--config FILE] [--prefix P] [--json] NAME
+        return R"(usage: dlock status [--url URL] [--cluster] [--config FILE] [--prefix P] [--json] NAME
 
 Shows whether NAME is held, the remaining lease, the holder's fencing token and the last
 token issued. Exit status: 0, or 2 bad usage, 69 server unreachable.
 )";
     if (topic == "release")
-        return R"(usage: dlock release --force [--url URL] [--config FILE] [--prefix P] NAME
+        return R"(usage: dlock release --force [--url URL] [--cluster] [--config FILE] [--prefix P] NAME
 
 Operator's escape hatch: deletes NAME's lock whoever holds it and wakes its waiters. The
 holder is not told until its next renewal (its `dlock run` then stops its command with

@@ -16,12 +16,17 @@ namespace dlock::cli {
 
 enum class command { none, run, status, release, help };
 
+/// Which store: one Redis (direct or through Sentinel), Redlock over several independent
+/// masters (a URL list), or a Redis Cluster (--cluster; the URLs are seeds).
+enum class topology { single, redlock, cluster };
+
 struct options {
     command cmd = command::none;
     std::string name;                     ///< lock name (run, status, release)
     std::vector<std::string> argv;        ///< run: the command and its arguments
-    std::string url = "redis://127.0.0.1:6379";
-    redis::config server;                 ///< parsed from url (+ "redis" in the config file)
+    std::string url = "redis://127.0.0.1:6379";  ///< one URL, or a comma-separated list
+    std::vector<redis::config> servers;   ///< parsed from url (+ "redis" in the config file)
+    dlock::cli::topology topology = topology::single;
     std::string prefix = "dlock";
     std::chrono::milliseconds lease{30'000};
     std::optional<std::chrono::milliseconds> wait;  ///< none: forever; 0: one try

@@ -61,7 +61,7 @@ asio::awaitable<std::tuple<error_code, guard>> acquire(lock& lk, const options& 
 
 }  // namespace
 
-asio::awaitable<int> run_command(const options& o, redis_store& st)
+asio::awaitable<int> run_command(const options& o, backend& b)
 {
     auto ex = co_await asio::this_coro::executor;
     // Signals are caught from the start: before the command runs they cancel the wait,
@@ -85,11 +85,11 @@ asio::awaitable<int> run_command(const options& o, redis_store& st)
     };
     arm_signals();
 
-    if (int rc = co_await connect_or_explain(o, st)) {
+    if (int rc = co_await connect_or_explain(o, b)) {
         signals.cancel();
         co_return rc;
     }
-    registry reg(st, lock_config{.prefix = o.prefix, .lease = o.lease, .watchdog = o.watchdog});
+    registry reg(*b.st, lock_config{.prefix = o.prefix, .lease = o.lease, .watchdog = o.watchdog});
     lock lk = reg.obtain(o.name);
     auto [ec, g] = co_await acquire(lk, o, s);
     if (s.early_signal) {
@@ -99,9 +99,9 @@ asio::awaitable<int> run_command(const options& o, redis_store& st)
         std::cerr << "dlock: interrupted by signal " << s.early_signal << " before running the command\n";
         co_return 128 + s.early_signal;
     }
-    if (ec == error::timeout && !st.connection().is_connected()) {
+    if (ec == error::timeout && !b.reachable()) {
         signals.cancel();  // the wait ran out because the server went away, not a holder
-        std::cerr << "dlock: lost the server at " << describe_server(o.server) << " while waiting for '" << o.name
+        std::cerr << "dlock: lost the server at " << b.where << " while waiting for '" << o.name
                   << "'\n";
         co_return exit_status::unavailable;
     }

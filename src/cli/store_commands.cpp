@@ -15,21 +15,15 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 std::string store_name(const options& o) { return o.prefix.empty() ? o.name : o.prefix + ":" + o.name; }
 
-std::string describe_server(const redis::config& c)
+asio::awaitable<int> connect_or_explain(const options&, backend& b)
 {
-    if (c.kind == redis::transport::unix_socket)
-        return "unix:" + c.path;
-    return (c.kind == redis::transport::tls ? "rediss://" : "redis://") + c.host + ":" + std::to_string(c.port);
-}
-
-asio::awaitable<int> connect_or_explain(const options& o, redis_store& st)
-{
-    auto [ec] = co_await st.connection().async_connect(use_tuple);
+    std::string detail;
+    auto ec = co_await b.connect(detail);
     if (!ec)
         co_return exit_status::ok;
-    std::cerr << "dlock: cannot use the server at " << describe_server(o.server) << ": " << ec.message();
-    if (const auto& said = st.connection().last_server_message(); !said.empty())
-        std::cerr << " (server said: " << said << ")";
+    std::cerr << "dlock: cannot use the server at " << b.where << ": " << ec.message();
+    if (!detail.empty())
+        std::cerr << " (" << detail << ")";
     std::cerr << "\n";
     co_return exit_status::unavailable;
 }
@@ -46,13 +40,13 @@ bool check_name(const options& o)
 
 }  // namespace
 
-asio::awaitable<int> status_command(const options& o, redis_store& st)
+asio::awaitable<int> status_command(const options& o, backend& b)
 {
     if (!check_name(o))
         co_return exit_status::usage;
-    if (int rc = co_await connect_or_explain(o, st))
+    if (int rc = co_await connect_or_explain(o, b))
         co_return rc;
-    auto [ec, s] = co_await st.async_status(store_name(o), use_tuple);
+    auto [ec, s] = co_await b.st->async_status(store_name(o), use_tuple);
     if (ec) {
         std::cerr << "dlock: status of '" << o.name << "' failed: " << ec.message() << "\n";
         co_return exit_status::unavailable;
@@ -61,7 +55,7 @@ asio::awaitable<int> status_command(const options& o, redis_store& st)
         boost::json::object j;
         j["name"] = o.name;
         j["prefix"] = o.prefix;
-        j["key"] = st.lock_key(store_name(o));
+        j["key"] = b.lock_key(store_name(o));
         j["held"] = s.held;
         j["ttl_ms"] = s.held ? s.ttl.count() : -1;
         j["fencing_token"] = s.fencing_token;
@@ -77,13 +71,13 @@ asio::awaitable<int> status_command(const options& o, redis_store& st)
     co_return exit_status::ok;
 }
 
-asio::awaitable<int> release_command(const options& o, redis_store& st)
+asio::awaitable<int> release_command(const options& o, backend& b)
 {
     if (!check_name(o))
         co_return exit_status::usage;
-    if (int rc = co_await connect_or_explain(o, st))
+    if (int rc = co_await connect_or_explain(o, b))
         co_return rc;
-    auto [ec, was_held] = co_await st.async_force_release(store_name(o), use_tuple);
+    auto [ec, was_held] = co_await b.st->async_force_release(store_name(o), use_tuple);
     if (ec) {
         std::cerr << "dlock: release of '" << o.name << "' failed: " << ec.message() << "\n";
         co_return exit_status::unavailable;

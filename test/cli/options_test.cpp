@@ -59,8 +59,8 @@ BOOST_AUTO_TEST_CASE(run_defaults)
     BOOST_TEST((o.cmd == command::run));
     BOOST_TEST(o.name == "job");
     BOOST_TEST((o.argv == std::vector<std::string>{"make", "-j2"}));
-    BOOST_TEST(o.server.host == "127.0.0.1");
-    BOOST_TEST(o.server.port == 6379);
+    BOOST_TEST(o.servers.at(0).host == "127.0.0.1");
+    BOOST_TEST(o.servers.at(0).port == 6379);
     BOOST_TEST(o.prefix == "dlock");
     BOOST_TEST(o.lease.count() == 30'000);
     BOOST_TEST(!o.wait.has_value());
@@ -91,12 +91,12 @@ BOOST_AUTO_TEST_CASE(arguments_after_the_separator_belong_to_the_command)
 BOOST_AUTO_TEST_CASE(precedence_flag_file_env_default)
 {
     env["DLOCK_URL"] = "redis://10.0.0.1:7000";
-    BOOST_TEST(ok({"status", "job"}).server.port == 7000);
+    BOOST_TEST(ok({"status", "job"}).servers.at(0).port == 7000);
     files["/c.json"] = R"({"url": "redis://127.0.0.2:7001", "prefix": "fromfile", "lease": "3s", "wait": 250,
                           "watchdog": false, "grace": "2s", "conflict_exit_code": 3})";
     auto o = ok({"run", "--config", "/c.json", "job", "--", "true"});
-    BOOST_TEST(o.server.host == "127.0.0.2");
-    BOOST_TEST(o.server.port == 7001);
+    BOOST_TEST(o.servers.at(0).host == "127.0.0.2");
+    BOOST_TEST(o.servers.at(0).port == 7001);
     BOOST_TEST(o.prefix == "fromfile");
     BOOST_TEST(o.lease.count() == 3000);
     BOOST_TEST(o.wait->count() == 250);
@@ -105,7 +105,7 @@ BOOST_AUTO_TEST_CASE(precedence_flag_file_env_default)
     BOOST_TEST(o.conflict_exit_code == 3);
     auto f = ok({"run", "--config", "/c.json", "--url", "redis://127.0.0.3:7002", "--prefix", "flag", "--lease", "4s",
                  "job", "--", "true"});
-    BOOST_TEST(f.server.port == 7002);
+    BOOST_TEST(f.servers.at(0).port == 7002);
     BOOST_TEST(f.prefix == "flag");
     BOOST_TEST(f.lease.count() == 4000);
     env["DLOCK_CONFIG"] = "/c.json";
@@ -116,10 +116,35 @@ BOOST_AUTO_TEST_CASE(config_file_redis_object)
 {
     files["/r.json"] = R"({"redis": {"host": "127.0.0.9", "port": 7009, "password": "pw", "request_timeout": "2s"}})";
     auto o = ok({"status", "--config", "/r.json", "job"});
-    BOOST_TEST(o.server.host == "127.0.0.9");
-    BOOST_TEST(o.server.port == 7009);
-    BOOST_TEST(o.server.password == "pw");
-    BOOST_TEST(o.server.request_timeout.count() == 2000);
+    BOOST_TEST(o.servers.at(0).host == "127.0.0.9");
+    BOOST_TEST(o.servers.at(0).port == 7009);
+    BOOST_TEST(o.servers.at(0).password == "pw");
+    BOOST_TEST(o.servers.at(0).request_timeout.count() == 2000);
+}
+
+BOOST_AUTO_TEST_CASE(url_lists_choose_the_topology)
+{
+    auto one = ok({"status", "job"});
+    BOOST_TEST((one.topology == topology::single));
+    auto sentinel = ok({"status", "--url", "redis+sentinel://127.0.0.1:1,127.0.0.1:2/mm", "job"});
+    BOOST_TEST((sentinel.topology == topology::single));  // its commas list sentinels
+    BOOST_TEST_REQUIRE(sentinel.servers.size() == 1u);
+    BOOST_TEST(sentinel.servers[0].sentinel.nodes.size() == 2u);
+    auto rl = ok({"status", "--url", "redis://127.0.0.1:1,redis://127.0.0.1:2,redis://127.0.0.1:3", "job"});
+    BOOST_TEST((rl.topology == topology::redlock));
+    BOOST_TEST_REQUIRE(rl.servers.size() == 3u);
+    BOOST_TEST(rl.servers[2].port == 3);
+    auto cl = ok({"status", "--cluster", "--url", "redis://127.0.0.1:1", "job"});
+    BOOST_TEST((cl.topology == topology::cluster));
+    files["/rl.json"] = R"({"url": ["redis://127.0.0.1:4", "redis://127.0.0.1:5", "redis://127.0.0.1:6"], "redis": {"password": "pw"}})";
+    auto f = ok({"status", "--config", "/rl.json", "job"});
+    BOOST_TEST((f.topology == topology::redlock));
+    BOOST_TEST_REQUIRE(f.servers.size() == 3u);
+    BOOST_TEST(f.servers[1].port == 5);
+    BOOST_TEST(f.servers[2].password == "pw");  // "redis" applies to every node
+    files["/cl.json"] = R"({"url": "redis://127.0.0.1:7", "cluster": true})";
+    BOOST_TEST((ok({"status", "--config", "/cl.json", "job"}).topology == topology::cluster));
+    BOOST_TEST(has(bad({"status", "--url", "redis://127.0.0.1:1,nope://x", "job"}), "--url 'nope://x'"));
 }
 
 BOOST_AUTO_TEST_CASE(mistakes_have_one_clear_line)
