@@ -45,10 +45,13 @@ public:
     const std::string& name() const noexcept;
     /// Strictly increasing per store lease of the name, across processes and restarts of
     /// a persistent store; holders that get the lease by local hand-off share its token.
+    /// 0 once the guard is empty (released or moved from): read it before release().
     std::uint64_t fencing_token() const noexcept;
     /// Local steady-clock end of the lease as last confirmed by the store; in the past once lost.
     std::chrono::steady_clock::time_point valid_until() const noexcept;
-    /// The lease ended before release: stop working on what the lock protects.
+    /// The lease ended before release: stop working on what the lock protects. True as soon
+    /// as valid_until() has passed, even before the watchdog has noticed (after a pause your
+    /// code may resume before it), so check it right before a side effect.
     bool is_lost() const noexcept;
     /// The owner this hold belongs to: pass it to nested code to re-enter the lock.
     dlock::owner owner() const noexcept;

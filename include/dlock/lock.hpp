@@ -89,8 +89,12 @@ private:
     template <class Token>
     auto start(const owner& o, mode m, std::chrono::milliseconds d, Token&& token)
     {
+        // The initiation keeps the lock's state, not `this`: a deferred acquire may start
+        // after the handle it came from is gone (`co_await locks.obtain(n).acquire()`).
         return boost::asio::async_initiate<Token, acquire_signature>(
-            [this](auto h, owner o, mode m, std::chrono::milliseconds d) { acquire_impl(o, m, d, std::move(h)); },
+            [e = e_](auto h, owner o, mode m, std::chrono::milliseconds d) {
+                lock(e).acquire_impl(o, m, d, std::move(h));
+            },
             token, o, m, d);
     }
     void acquire_impl(owner o, mode m, std::chrono::milliseconds d,

@@ -94,7 +94,12 @@ std::chrono::steady_clock::time_point guard::valid_until() const noexcept
     return h_ ? h_->eng->valid_until(*h_) : std::chrono::steady_clock::time_point::min();
 }
 
-bool guard::is_lost() const noexcept { return h_ && h_->eng->is_lost(*h_); }
+// Past the local deadline counts as lost even before the engine's timer has run: after a
+// pause (SIGSTOP, a long GC-like stall) the caller's own code may resume first.
+bool guard::is_lost() const noexcept
+{
+    return h_ && (h_->eng->is_lost(*h_) || (h_->active && std::chrono::steady_clock::now() >= valid_until()));
+}
 
 dlock::owner guard::owner() const noexcept { return dlock::owner(h_ ? h_->owner : 0); }
 

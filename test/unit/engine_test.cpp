@@ -3,6 +3,7 @@
 #include <dlock/memory_store.hpp>
 #include <dlock/registry.hpp>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -14,6 +15,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fstream>
+#include <thread>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -209,6 +211,38 @@ BOOST_AUTO_TEST_CASE(fixed_lease_expires_and_stops_work)
     BOOST_TEST(waited == dlock::error::lock_lost);
     BOOST_TEST(rel == dlock::error::lock_lost);
     BOOST_TEST(reg.stats().lost == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_paused_holder_sees_its_loss_before_the_watchdog_runs)
+{
+    dlock::registry reg(store, {.lease = 50ms, .watchdog = false});
+    bool lost_on_resume = false, lost_before_pause = true;
+    spawn([&]() -> asio::awaitable<void> {
+        auto g = co_await reg.obtain("x").acquire();
+        lost_before_pause = g.is_lost();
+        // The whole thread stops past the lease (a GC pause, SIGSTOP): no handler runs,
+        // so only the deadline itself can tell the holder on resume.
+        std::this_thread::sleep_for(100ms);
+        lost_on_resume = g.is_lost();
+        co_await g.release(asio::as_tuple(asio::use_awaitable));
+    });
+    run();
+    BOOST_TEST(!lost_before_pause);
+    BOOST_TEST(lost_on_resume);
+}
+
+BOOST_AUTO_TEST_CASE(a_deferred_acquire_outlives_its_lock_handle)
+{
+    dlock::registry reg(store, {.lease = 5s});
+    std::uint64_t token = 0;
+    spawn([&]() -> asio::awaitable<void> {
+        auto op = reg.obtain("temporary").acquire();  // the handle is a temporary, gone now
+        auto g = co_await std::move(op);
+        token = g.fencing_token();
+        co_await g.release();
+    });
+    run();
+    BOOST_TEST(token > 0u);
 }
 
 BOOST_AUTO_TEST_CASE(run_stops_body_on_loss)
