@@ -6,6 +6,8 @@
  *   raw_lua_pipelined_ceiling  the lock's own acquire+release scripts sent raw, 64 pairs
  *                              per write: the most cycles/s the server gives one connection
  *   uncontended_acquire_release  one coroutine, one name        goal p50 <= 2.2 x RTT
+ *   redlock3_uncontended       the same on a 3-node redlock_store (this server and two
+ *                              more); ratio to uncontended_acquire_release (no goal)
  *   cluster3_uncontended       the same on a cluster_store over a 3-master Redis Cluster;
  *                              ratio to uncontended_acquire_release (no goal)
  *   distinct_names_64          64 coroutines, 64 names, one connection
@@ -163,6 +165,40 @@ std::vector<double> uncontended(std::uint16_t port, int samples)
                 lat.push_back(bench::us_since(t0));
         }
     });
+    return lat;
+}
+
+// The uncontended cycle on a redlock_store over `nodes`.
+std::vector<double> uncontended_redlock(std::vector<dlock::redis::config> nodes, int samples)
+{
+    std::vector<double> lat;
+    asio::io_context io;
+    dlock::redlock_store store(io.get_executor(), std::move(nodes));
+    std::exception_ptr error;
+    bool done = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            {
+                dlock::registry reg(store);
+                auto lock = reg.obtain("bench:solo");
+                for (int i = 0; i < samples + 500; ++i) {
+                    auto t0 = clock_type::now();
+                    auto g = co_await lock.acquire();
+                    co_await g.release();
+                    if (i >= 500)
+                        lat.push_back(bench::us_since(t0));
+                }
+            }
+            done = true;
+            store.close();
+        },
+        [&](std::exception_ptr e) { error = e; });
+    io.run_for(120s);
+    if (error)
+        std::rethrow_exception(error);
+    if (!done)
+        throw std::runtime_error("the redlock phase did not finish within 120 s");
     return lat;
 }
 
@@ -432,6 +468,15 @@ int main(int argc, char** argv)
             cl.ratio = *cl.p50_us / *solo.p50_us;
             cl.note = "3-master Redis Cluster; ratio to uncontended_acquire_release";
             rs.push_back(cl);
+        }
+
+        {
+            dlock::test::redis_server node2, node3;
+            auto rl = bench::summarize("redlock3_uncontended",
+                                       uncontended_redlock({config_for(port), config_for(node2.port()), config_for(node3.port())}, samples));
+            rl.ratio = *rl.p50_us / *solo.p50_us;
+            rl.note = "ratio to uncontended_acquire_release";
+            rs.push_back(rl);
         }
 
         bench::result distinct{"distinct_names_64", {}, {}, distinct_names(port, quick ? 20'000 : 100'000)};
