@@ -8,7 +8,9 @@
  * the same stock before either writes it back.
  *
  *   flash_sale                      starts a throwaway redis-server on a free loopback port
- *   flash_sale --url redis://h:p    uses yours (keys under "flash-sale:", removed after)
+ *   flash_sale --url redis://h:p    uses yours (its "flash-sale:" stock keys are removed after;
+ *                                   the never-expiring per-slot fencing counters
+ *                                   "{T}dlock:fence" stay, as they must)
  *   flash_sale --workers 4 --buyers 50 --products 4 --stock 500 --work-us 200
  *
  * Exits 0 when the locked sale sold exactly the stock (oversold 0).
@@ -237,7 +239,14 @@ sale_result run_sale(const settings& cfg, const redis::config& rc, bool locked, 
             r.ok = false;
             continue;
         }
-        auto v = boost::json::parse(*line).as_object();
+        boost::system::error_code jec;
+        auto parsed = boost::json::parse(*line, jec);
+        if (jec || !parsed.is_object()) {
+            std::cerr << "flash_sale: a worker said something unexpected: " << *line << "\n";
+            r.ok = false;
+            continue;
+        }
+        auto& v = parsed.as_object();
         r.sold += v["sold"].as_int64();
         r.handed_off += v["handed_off"].to_number<std::uint64_t>();
         r.lost += v["lost"].to_number<std::uint64_t>();
@@ -339,7 +348,7 @@ int main(int argc, char** argv)
         return 2;
     }
     std::printf("flash sale: %d workers x %d buyers, %d products x %ld items, one lock per product, at %s%s\n",
-                cfg.workers, cfg.buyers, cfg.products, cfg.stock, cfg.url.c_str(),
+                cfg.workers, cfg.buyers, cfg.products, cfg.stock, redis::redact_url(cfg.url).c_str(),
                 embedded ? " (throwaway server)" : "");
     std::fflush(stdout);
     std::string self = "/proc/self/exe";

@@ -27,6 +27,8 @@ struct redis_store_options {
     /// back and the acquire fails with error::not_replicated. 0: don't wait.
     int wait_replicas = 0;
     /// Bound of that wait. Zero is not allowed (WAIT 0 blocks forever); it means 1 ms.
+    /// WAIT holds up the command connection: requests pipelined behind it (renewals of
+    /// other locks included) wait up to this long, so keep it well under the lease / 3.
     std::chrono::milliseconds wait_timeout{100};
 };
 

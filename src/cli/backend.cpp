@@ -51,7 +51,11 @@ backend make_backend(const options& o, asio::any_io_executor ex)
             auto [ec] = co_await p->async_refresh(use_tuple);
             co_return ec;
         };
-        b.reachable = [p] { return !p->masters().empty(); };
+        // The slot map is cached: ask the cluster again.
+        b.reachable = [p]() -> asio::awaitable<bool> {
+            auto [ec] = co_await p->async_refresh(use_tuple);
+            co_return !ec;
+        };
         b.close = [p] { p->close(); };
         b.lock_key = [p](const std::string& n) { return p->lock_key(n); };
         b.where = "cluster " + b.where;
@@ -72,11 +76,11 @@ backend make_backend(const options& o, asio::any_io_executor ex)
             }
             co_return ok >= p->quorum() ? error_code() : error_code(error::no_quorum);
         };
-        b.reachable = [p] {
+        b.reachable = [p]() -> asio::awaitable<bool> {
             std::size_t up = 0;
             for (std::size_t i = 0; i < p->size(); ++i)
                 up += p->node(i).connection().is_connected();
-            return up >= p->quorum();
+            co_return up >= p->quorum();
         };
         b.close = [p] { p->close(); };
         b.lock_key = [p](const std::string& n) { return p->node(0).lock_key(n); };
@@ -91,7 +95,7 @@ backend make_backend(const options& o, asio::any_io_executor ex)
                 detail = p->connection().last_server_message();
             co_return ec;
         };
-        b.reachable = [p] { return p->connection().is_connected(); };
+        b.reachable = [p]() -> asio::awaitable<bool> { co_return p->connection().is_connected(); };
         b.close = [p] { p->close(); };
         b.lock_key = [p](const std::string& n) { return p->lock_key(n); };
         b.st = std::move(st);

@@ -21,7 +21,7 @@ struct backend {
     /// Reaches the servers once; on failure fills `detail` (what each server said).
     std::function<boost::asio::awaitable<boost::system::error_code>(std::string& detail)> connect;
     /// After a wait ran out: is the store still reachable (or was it the server, not a holder)?
-    std::function<bool()> reachable;
+    std::function<boost::asio::awaitable<bool>()> reachable;
     std::function<void()> close;
     /// The lock key of a store name, for `status --json`.
     std::function<std::string(const std::string&)> lock_key;

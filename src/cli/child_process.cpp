@@ -1,6 +1,7 @@
 #include "cli/child_process.hpp"
 
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -13,7 +14,8 @@ extern char** environ;
 
 namespace dlock::cli {
 
-spawn_result spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env)
+spawn_result spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, const sigset_t& mask,
+                   const std::vector<int>& ignored)
 {
     // Everything the child needs is built before fork: after it, only async-signal-safe calls.
     std::vector<char*> args, envp;
@@ -40,13 +42,16 @@ spawn_result spawn(const std::vector<std::string>& argv, const std::vector<std::
         ::prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (::getppid() != parent)  // dlock died before prctl took effect
             ::_exit(128 + SIGTERM);
-        struct sigaction dfl {};
+        struct sigaction dfl {}, ign {};
         dfl.sa_handler = SIG_DFL;
+        ign.sa_handler = SIG_IGN;
         for (int sig = 1; sig < NSIG; ++sig)
             ::sigaction(sig, &dfl, nullptr);
-        sigset_t none;
-        ::sigemptyset(&none);
-        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        for (int sig : ignored)
+            ::sigaction(sig, &ign, nullptr);
+        ::sigprocmask(SIG_SETMASK, &mask, nullptr);
+        // dlock's sockets must not leak into the command (and outlive dlock if it daemonizes).
+        ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
         ::execvpe(args[0], args.data(), envp.data());
         int e = errno;
         [[maybe_unused]] auto n = ::write(pipe_fds[1], &e, sizeof e);

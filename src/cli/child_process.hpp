@@ -1,6 +1,7 @@
 // The command `dlock run` supervises: started with fork/exec so that it dies with dlock.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <string>
@@ -14,10 +15,13 @@ struct spawn_result {
 };
 
 /// Starts argv[0] (searched in PATH) with `env` as its whole environment. The child gets
-/// default signal dispositions and an empty signal mask, and SIGTERM when dlock dies (Linux
-/// PR_SET_PDEATHSIG), so a command never outlives the lock it ran under. Exec failures are
-/// reported through a close-on-exec pipe, not as a mysterious exit status.
-spawn_result spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env);
+/// default signal dispositions but for `ignored` (kept ignored, as nohup wants), the
+/// signal mask `mask` (dlock's own before it blocked the signals it reads), no other open
+/// descriptor than 0-2, and SIGTERM when dlock dies (Linux PR_SET_PDEATHSIG), so a command
+/// never outlives the lock it ran under. Exec failures come back through a close-on-exec
+/// pipe, not as a mysterious exit status.
+spawn_result spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, const sigset_t& mask,
+                   const std::vector<int>& ignored);
 
 /// The current environment with `overrides` ("KEY=value") replacing or adding entries.
 std::vector<std::string> environment_with(const std::vector<std::string>& overrides);

@@ -240,8 +240,11 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
         return fail(err, std::string(command_name(out.cmd)) + ": unexpected '--'");
 
     // Pass 2: flags over the config file over the environment over defaults.
-    if (const char* env_url = getenv("DLOCK_URL"); env_url && *env_url)
+    std::string url_from = "the default URL";
+    if (const char* env_url = getenv("DLOCK_URL"); env_url && *env_url) {
         out.url = env_url;
+        url_from = "$DLOCK_URL";
+    }
     std::string config_path = set.count("--config") ? set["--config"] : "";
     if (config_path.empty())
         if (const char* p = getenv("DLOCK_CONFIG"); p && *p)
@@ -252,8 +255,11 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
         std::string text;
         if (!read(config_path, text))
             return fail(err, "config file '" + config_path + "': cannot be read");
+        std::string before = out.url;
         if (!apply_file(config_path, text, set, out, redis_obj, have_redis, err))
             return false;
+        if (out.url != before)
+            url_from = config_path + ": \"url\"";
     }
     if (set.count("--url")) out.url = set["--url"];
     if (set.count("--prefix")) out.prefix = set["--prefix"];
@@ -274,7 +280,7 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
     out.verbose = set.count("--verbose") != 0;
 
     if (out.lease.count() <= 0)
-        return fail(err, "--lease '" + set["--lease"] + "': the lease must be longer than 0");
+        return fail(err, "the lease must be longer than 0 (--lease or \"lease\" in the config file)");
     // One URL, or a list: Redlock over independent masters, or a cluster's seeds. A
     // Sentinel URL holds its own comma-separated list of sentinels.
     std::vector<std::string> urls;
@@ -292,8 +298,8 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
     for (const auto& u : urls) {
         redis::config c;
         redis::config_error cerr;
-        if (!redis::parse_url(u, c, cerr))
-            return fail(err, "--url '" + u + "': " + cerr.message);
+        if (!redis::parse_url(u, c, cerr))  // the message names the URL, its password hidden
+            return fail(err, std::string(set.count("--url") ? "--url" : url_from) + ": " + cerr.message);
         if (have_redis && !redis::parse_json(boost::json::value(redis_obj), c, cerr))
             return fail(err, config_path + ": \"redis\": " + cerr.message);
         c.client_name = "dlock-cli";
@@ -324,8 +330,8 @@ Options:
                             over independent masters (default: $DLOCK_URL, else
                             redis://127.0.0.1:6379)
   --cluster                 the URLs are seeds of a Redis Cluster
-  --config FILE             JSON file with any of: url, redis, prefix, lease, wait, watchdog,
-                            grace, conflict_exit_code (default: $DLOCK_CONFIG); flags win
+  --config FILE             JSON file with any of: url, cluster, redis, prefix, lease, wait,
+                            watchdog, grace, conflict_exit_code (default: $DLOCK_CONFIG); flags win
   --prefix P                key prefix, so applications sharing a server don't collide (dlock)
   --lease D                 lease, e.g. 500ms, 30s, 2m (30s). With the watchdog it is how long
                             a crashed dlock keeps the lock; without, how long the command may run

@@ -9,18 +9,21 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/signal_set.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include <sys/wait.h>
 #include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
-#include <functional>
 #include <iostream>
+#include <memory>
 
 namespace dlock::cli {
 
@@ -31,13 +34,94 @@ namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
-// What the signal and loss callbacks share with the main flow.
-struct supervision {
+// Signals and the child's exit, read from a signalfd. Shared with every callback, so a
+// callback that runs after the command's coroutine has finished touches live state only.
+struct supervisor : std::enable_shared_from_this<supervisor> {
+    supervisor(asio::any_io_executor ex, int fd, std::string name, std::chrono::milliseconds grace_period)
+        : sfd(ex, fd), grace(ex), exited(ex, asio::steady_timer::time_point::max()), name(std::move(name)),
+          grace_period(grace_period)
+    {
+    }
+
+    asio::posix::stream_descriptor sfd;
+    asio::steady_timer grace;   // SIGTERM → SIGKILL after a lost lease
+    asio::steady_timer exited;  // cancelled when the command has exited
+    std::string name;
+    std::chrono::milliseconds grace_period;
+    std::array<signalfd_siginfo, 8> buf{};
+    asio::cancellation_signal cancel_acquire;
     pid_t child = -1;
     bool child_exited = false;
+    int wait_status = 0;
     int early_signal = 0;  // a signal that came before the command started
     bool lost = false;
-    asio::cancellation_signal cancel_acquire;
+    bool done = false;
+
+    void start_reading()
+    {
+        sfd.async_read_some(asio::buffer(buf), [self = shared_from_this()](error_code ec, std::size_t n) {
+            if (ec || self->done)
+                return;
+            for (std::size_t i = 0; i < n / sizeof(signalfd_siginfo); ++i)
+                self->on_signal(self->buf[i]);
+            self->start_reading();
+        });
+    }
+
+    void on_signal(const signalfd_siginfo& si)
+    {
+        int sig = static_cast<int>(si.ssi_signo);
+        if (sig == SIGCHLD)
+            return reap();
+        if (child > 0 && !child_exited) {
+            // Sent to dlock alone (kill, systemd, a supervisor): pass it on. From the
+            // terminal (SI_KERNEL) the whole foreground group, the command too, has it already.
+            if (si.ssi_code != SI_KERNEL)
+                ::kill(child, sig);
+        } else if (child < 0 && early_signal == 0) {
+            early_signal = sig;
+            cancel_acquire.emit(asio::cancellation_type::terminal);
+        }
+    }
+
+    void reap()
+    {
+        if (child <= 0 || child_exited)
+            return;
+        int status = 0;
+        if (::waitpid(child, &status, WNOHANG) != child)
+            return;
+        child_exited = true;
+        wait_status = status;
+        grace.cancel();
+        exited.cancel();
+    }
+
+    // A lost lease stops the command: SIGTERM now, SIGKILL after the grace period.
+    void on_lost()
+    {
+        lost = true;
+        if (child <= 0 || child_exited)
+            return;
+        std::cerr << "dlock: the lease on '" << name << "' was lost; stopping the command (SIGTERM)\n";
+        ::kill(child, SIGTERM);
+        grace.expires_after(grace_period);
+        grace.async_wait([self = shared_from_this()](error_code ec) {
+            if (!ec && !self->child_exited) {
+                std::cerr << "dlock: the command outlived --grace; SIGKILL\n";
+                ::kill(self->child, SIGKILL);
+            }
+        });
+    }
+
+    void finish()
+    {
+        done = true;
+        error_code ignored;
+        sfd.close(ignored);
+        grace.cancel();
+        exited.cancel();
+    }
 };
 
 std::string describe_wait(const options& o)
@@ -49,7 +133,7 @@ std::string describe_wait(const options& o)
     return " within --wait " + std::to_string(o.wait->count()) + "ms";
 }
 
-asio::awaitable<std::tuple<error_code, guard>> acquire(lock& lk, const options& o, supervision& s)
+asio::awaitable<std::tuple<error_code, guard>> acquire(lock& lk, const options& o, supervisor& s)
 {
     auto tok = asio::bind_cancellation_slot(s.cancel_acquire.slot(), use_tuple);
     if (!o.wait)
@@ -59,59 +143,74 @@ asio::awaitable<std::tuple<error_code, guard>> acquire(lock& lk, const options& 
     co_return co_await lk.acquire_for(*o.wait, tok);
 }
 
+// Blocks the signals dlock handles (so only the signalfd sees them) except those the
+// caller ignored (nohup, `cmd &`): those stay ignored, for dlock and for the command.
+struct signal_setup {
+    sigset_t handled{}, previous_mask{};
+    std::vector<int> ignored;
+    int fd = -1;
+
+    signal_setup()
+    {
+        ::sigemptyset(&handled);
+        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+            struct sigaction current {};
+            ::sigaction(sig, nullptr, &current);
+            if (current.sa_handler == SIG_IGN)
+                ignored.push_back(sig);
+            else
+                ::sigaddset(&handled, sig);
+        }
+        ::sigaddset(&handled, SIGCHLD);
+        ::pthread_sigmask(SIG_BLOCK, &handled, &previous_mask);
+        fd = ::signalfd(-1, &handled, SFD_NONBLOCK | SFD_CLOEXEC);
+    }
+};
+
 }  // namespace
 
 asio::awaitable<int> run_command(const options& o, backend& b)
 {
     auto ex = co_await asio::this_coro::executor;
     // Signals are caught from the start: before the command runs they cancel the wait,
-    // afterwards they are forwarded to it. SIGCHLD is caught before fork so none is missed.
-    asio::signal_set signals(ex, SIGINT, SIGTERM, SIGHUP);
-    signals.add(SIGQUIT);
-    asio::signal_set sigchld(ex, SIGCHLD);
-    supervision s;
-    std::function<void()> arm_signals = [&] {
-        signals.async_wait([&](error_code ec, int sig) {
-            if (ec)
-                return;  // cancelled: the frame may be gone, touch nothing
-            if (s.child > 0 && !s.child_exited) {
-                ::kill(s.child, sig);
-            } else if (s.child < 0) {
-                s.early_signal = sig;
-                s.cancel_acquire.emit(asio::cancellation_type::terminal);
-            }
-            arm_signals();
-        });
-    };
-    arm_signals();
+    // afterwards they are forwarded to it. SIGCHLD is blocked before fork, so none is missed.
+    signal_setup sigs;
+    if (sigs.fd < 0) {
+        std::cerr << "dlock: cannot watch signals: " << std::strerror(errno) << "\n";
+        co_return exit_status::internal;
+    }
+    auto s = std::make_shared<supervisor>(ex, sigs.fd, o.name, o.grace);
+    s->start_reading();
+    struct finish_on_exit {
+        std::shared_ptr<supervisor> s;
+        ~finish_on_exit() { s->finish(); }
+    } finally{s};
 
-    if (int rc = co_await connect_or_explain(o, b)) {
-        signals.cancel();
+    if (int rc = co_await connect_or_explain(o, b))
         co_return rc;
+    if (s->early_signal) {
+        std::cerr << "dlock: interrupted by signal " << s->early_signal << " before running the command\n";
+        co_return 128 + s->early_signal;
     }
     registry reg(*b.st, lock_config{.prefix = o.prefix, .lease = o.lease, .watchdog = o.watchdog});
     lock lk = reg.obtain(o.name);
-    auto [ec, g] = co_await acquire(lk, o, s);
-    if (s.early_signal) {
-        signals.cancel();
+    auto [ec, g] = co_await acquire(lk, o, *s);
+    if (s->early_signal) {
         if (g)
             co_await g.release(use_tuple);
-        std::cerr << "dlock: interrupted by signal " << s.early_signal << " before running the command\n";
-        co_return 128 + s.early_signal;
+        std::cerr << "dlock: interrupted by signal " << s->early_signal << " before running the command\n";
+        co_return 128 + s->early_signal;
     }
-    if (ec == error::timeout && !b.reachable()) {
-        signals.cancel();  // the wait ran out because the server went away, not a holder
-        std::cerr << "dlock: lost the server at " << b.where << " while waiting for '" << o.name
-                  << "'\n";
+    if (ec == error::timeout && !(co_await b.reachable())) {
+        // The wait ran out because the server went away, not because of a holder.
+        std::cerr << "dlock: lost the server at " << b.where << " while waiting for '" << o.name << "'\n";
         co_return exit_status::unavailable;
     }
     if (ec == error::timeout || (!ec && !g)) {
-        signals.cancel();
         std::cerr << "dlock: '" << o.name << "' is held elsewhere; not acquired" << describe_wait(o) << "\n";
         co_return o.conflict_exit_code;
     }
     if (ec) {
-        signals.cancel();
         bool usage = ec == error::invalid_name || ec == error::invalid_lease;
         std::cerr << "dlock: cannot acquire '" << o.name << "': " << ec.message() << "\n";
         co_return usage ? exit_status::usage : exit_status::unavailable;
@@ -119,55 +218,27 @@ asio::awaitable<int> run_command(const options& o, backend& b)
     if (o.verbose)
         std::cerr << "dlock: acquired '" << o.name << "', fencing token " << g.fencing_token() << "\n";
 
-    auto sp = spawn(o.argv, environment_with({"DLOCK_NAME=" + o.name,
-                                              "DLOCK_FENCING_TOKEN=" + std::to_string(g.fencing_token()),
-                                              "DLOCK_LEASE_MS=" + std::to_string(o.lease.count())}));
+    auto sp = spawn(o.argv,
+                    environment_with({"DLOCK_NAME=" + o.name, "DLOCK_FENCING_TOKEN=" + std::to_string(g.fencing_token()),
+                                      "DLOCK_LEASE_MS=" + std::to_string(o.lease.count())}),
+                    sigs.previous_mask, sigs.ignored);
     if (sp.pid < 0) {
-        signals.cancel();
         co_await g.release(use_tuple);
         std::cerr << "dlock: cannot run '" << o.argv[0] << "': " << std::strerror(sp.error) << "\n";
         co_return sp.error == ENOENT ? exit_status::not_found : exit_status::cannot_execute;
     }
-    s.child = sp.pid;
-
-    // A lost lease stops the command: SIGTERM now, SIGKILL after the grace period.
-    asio::steady_timer grace(ex);
-    g.wait_lost([&](error_code ec) {
-        if (ec != error::lock_lost)
-            return;  // released or cancelled: the frame may be gone
-        s.lost = true;
-        if (s.child_exited)
-            return;
-        std::cerr << "dlock: the lease on '" << o.name << "' was lost; stopping the command (SIGTERM)\n";
-        ::kill(s.child, SIGTERM);
-        grace.expires_after(o.grace);
-        grace.async_wait([&](error_code ec) {
-            if (!ec && !s.child_exited) {
-                std::cerr << "dlock: the command outlived --grace; SIGKILL\n";
-                ::kill(s.child, SIGKILL);
-            }
-        });
+    s->child = sp.pid;
+    s->reap();  // it may already have exited (its SIGCHLD is then queued too: harmless)
+    g.wait_lost([s](error_code ec) {
+        if (ec == error::lock_lost)
+            s->on_lost();
     });
-
-    int wait_status = 0;
-    for (;;) {
-        pid_t r = ::waitpid(s.child, &wait_status, WNOHANG);
-        if (r == s.child)
-            break;
-        if (r < 0 && errno != EINTR) {  // cannot happen unless someone reaped our child
-            std::cerr << "dlock: lost track of the command: " << std::strerror(errno) << "\n";
-            wait_status = 0xff00;  // exit status 255
-            break;
-        }
-        co_await sigchld.async_wait(use_tuple);
-    }
-    s.child_exited = true;
-    grace.cancel();
-    signals.cancel();
+    while (!s->child_exited)
+        co_await s->exited.async_wait(use_tuple);
 
     auto [rec] = co_await g.release(use_tuple);
-    if (s.lost || rec == error::lock_lost) {
-        if (!s.lost)
+    if (s->lost || rec == error::lock_lost) {
+        if (!s->lost)
             std::cerr << "dlock: the lease on '" << o.name << "' had been lost before the command finished\n";
         co_return exit_status::lease_lost;
     }
@@ -176,7 +247,7 @@ asio::awaitable<int> run_command(const options& o, backend& b)
                   << "); it frees itself when its lease ends\n";
     if (o.verbose)
         std::cerr << "dlock: released '" << o.name << "'\n";
-    co_return exit_status_of(wait_status);
+    co_return exit_status_of(s->wait_status);
 }
 
 }  // namespace dlock::cli

@@ -105,17 +105,40 @@ bool parse_duration(std::string_view text, std::chrono::milliseconds& out)
 }
 
 // "host[:port]" or "[v6]:port" of one sentinel.
+std::string redact_url(std::string_view url)
+{
+    std::string s(url);
+    auto scheme_end = s.find("://");
+    if (scheme_end != std::string::npos) {
+        auto start = scheme_end + 3;
+        auto end = std::min(s.find_first_of("/?#", start), s.size());
+        auto at = s.rfind('@', end);
+        auto colon = s.find(':', start);
+        if (at != std::string::npos && at >= start && colon < at)
+            s.replace(colon + 1, at - colon - 1, "***");
+    }
+    for (std::string_view key : {"password=", "sentinel_password="}) {
+        for (auto p = s.find(key); p != std::string::npos; p = s.find(key, p + key.size())) {
+            if (p == 0 || (s[p - 1] != '?' && s[p - 1] != '&'))
+                continue;
+            auto v = p + key.size();
+            s.replace(v, std::min(s.find_first_of("&#", v), s.size()) - v, "***");
+        }
+    }
+    return s;
+}
+
 static bool parse_sentinel_node(std::string_view text, std::string_view url, sentinel_node& out, config_error& err)
 {
     std::string_view host = text, port;
     if (!text.empty() && text.front() == '[') {
         auto close = text.find(']');
         if (close == std::string_view::npos)
-            return fail(err, error::invalid_url, "URL '" + std::string(url) + "': unclosed '[' in sentinel '" + std::string(text) + "'");
+            return fail(err, error::invalid_url, "URL '" + redact_url(url) + "': unclosed '[' in sentinel '" + std::string(text) + "'");
         host = text.substr(1, close - 1);
         if (close + 1 < text.size()) {
             if (text[close + 1] != ':')
-                return fail(err, error::invalid_url, "URL '" + std::string(url) + "': bad sentinel '" + std::string(text) + "'");
+                return fail(err, error::invalid_url, "URL '" + redact_url(url) + "': bad sentinel '" + std::string(text) + "'");
             port = text.substr(close + 2);
         }
     } else if (auto colon = text.find(':'); colon != std::string_view::npos) {
@@ -123,7 +146,7 @@ static bool parse_sentinel_node(std::string_view text, std::string_view url, sen
         port = text.substr(colon + 1);
     }
     if (host.empty())
-        return fail(err, error::invalid_url, "URL '" + std::string(url) + "': empty sentinel host in '" + std::string(text) + "'");
+        return fail(err, error::invalid_url, "URL '" + redact_url(url) + "': empty sentinel host in '" + std::string(text) + "'");
     out.host = std::string(host);
     if (!port.empty()) {
         config tmp;
@@ -158,16 +181,16 @@ static bool parse_sentinel_url(std::string_view text, config& out, config_error&
         hosts = comma == std::string_view::npos ? std::string_view() : hosts.substr(comma + 1);
     }
     if (nodes.empty())
-        return fail(err, error::invalid_url, "URL '" + std::string(text) + "': missing sentinel hosts");
+        return fail(err, error::invalid_url, "URL '" + redact_url(text) + "': missing sentinel hosts");
     std::string_view path = tail.substr(0, tail.find_first_of("?#"));
     std::string_view query = tail.substr(path.size());
     if (path.size() < 2)
-        return fail(err, error::invalid_url, "URL '" + std::string(text) + "': missing master name (redis+sentinel://host:26379/mymaster)");
+        return fail(err, error::invalid_url, "URL '" + redact_url(text) + "': missing master name (redis+sentinel://host:26379/mymaster)");
     path.remove_prefix(1);
     std::string_view master = path.substr(0, path.find('/'));
     std::string_view db = master.size() < path.size() ? path.substr(master.size()) : std::string_view();
     if (master.empty())
-        return fail(err, error::invalid_url, "URL '" + std::string(text) + "': missing master name (redis+sentinel://host:26379/mymaster)");
+        return fail(err, error::invalid_url, "URL '" + redact_url(text) + "': missing master name (redis+sentinel://host:26379/mymaster)");
     // The master's own address comes from the sentinels; "sentinel" is a placeholder host.
     std::string rebuilt = "redis://" + std::string(userinfo) + "sentinel" + std::string(db) + std::string(query);
     config c = out;
@@ -185,14 +208,14 @@ bool parse_url(std::string_view text, config& out, config_error& err)
         return parse_sentinel_url(text, out, err);
     auto parsed = boost::urls::parse_uri(text);
     if (!parsed)
-        return fail(err, error::invalid_url, "URL '" + std::string(text) + "': " + parsed.error().message());
+        return fail(err, error::invalid_url, "URL '" + redact_url(text) + "': " + parsed.error().message());
     boost::urls::url_view u = *parsed;
     config c = out;
     std::string scheme = u.scheme();
     if (scheme == "redis" || scheme == "rediss") {
         c.kind = scheme == "redis" ? transport::tcp : transport::tls;
         if (!u.has_authority() || u.host().empty())
-            return fail(err, error::invalid_url, "URL '" + std::string(text) + "': missing host");
+            return fail(err, error::invalid_url, "URL '" + redact_url(text) + "': missing host");
         c.host = u.host_address();  // IPv6 comes without its brackets
         std::string path = u.path();
         // Boost.URL 1.81 reads "h:12ab/3" as port "12" and path "ab/3": reject, naming the port.
@@ -200,7 +223,7 @@ bool parse_url(std::string_view text, config& out, config_error& err)
             if (u.has_port())
                 return fail(err, error::invalid_port, "port '" + std::string(u.port()) + path.substr(0, path.find('/')) +
                                                           "': expected a number from 1 to 65535");
-            return fail(err, error::invalid_url, "URL '" + std::string(text) + "': expected '/' after the host");
+            return fail(err, error::invalid_url, "URL '" + redact_url(text) + "': expected '/' after the host");
         }
         if (u.has_port()) {
             if (!parse_port(u.port(), c, err))
@@ -216,7 +239,7 @@ bool parse_url(std::string_view text, config& out, config_error& err)
         c.kind = transport::unix_socket;
         c.path = u.path();
         if (c.path.empty())
-            return fail(err, error::invalid_url, "URL '" + std::string(text) + "': missing socket path");
+            return fail(err, error::invalid_url, "URL '" + redact_url(text) + "': missing socket path");
     } else {
         return fail(err, error::unsupported_scheme,
                     "URL scheme '" + scheme + "': use redis://, rediss://, unix:// or redis+sentinel://");

@@ -283,6 +283,8 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         if (!cfg.sentinel.master_name.empty()) {
             if (auto ec = co_await detail::discover_master(ex, cfg, server_message))
                 co_return ec;
+            if (closed)  // close() came while we asked the sentinels
+                co_return error::closed;
         }
         sock.emplace(ex, cfg);
         decoder.reset();
@@ -344,7 +346,8 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                     break;
             } else {
                 ++self->st.connect_failures;
-                self->sock->close();
+                if (self->sock)  // none when Sentinel discovery failed before the connect
+                    self->sock->close();
                 self->finish_connect_waiters(ec);
             }
             // Full jitter spreads the herd of clients that lost the same server.

@@ -13,8 +13,9 @@ namespace dlock::redis::detail {
 
 /// Asks cfg.sentinel.nodes in order for the address of cfg.sentinel.master_name and writes
 /// it to cfg.host / cfg.port; the sentinel that answered moves to the front (the Sentinel
-/// client guidelines). Each sentinel gets cfg.connect_timeout. Errors: resolve_failed when
-/// no sentinel knows the master (`message` says what each one said), timeout, auth_failed.
+/// client guidelines). Each sentinel gets cfg.connect_timeout. Errors: auth_failed if a
+/// sentinel refused our AUTH, else resolve_failed when no sentinel answered with an
+/// address (`message` says what each one said or why it could not be asked).
 boost::asio::awaitable<boost::system::error_code> discover_master(boost::asio::any_io_executor ex, config& cfg,
                                                                   std::string& message);
 

@@ -8,6 +8,7 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 
 #include <array>
+#include <sstream>
 #include <memory>
 #include <vector>
 
@@ -43,10 +44,8 @@ struct redis_store::impl {
             sc.client_name.clear();
             auto& s = sentinel_watchers.emplace_back(std::make_unique<redis::subscriber>(ex, sc));
             s->listen("+switch-master", [this, prefix = cfg.sentinel.master_name + " "](const redis::event& ev) {
-                if (ev.kind == redis::event_kind::message && ev.payload.rfind(prefix, 0) == 0) {
-                    conn.reconnect();
-                    sub.reconnect();
-                }
+                if (ev.kind == redis::event_kind::message && ev.payload.rfind(prefix, 0) == 0)
+                    on_switch(ev.payload.substr(prefix.size()));
             });
         }
     }
@@ -57,6 +56,24 @@ struct redis_store::impl {
     int wait_replicas;
     std::chrono::milliseconds wait_timeout;
     std::vector<std::unique_ptr<redis::subscriber>> sentinel_watchers;
+
+    // "<old ip> <old port> <new ip> <new port>": every sentinel announces it, so reconnect
+    // only a connection that is not already on the new master.
+    void on_switch(const std::string& rest)
+    {
+        std::istringstream in(rest);
+        std::string old_ip, new_ip;
+        unsigned old_port = 0, new_port = 0;
+        if (!(in >> old_ip >> old_port >> new_ip >> new_port))
+            return;
+        auto elsewhere = [&](const auto& c) {
+            return c.get_config().host != new_ip || c.get_config().port != new_port || !c.is_connected();
+        };
+        if (elsewhere(conn))
+            conn.reconnect();
+        if (elsewhere(sub))
+            sub.reconnect();
+    }
     redis::script acquire{scripts::acquire};
     redis::script renew{scripts::renew};
     redis::script release{scripts::release};

@@ -144,7 +144,7 @@ BOOST_AUTO_TEST_CASE(url_lists_choose_the_topology)
     BOOST_TEST(f.servers[2].password == "pw");  // "redis" applies to every node
     files["/cl.json"] = R"({"url": "redis://127.0.0.1:7", "cluster": true})";
     BOOST_TEST((ok({"status", "--config", "/cl.json", "job"}).topology == topology::cluster));
-    BOOST_TEST(has(bad({"status", "--url", "redis://127.0.0.1:1,nope://x", "job"}), "--url 'nope://x'"));
+    BOOST_TEST(has(bad({"status", "--url", "redis://127.0.0.1:1,nope://x", "job"}), "--url: URL scheme 'nope'"));
 }
 
 BOOST_AUTO_TEST_CASE(mistakes_have_one_clear_line)
@@ -166,7 +166,11 @@ BOOST_AUTO_TEST_CASE(mistakes_have_one_clear_line)
     BOOST_TEST(has(bad({"run", "", "--", "true"}), "empty"));
     BOOST_TEST(has(bad({"status", "a", "b"}), "unexpected argument 'b'"));
     BOOST_TEST(has(bad({"release", "job"}), "without --force"));
-    BOOST_TEST(has(bad({"status", "--url", "http://x", "job"}), "--url 'http://x'"));
+    BOOST_TEST(has(bad({"status", "--url", "http://x", "job"}), "--url: URL scheme 'http'"));
+    BOOST_TEST(!has(bad({"status", "--url", "redis://:s3cret@h:0", "job"}), "s3cret"));
+    env["DLOCK_URL"] = "redis://h:0";
+    BOOST_TEST(has(bad({"status", "job"}), "$DLOCK_URL: port '0'"));
+    env.clear();
     BOOST_TEST(has(bad({"status", "--config", "/missing.json", "job"}), "cannot be read"));
     files["/bad.json"] = "{nope";
     BOOST_TEST(has(bad({"status", "--config", "/bad.json", "job"}), "not valid JSON"));

@@ -129,6 +129,25 @@ BOOST_AUTO_TEST_CASE(commands_on_one_name_never_overlap)
     BOOST_TEST(sections == 20);
 }
 
+BOOST_AUTO_TEST_CASE(the_command_inherits_ignored_signals_and_no_sockets)
+{
+    redis_server srv;
+    // nohup-style: SIGHUP ignored by the caller stays ignored for the command.
+    auto r = dlock_cli({"run", "--url", srv.url(), "job", "--", "/bin/sh", "-c", "kill -HUP $$; echo survived"});
+    BOOST_TEST(r.status == 129);  // the default: our test process does not ignore SIGHUP
+    std::vector<std::string> argv{"/bin/sh", "-c",
+                                  "trap '' HUP; exec \"$0\" run --url \"$1\" job -- /bin/sh -c 'kill -HUP $$; echo survived'",
+                                  DLOCK_CLI_PATH, srv.url()};
+    int st = 0;
+    auto out = dlock::test::run_capture(argv, &st);
+    BOOST_TEST(dlock::cli::exit_status_of(st) == 0);
+    BOOST_TEST(out == "survived");
+    // Only stdin, stdout and stderr reach the command: dlock's Redis sockets do not.
+    auto fds = dlock_cli({"run", "--url", srv.url(), "job", "--", "/bin/sh", "-c", "ls /proc/$$/fd | tr '\\n' ' '"});
+    BOOST_TEST(fds.status == 0);
+    BOOST_TEST(fds.out == "0 1 2 ");
+}
+
 BOOST_AUTO_TEST_CASE(a_held_lock_gives_the_conflict_status)
 {
     redis_server srv;

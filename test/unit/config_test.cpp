@@ -293,6 +293,24 @@ BOOST_AUTO_TEST_CASE(url_sentinel)
     url_bad("redis+sentinel://h/m/x", error::invalid_database, "database 'x'");
 }
 
+BOOST_AUTO_TEST_CASE(messages_never_show_passwords)
+{
+    using dlock::redis::redact_url;
+    BOOST_TEST(redact_url("redis://user:s3cret@h:1/2") == "redis://user:***@h:1/2");
+    BOOST_TEST(redact_url("redis://:s3cret@h") == "redis://:***@h");
+    BOOST_TEST(redact_url("redis://user@h") == "redis://user@h");
+    BOOST_TEST(redact_url("redis+sentinel://u:p@a:1,b:2/m?sentinel_password=x&db=1") ==
+               "redis+sentinel://u:***@a:1,b:2/m?sentinel_password=***&db=1");
+    BOOST_TEST(redact_url("unix:///s.sock?password=pw") == "unix:///s.sock?password=***");
+    for (auto url : {"redis://u:s3cret@h:0", "redis://:s3cret@h/x", "redis+sentinel://:s3cret@h:0/m",
+                     "redis://:s3cret@h?bogus=1", "redis+sentinel://:s3cret@h/m?sentinel_password=s3cret&x=1"}) {
+        config c;
+        config_error err;
+        BOOST_TEST(!parse_url(url, c, err));
+        BOOST_TEST(err.message.find("s3cret") == std::string::npos, err.message);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(json_sentinel)
 {
     auto c = json_ok(R"({"sentinel": {"master": "mm", "nodes": ["127.0.0.1:1", "h2"], "password": "sp"}, "password": "pw"})");

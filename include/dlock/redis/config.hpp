@@ -86,9 +86,14 @@ bool parse_url(std::string_view url, config& out, config_error& err);
 
 /// Reads the same fields from a JSON object: {"url": "...", "host", "port", "path",
 /// "username", "password", "database", "client_name", "connect_timeout" ("5s" or ms),
-/// "request_timeout", "tls": {"ca_file","cert_file","key_file","verify"}}. "url" is applied
+/// "request_timeout", "reconnect_min", "reconnect_max", "tls": {"ca_file","cert_file",
+/// "key_file","verify"}, "sentinel": {"master","nodes": ["host:port",...],"username","password"}}. "url" is applied
 /// first, then the other fields override it. Unknown fields are an error.
 bool parse_json(const boost::json::value& v, config& out, config_error& err);
+
+/// `url` with its password (user info, `password=` and `sentinel_password=` options)
+/// replaced by `***`, for messages and logs.
+std::string redact_url(std::string_view url);
 
 /// Parses "250ms", "5s", "2m", "1h" or a plain number of milliseconds.
 bool parse_duration(std::string_view text, std::chrono::milliseconds& out);

@@ -77,6 +77,10 @@ public:
     void close();
     /// Drops the connection and connects again now; channels are subscribed again.
     void reconnect() { conn_.reconnect(); }
+    /// The connection's settings (through Sentinel: the master it found last).
+    const config& get_config() const noexcept { return conn_.get_config(); }
+    /// Connected and past the handshake right now.
+    bool is_connected() const noexcept { return conn_.is_connected(); }
 
 private:
     struct state;
