@@ -70,12 +70,15 @@ struct redlock_options {
 ///
 /// **Fencing tokens.** Each node keeps its own counter (INCR per lease, as redis_store).
 /// After a quorum grants the lease, the token is T = the largest counter value among the
-/// granting replies; before completing, the store raises the counter of *every* node to at
-/// least T (and stores T as the lease's token on the nodes where the lease is held), and it
-/// completes as acquired only once Q nodes that hold the lease confirmed it. The next lease
-/// must be granted by a quorum, which shares a node with those Q; that node grants it only
-/// after this lease ended there, i.e. after its counter was raised to ≥ T, so its INCR and
-/// the next token exceed T. Hence tokens strictly increase from lease to lease, given:
+/// granting replies. The store completes as acquired only once Q nodes hold the lease with
+/// counters ≥ T: at once if Q granting replies carry T itself (the counters are in step, the
+/// usual case); otherwise it first raises the counter of *every* node to at least T (and
+/// records T as the lease's token where the lease is held) and waits until Q nodes holding
+/// the lease confirmed it (a node that grants late with a lower value is raised too). The
+/// next lease must be granted by a quorum, which shares a node with those Q; that node
+/// grants it only after this lease ended there, when its counter was already ≥ T, so its
+/// INCR and the next token exceed T. Hence tokens strictly increase from lease to lease,
+/// given:
 ///   - Redlock's timing assumptions (bounded clock drift, pauses shorter than the drift
 ///     margin): they are what orders the leases in the first place;
 ///   - counters survive: a node restarted *without* its data (no AOF, or AOF with
@@ -90,8 +93,9 @@ struct redlock_options {
 /// the retry): it then returns a larger token, still unique to this lease and larger than
 /// every earlier lease's.
 ///
-/// An acquisition costs two round trips (grant, then the counter update), each to all nodes
-/// in parallel. Errors: error::no_quorum (too few nodes answered), error::closed (the store
+/// An acquisition costs one round trip to all nodes in parallel while their counters are in
+/// step, and a second one (the counter update) when they differ, e.g. after a node missed
+/// leases; that update brings them back in step. Errors: error::no_quorum (too few nodes answered), error::closed (the store
 /// was closed or destroyed). Cancellation of any operation (terminal, partial): completes
 /// with operation_aborted at once; the requests already sent finish in the background, and
 /// a lease an aborted try_acquire obtained is released. Executor: one single-threaded

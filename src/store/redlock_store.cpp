@@ -166,8 +166,10 @@ struct acquire_op : op_base<store::acquire_signature> {
     milliseconds ttl{};
     clock_type::time_point sent;
     std::size_t granted = 0;  // failures count only as missing votes
+    std::size_t agree = 0;    // grants that carry `fence` itself
     std::vector<long long> refused_ttls;
     std::uint64_t fence = 0;
+    bool in_step = false;     // granted without the counter update: late grants may need it
     // Phase 2.
     bool raising = false;
     std::size_t raise_replies = 0, confirmed = 0, not_held = 0;
@@ -197,15 +199,26 @@ struct acquire_op : op_base<store::acquire_signature> {
         return v[k - 1] < 0 ? milliseconds(-1) : milliseconds(v[k - 1]);
     }
 
-    static void on_grant(const std::shared_ptr<acquire_op>& self, error_code ec, const acquire_result& r)
+    static void on_grant(const std::shared_ptr<acquire_op>& self, std::size_t node, error_code ec,
+                         const acquire_result& r)
     {
         auto& s = *self;
         ++s.replies;
-        if (s.decided || s.raising)
-            return;  // a late grant: the release or the counter update sent since covers it
+        if (s.decided || s.raising) {
+            // A late grant: the release or the counter update sent since covers it, except
+            // after a grant without update, where a lagging node is brought up to the token.
+            if (s.in_step && !ec && r.acquired && r.fencing_token < s.fence)
+                if (auto c = s.core.lock(); c && !c->closed)
+                    s.send_raise(*c, node, [](error_code, const redis::reply&) {});
+            return;
+        }
         if (!ec && r.acquired) {
             ++s.granted;
-            s.fence = std::max(s.fence, r.fencing_token);
+            if (r.fencing_token > s.fence) {
+                s.fence = r.fencing_token;
+                s.agree = 0;
+            }
+            s.agree += r.fencing_token == s.fence;
         } else if (!ec) {
             s.refused_ttls.push_back(r.holder_ttl.count());
         }
@@ -215,6 +228,11 @@ struct acquire_op : op_base<store::acquire_signature> {
         case vote::yes:
             if (!c || c->closed)
                 return s.fail(c, error::closed, milliseconds(-1));
+            if (s.agree >= s.n / 2 + 1) {
+                // A quorum holds the lease with counters already at the token: nothing to raise.
+                s.in_step = true;
+                return s.succeed(c);
+            }
             if (s.completed())  // cancelled meanwhile: nobody will use the lease
                 return s.fail(c, {}, milliseconds(-1));
             return s.start_raise(self, *c);
@@ -223,16 +241,34 @@ struct acquire_op : op_base<store::acquire_signature> {
         }
     }
 
+    template <class Handler>
+    void send_raise(detail::redlock_core& c, std::size_t i, Handler h)
+    {
+        auto& node = *c.nodes[i];
+        std::array<std::string, 2> keys{node.fence_key(name), node.lock_key(name)};
+        std::array<std::string, 2> args{std::to_string(fence), token};
+        node.connection().async_eval(c.raise, keys, args, std::move(h));
+    }
+
     void start_raise(const std::shared_ptr<acquire_op>& self, detail::redlock_core& c)
     {
         raising = true;
-        std::array<std::string, 2> args{std::to_string(fence), token};
-        for (auto& node : c.nodes) {
-            std::array<std::string, 2> keys{node->fence_key(name), node->lock_key(name)};
-            node->connection().async_eval(c.raise, keys, args, [self](error_code ec, redis::reply r) {
-                on_raised(self, ec, r);
-            });
-        }
+        for (std::size_t i = 0; i < c.n; ++i)
+            send_raise(c, i, [self](error_code ec, redis::reply r) { on_raised(self, ec, r); });
+    }
+
+    // A quorum holds the lease and has counters at or above the token.
+    void succeed(const std::shared_ptr<detail::redlock_core>& c)
+    {
+        if (completed())  // cancelled meanwhile: nobody will use the lease
+            return fail(c, {}, milliseconds(-1));
+        if (!ttl_left(sent, ttl, c ? c->drift(ttl) : ttl))  // took too long: what is left is no lock
+            return fail(c, {}, milliseconds(-1));
+        acquire_result res;
+        res.acquired = true;
+        res.fencing_token = fence;
+        res.holder_ttl = ttl;
+        complete({}, res);
     }
 
     static void on_raised(const std::shared_ptr<acquire_op>& self, error_code ec, const redis::reply& r)
@@ -248,16 +284,7 @@ struct acquire_op : op_base<store::acquire_signature> {
         auto c = s.core.lock();
         auto outcome = tally(s.n, s.confirmed, s.not_held, s.n - s.raise_replies);
         if (outcome == vote::yes) {
-            if (s.completed())
-                return s.fail(c, {}, milliseconds(-1));
-            auto valid = ttl_left(s.sent, s.ttl, c ? c->drift(s.ttl) : s.ttl);
-            if (!valid)  // took too long: what is left of the lease is no lock
-                return s.fail(c, {}, milliseconds(-1));
-            acquire_result res;
-            res.acquired = true;
-            res.fencing_token = s.fence;
-            res.holder_ttl = s.ttl;
-            s.complete({}, res);
+            s.succeed(c);
         } else if (outcome == vote::no) {
             s.fail(c, {}, milliseconds(-1));  // the lease ended on too many nodes meanwhile
         } else if (outcome == vote::no_quorum) {
@@ -430,9 +457,9 @@ void redlock_store::do_try_acquire(const std::string& name, const std::string& t
     op->ttl = ttl;
     acquire_op::arm_cancellation(op);
     op->sent = clock_type::now();  // the leases start counting no earlier than this
-    for (auto& node : c.nodes)
-        node->async_try_acquire(name, token, ttl,
-                                [op](error_code ec, acquire_result r) { acquire_op::on_grant(op, ec, r); });
+    for (std::size_t i = 0; i < c.n; ++i)
+        c.nodes[i]->async_try_acquire(
+            name, token, ttl, [op, i](error_code ec, acquire_result r) { acquire_op::on_grant(op, i, ec, r); });
 }
 
 void redlock_store::do_renew(const std::string& name, const std::string& token, milliseconds ttl,
