@@ -5,6 +5,8 @@
  *   raw_ping_rtt               PING over a blocking socket: the round trip (RTT) baseline
  *   raw_lua_pipelined_ceiling  the lock's own acquire+release scripts sent raw, 64 pairs
  *                              per write: the most cycles/s the server gives one connection
+ *   raw_uncontended_floor      acquire then release scripts over a blocking socket, no
+ *                              library: the floor under the next case on this machine
  *   uncontended_acquire_release  one coroutine, one name        goal p50 <= 2.2 x RTT
  *   redlock3_uncontended       the same on a 3-node redlock_store (this server and two
  *                              more); ratio to uncontended_acquire_release (no goal)
@@ -13,6 +15,7 @@
  *   distinct_names_64          64 coroutines, 64 names, one connection
  *                                                               goal >= 0.8 x ceiling
  *   local_handoff_16           16 coroutines on one name        goal >= 100,000 hand-offs/s
+ *   raw_cross_process_floor    the hand-off below with blocking sockets and no library
  *   cross_process_handoff      release in one process -> acquire in another
  *                                                               goal p50 <= 3 x RTT, p99 <= 1 ms
  *   two_process_sections_16    16 waiters over 2 processes, 1 ms sections
@@ -39,6 +42,8 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <iostream>
@@ -151,6 +156,123 @@ double raw_lua_ceiling(std::uint16_t port, int cycles)
     return done / std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
+
+// The lock's own scripts over blocking sockets, no library: the floor under the lock's
+// figures on this machine (the same round trips and wake-ups, nothing else).
+class raw_client {
+public:
+    explicit raw_client(std::uint16_t port) : sock_(port) {}
+    int fd() const noexcept { return sock_.fd(); }
+    void send(const dlock::redis::request& r)
+    {
+        const auto& p = r.payload();
+        if (::write(sock_.fd(), p.data(), p.size()) != ssize_t(p.size()))
+            throw std::runtime_error("raw write failed");
+    }
+    // The next reply, blocking.
+    dlock::redis::reply next()
+    {
+        boost::system::error_code ec;
+        for (;;) {
+            if (auto r = dec_.next(ec))
+                return std::move(*r);
+            if (ec)
+                throw std::runtime_error("raw decode failed");
+            char buf[4096];
+            ssize_t n = ::read(sock_.fd(), buf, sizeof buf);
+            if (n <= 0)
+                throw std::runtime_error("raw read failed");
+            dec_.feed({buf, std::size_t(n)});
+        }
+    }
+    // Drops whatever has already arrived (stale release messages), without blocking.
+    void drain()
+    {
+        char buf[4096];
+        while (::recv(sock_.fd(), buf, sizeof buf, MSG_DONTWAIT) > 0) {
+        }
+        dec_.reset();
+    }
+
+private:
+    bench::raw_pinger sock_;
+    dlock::resp::decoder dec_;
+};
+
+// acquire + release, one after the other, over one blocking socket.
+std::vector<double> raw_uncontended(std::uint16_t port, int samples)
+{
+    asio::io_context io;
+    dlock::redis_store keys(io.get_executor(), config_for(port));  // only for key names
+    dlock::redis::script acq(dlock::scripts::acquire), rel(dlock::scripts::release);
+    raw_client c(port);
+    dlock::redis::request load;
+    load.push("SCRIPT", "LOAD", acq.body());
+    load.push("SCRIPT", "LOAD", rel.body());
+    c.send(load);
+    c.next();
+    c.next();
+    const std::string name = "dlock:bench:raw-solo";
+    dlock::redis::request a, r;
+    a.push("EVALSHA", acq.sha1(), 2, keys.lock_key(name), keys.fence_key(name), "tok", 30000);
+    r.push("EVALSHA", rel.sha1(), 1, keys.lock_key(name), "tok", keys.channel(name));
+    std::vector<double> lat;
+    for (int i = 0; i < samples + 500; ++i) {
+        auto t0 = clock_type::now();
+        c.send(a);
+        c.next();
+        c.send(r);
+        c.next();
+        if (i >= 500)
+            lat.push_back(bench::us_since(t0));
+    }
+    return lat;
+}
+
+// --peer rawpingpong PORT ROUNDS: the pingpong peer over blocking sockets: try the acquire
+// script, on refusal block on the release channel, retry.
+int raw_pingpong_peer(std::uint16_t port, int rounds)
+{
+    asio::io_context io;
+    dlock::redis_store keys(io.get_executor(), config_for(port));
+    dlock::redis::script acq(dlock::scripts::acquire), rel(dlock::scripts::release);
+    const std::string name = "dlock:bench:rawpingpong";
+    const std::string token = "raw-" + std::to_string(::getpid());
+    raw_client cmd(port), sub(port);
+    dlock::redis::request s;
+    s.push("SUBSCRIBE", keys.channel(name));
+    sub.send(s);
+    sub.next();  // confirmed: from now on no release goes unseen
+    dlock::redis::request load;
+    load.push("SCRIPT", "LOAD", acq.body());
+    load.push("SCRIPT", "LOAD", rel.body());
+    cmd.send(load);
+    cmd.next();
+    cmd.next();
+    dlock::redis::request a, r;
+    a.push("EVALSHA", acq.sha1(), 2, keys.lock_key(name), keys.fence_key(name), token, 30000);
+    r.push("EVALSHA", rel.sha1(), 1, keys.lock_key(name), token, keys.channel(name));
+    std::ostringstream out;
+    for (int i = 0; i < rounds; ++i) {
+        for (;;) {
+            sub.drain();
+            cmd.send(a);
+            auto reply = cmd.next();
+            if (reply.elements.size() == 2 && reply.elements[0].integer == 1)
+                break;
+            sub.next();  // a release message
+        }
+        out << "acq " << now_ns() << "\n";
+        ::usleep(3000);
+        out << "rel " << now_ns() << "\n";
+        cmd.send(r);
+        cmd.next();
+        ::usleep(1000);
+    }
+    std::cout << out.str() << "done" << std::endl;
+    return 0;
+}
+
 std::vector<double> uncontended(std::uint16_t port, int samples)
 {
     std::vector<double> lat;
@@ -250,6 +372,8 @@ int peer(char** argv)
 {
     std::string mode = argv[2];
     auto port = static_cast<std::uint16_t>(std::atoi(argv[3]));
+    if (mode == "rawpingpong")
+        return raw_pingpong_peer(port, std::atoi(argv[4]));
     std::ostringstream out;
     with_store(port, [&](asio::io_context& io, dlock::redis_store& store) -> asio::awaitable<void> {
         dlock::registry reg(store);
@@ -310,11 +434,11 @@ std::vector<std::string> read_until_done(dlock::test::child& c)
     return lines;
 }
 
-std::vector<double> cross_process(std::uint16_t port, int rounds)
+std::vector<double> cross_process(std::uint16_t port, int rounds, const char* mode = "pingpong")
 {
     std::vector<std::pair<long long, std::pair<int, bool>>> events;  // time, (process, is_acquire)
-    dlock::test::child a({"/proc/self/exe", "--peer", "pingpong", std::to_string(port), std::to_string(rounds)});
-    dlock::test::child b({"/proc/self/exe", "--peer", "pingpong", std::to_string(port), std::to_string(rounds)});
+    dlock::test::child a({"/proc/self/exe", "--peer", mode, std::to_string(port), std::to_string(rounds)});
+    dlock::test::child b({"/proc/self/exe", "--peer", mode, std::to_string(port), std::to_string(rounds)});
     int idx = 0;
     for (auto* c : {&a, &b}) {
         for (auto& l : read_until_done(*c)) {
@@ -461,6 +585,11 @@ int main(int argc, char** argv)
         solo.ratio = *solo.p50_us / rtt_p50;
         solo.goal = "p50 <= 2.2 x RTT";
         solo.met = *solo.ratio <= 2.2;
+        auto raw_solo = bench::summarize("raw_uncontended_floor", raw_uncontended(port, samples));
+        raw_solo.ratio = *raw_solo.p50_us / rtt_p50;
+        raw_solo.note = "the same two scripts over a blocking socket, no library";
+        solo.note += "; " + std::to_string(*solo.p50_us / *raw_solo.p50_us).substr(0, 4) + " x the raw floor";
+        rs.push_back(raw_solo);
         rs.push_back(solo);
 
         {
@@ -492,8 +621,13 @@ int main(int argc, char** argv)
         hot.note = std::to_string(handed) + " local hand-offs";
         rs.push_back(hot);
 
+        auto raw_cross = bench::summarize("raw_cross_process_floor", cross_process(port, quick ? 100 : 500, "rawpingpong"));
+        raw_cross.ratio = *raw_cross.p50_us / rtt_p50;
+        raw_cross.note = "the same scripts and SUBSCRIBE over blocking sockets, no library";
+        rs.push_back(raw_cross);
         auto cross = bench::summarize("cross_process_handoff", cross_process(port, quick ? 100 : 500));
         cross.ratio = *cross.p50_us / rtt_p50;
+        cross.note = std::to_string(*cross.p50_us / *raw_cross.p50_us).substr(0, 4) + " x the raw floor";
         cross.goal = "p50 <= 3 x RTT, p99 <= 1000 us";
         cross.met = *cross.ratio <= 3 && *cross.p99_us <= 1000;
         rs.push_back(cross);
