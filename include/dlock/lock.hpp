@@ -20,7 +20,9 @@ namespace dlock {
 /// A named lock from registry::obtain. All operations run on the registry's executor.
 ///
 /// Completion of the acquire family: void(error_code, guard). Errors: invalid_name,
-/// invalid_lease, timeout (acquire_for), lock_lost (re-entry into a lost hold), closed.
+/// invalid_lease, timeout (acquire_for), lock_lost (re-entry into a lost hold), closed;
+/// try_acquire also reports the store's error when its one attempt failed (connection_lost,
+/// timeout, no_quorum, ...), while acquire and acquire_for retry store errors with backoff.
 /// Cancellation (terminal, partial, total): the waiter leaves the local queue at once;
 /// a store request already sent is finished in the background and its lease, if any,
 /// released with the same token, so nothing is left behind.

@@ -135,13 +135,13 @@ void engine::remove_waiter(const std::shared_ptr<waiter>& w, error_code ec)
     pump();
 }
 
-void engine::complete_try_waiters()
+void engine::complete_try_waiters(error_code ec)
 {
     for (auto it = queue_.begin(); it != queue_.end();) {
         if ((*it)->try_once) {
             auto w = *it;
             it = queue_.erase(it);
-            finish_waiter(*w, {}, guard());
+            finish_waiter(*w, ec, guard());
         } else {
             ++it;
         }
@@ -239,6 +239,8 @@ engine::next_step engine::on_attempt(std::string& token, clock_type::time_point 
         ++r.stats.store_errors;
         // The attempt may have taken the lease before the failure: drop it.
         background_release(token);
+        // One attempt was asked for, and the store could not answer it: say why.
+        complete_try_waiters(ec);
         return has_waiters() ? next_step::backoff : stop();
     }
     if (res.acquired) {
@@ -372,7 +374,8 @@ void engine::store_release(std::string token, asio::any_completion_handler<void(
     r.st.async_release(
         store_name_, token,
         [self = shared_from_this(), token, attempt, done = std::move(done)](error_code ec, bool owned) mutable {
-            bool transient = ec == error::connection_lost || ec == error::timeout;
+            // no_quorum (Redlock): part of the release may have landed; asking again is safe.
+            bool transient = ec == error::connection_lost || ec == error::timeout || ec == error::no_quorum;
             if (transient && attempt < 2) {
                 ++self->reg_->stats.store_errors;
                 return self->store_release(std::move(token), std::move(done), attempt + 1);

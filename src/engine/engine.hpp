@@ -97,7 +97,7 @@ private:
     void grant();
     void remove_waiter(const std::shared_ptr<waiter>& w, boost::system::error_code ec);
     void finish_waiter(waiter& w, boost::system::error_code ec, guard g);
-    void complete_try_waiters();
+    void complete_try_waiters(boost::system::error_code ec = {});
     void fail_waiters(boost::system::error_code ec);
     std::shared_ptr<hold> new_hold(std::uint64_t owner);
     void mark_lost();

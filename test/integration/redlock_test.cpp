@@ -231,8 +231,11 @@ BOOST_AUTO_TEST_CASE(two_nodes_down_no_quorum)
         BOOST_TEST((ec_f == dlock::error::no_quorum));
         BOOST_TEST(!ff);
 
-        // Through the lock: never granted. The engine retries store errors until the
-        // caller's limit (it does not pass no_quorum on; see the report).
+        // Through the lock: never granted. One attempt reports the store's error; a bounded
+        // wait retries store errors until its limit.
+        auto [ec_t, gt] = co_await reg.obtain("q").try_acquire(tuple);
+        BOOST_TEST(!gt.owns_lock());
+        BOOST_TEST((ec_t == dlock::error::no_quorum), ec_t.message());
         auto [ec_l, g] = co_await reg.obtain("q").acquire_for(1s, tuple);
         BOOST_TEST(!g.owns_lock());
         BOOST_TEST((ec_l == dlock::error::timeout), ec_l.message());
