@@ -39,6 +39,8 @@ else
 fi
 if command -v ccache >/dev/null 2>&1; then
   args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # Paths relative to the checkout, so another clone of the same code hits the cache.
+  export CCACHE_BASEDIR=$root CCACHE_NOHASHDIR=true
 fi
 
 cmake -S . -B "$build_dir" "${args[@]}"
