@@ -6,6 +6,7 @@
 #include "detail/post_completion.hpp"
 #include "redis/cluster_slots.hpp"
 #include "store/cluster_scripts.hpp"
+#include "store/script_replies.hpp"
 #include "store/redis_scripts.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -46,13 +47,7 @@ struct op {
     reply_handler h;
 };
 
-bool as_int(const reply& r, long long& out)
-{
-    if (r.type != reply_type::integer)
-        return false;
-    out = r.integer;
-    return true;
-}
+using detail::as_int;
 
 }  // namespace
 
@@ -662,19 +657,8 @@ void cluster_store::do_try_acquire(const std::string& name, const std::string& t
     auto o = make_op(s_acquire, slot, std::move(keys), {token, std::to_string(ttl.count())}, std::move(h),
                      [ttl](asio::any_completion_handler<acquire_signature> h, error_code ec, const reply& r) {
                          acquire_result out;
-                         long long flag = 0, value = 0;
-                         if (!ec && !(r.type == reply_type::array && r.elements.size() == 2 &&
-                                      as_int(r.elements[0], flag) && as_int(r.elements[1], value)))
-                             ec = error::invalid_request;
-                         if (!ec) {
-                             out.acquired = flag == 1;
-                             if (out.acquired) {
-                                 out.fencing_token = static_cast<std::uint64_t>(value);
-                                 out.holder_ttl = ttl;
-                             } else {
-                                 out.holder_ttl = std::chrono::milliseconds(value);
-                             }
-                         }
+                         if (!ec)
+                             ec = detail::decode_acquire(r, ttl, out);
                          std::move(h)(ec, out);
                      });
     impl_->start(std::move(o));
@@ -714,18 +698,8 @@ void cluster_store::do_status(const std::string& name, asio::any_completion_hand
     impl_->start(make_op(s_status, slot, std::move(keys), {}, std::move(h),
                          [](asio::any_completion_handler<status_signature> h, error_code ec, const reply& r) {
                              lock_status st;
-                             long long fence = 0, pttl = 0, counter = 0;
-                             if (!ec && !(r.type == reply_type::array && r.elements.size() == 4 &&
-                                          as_int(r.elements[1], fence) && as_int(r.elements[2], pttl) &&
-                                          as_int(r.elements[3], counter)))
-                                 ec = error::invalid_request;
-                             if (!ec) {
-                                 st.held = r.elements[0].type == reply_type::string;
-                                 st.holder = r.elements[0].str;
-                                 st.fencing_token = static_cast<std::uint64_t>(fence);
-                                 st.ttl = std::chrono::milliseconds(pttl < 0 ? -1 : pttl);
-                                 st.last_fencing_token = static_cast<std::uint64_t>(counter);
-                             }
+                             if (!ec)
+                                 ec = detail::decode_status(r, st);
                              std::move(h)(ec, std::move(st));
                          }));
 }

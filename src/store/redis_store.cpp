@@ -3,6 +3,7 @@
 
 #include "detail/post_completion.hpp"
 #include "store/redis_scripts.hpp"
+#include "store/script_replies.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -129,13 +130,7 @@ std::string redis_store::channel(const std::string& name) const { return impl_->
 
 namespace {
 
-bool as_int(const reply& r, long long& out)
-{
-    if (r.type != reply_type::integer)
-        return false;
-    out = r.integer;
-    return true;
-}
+using detail::as_int;
 
 // The completion for a script answering one integer: `map` turns it into the result, and
 // the caller's cancellation slot follows the request.
@@ -165,19 +160,8 @@ void redis_store::do_try_acquire(const std::string& name, const std::string& tok
         impl_->conn.async_eval(impl_->acquire, keys, args,
                                asio::bind_cancellation_slot(slot, [next = std::move(next), ttl](error_code ec, reply r) mutable {
                                    acquire_result out;
-                                   long long flag = 0, value = 0;
-                                   if (!ec && !(r.type == reply_type::array && r.elements.size() == 2 &&
-                                                as_int(r.elements[0], flag) && as_int(r.elements[1], value)))
-                                       ec = error::invalid_request;
-                                   if (!ec) {
-                                       out.acquired = flag == 1;
-                                       if (out.acquired) {
-                                           out.fencing_token = static_cast<std::uint64_t>(value);
-                                           out.holder_ttl = ttl;
-                                       } else {
-                                           out.holder_ttl = std::chrono::milliseconds(value);
-                                       }
-                                   }
+                                   if (!ec)
+                                       ec = detail::decode_acquire(r, ttl, out);
                                    std::move(next)(ec, out);
                                }));
     };
@@ -237,17 +221,8 @@ void redis_store::do_status(const std::string& name, asio::any_completion_handle
     std::array<std::string, 2> keys{std::move(k.lock), std::move(k.fence)};
     impl_->conn.async_eval(impl_->status, keys, {}, [h = std::move(h)](error_code ec, reply r) mutable {
         lock_status st;
-        long long fence = 0, pttl = 0, counter = 0;
-        if (!ec && !(r.type == reply_type::array && r.elements.size() == 4 && as_int(r.elements[1], fence) &&
-                     as_int(r.elements[2], pttl) && as_int(r.elements[3], counter)))
-            ec = error::invalid_request;
-        if (!ec) {
-            st.held = r.elements[0].type == reply_type::string;
-            st.holder = r.elements[0].str;
-            st.fencing_token = static_cast<std::uint64_t>(fence);
-            st.ttl = std::chrono::milliseconds(pttl < 0 ? -1 : pttl);
-            st.last_fencing_token = static_cast<std::uint64_t>(counter);
-        }
+        if (!ec)
+            ec = detail::decode_status(r, st);
         std::move(h)(ec, std::move(st));
     });
 }

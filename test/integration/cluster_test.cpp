@@ -6,6 +6,7 @@
 
 #include "common/child.hpp"
 #include "common/redis_cluster.hpp"
+#include "integration/mutual_exclusion.hpp"
 #include "integration/store_contract.hpp"
 #include "integration/support.hpp"
 
@@ -240,30 +241,12 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
     // Waiters in one process were woken by releases in another: SPUBLISH reached the
     // SSUBSCRIBEd connections of the other processes.
     BOOST_TEST(woken > 0);
-    std::ifstream cf(counter);
-    long total = 0;
-    cf >> total;
-    BOOST_TEST(total == processes * coroutines * sections);
-
-    std::ifstream l(log);
-    std::string pid;
-    std::uint64_t token = 0, last = 0;
-    std::map<std::uint64_t, std::string> owner_of;
-    std::map<std::string, int> per_process;
-    std::size_t lines = 0;
-    bool monotonic = true, exclusive_tokens = true;
-    while (l >> pid >> token) {
-        ++lines;
-        monotonic = monotonic && token >= last;
-        last = token;
-        auto [it, inserted] = owner_of.emplace(token, pid);
-        exclusive_tokens = exclusive_tokens && (inserted || it->second == pid);
-        ++per_process[pid];
-    }
-    BOOST_TEST(lines == static_cast<std::size_t>(processes * coroutines * sections));
-    BOOST_TEST(monotonic);
-    BOOST_TEST(exclusive_tokens);
-    BOOST_TEST(per_process.size() == static_cast<std::size_t>(processes));
+    auto r = dlock::test::read_count_log(counter, log);
+    BOOST_TEST(r.counter == processes * coroutines * sections);
+    BOOST_TEST(r.lines == static_cast<std::size_t>(processes * coroutines * sections));
+    BOOST_TEST(r.monotonic);
+    BOOST_TEST(r.exclusive_tokens);
+    BOOST_TEST(r.processes == static_cast<std::size_t>(processes));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

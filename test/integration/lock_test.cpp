@@ -3,6 +3,7 @@
 
 #include "common/child.hpp"
 #include "common/redis_server.hpp"
+#include "integration/mutual_exclusion.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -75,37 +76,16 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
         BOOST_TEST((line && line->rfind("done", 0) == 0));
         BOOST_TEST(w->wait() == 0);
     }
-    std::ifstream c(counter);
-    long total = 0;
-    c >> total;
-    BOOST_TEST(total == processes * coroutines * sections);
-
     // The log is written inside the critical section: in file order, fencing tokens never
     // go down, and a token belongs to one process only.
-    std::ifstream l(log);
-    std::string pid;
-    std::uint64_t token = 0, last = 0;
-    std::map<std::uint64_t, std::string> owner_of;
-    std::map<std::string, int> per_process;
-    std::size_t lines = 0, switches = 0;
-    std::string prev;
-    bool monotonic = true, exclusive_tokens = true;
-    while (l >> pid >> token) {
-        ++lines;
-        monotonic = monotonic && token >= last;
-        last = token;
-        auto [it, inserted] = owner_of.emplace(token, pid);
-        exclusive_tokens = exclusive_tokens && (inserted || it->second == pid);
-        ++per_process[pid];
-        switches += !prev.empty() && prev != pid;
-        prev = pid;
-    }
-    BOOST_TEST(lines == static_cast<std::size_t>(processes * coroutines * sections));
-    BOOST_TEST(monotonic);
-    BOOST_TEST(exclusive_tokens);
-    BOOST_TEST(per_process.size() == static_cast<std::size_t>(processes));
+    auto r = dlock::test::read_count_log(counter, log);
+    BOOST_TEST(r.counter == processes * coroutines * sections);
+    BOOST_TEST(r.lines == static_cast<std::size_t>(processes * coroutines * sections));
+    BOOST_TEST(r.monotonic);
+    BOOST_TEST(r.exclusive_tokens);
+    BOOST_TEST(r.processes == static_cast<std::size_t>(processes));
     // Steady progress for everyone: the lock changed process many times, not once per process.
-    BOOST_TEST(switches > 100u, "process switches: " << switches);
+    BOOST_TEST(r.switches > 100u, "process switches: " << r.switches);
 }
 
 BOOST_AUTO_TEST_CASE(killed_holder_frees_after_lease)

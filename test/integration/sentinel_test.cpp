@@ -6,6 +6,7 @@
 
 #include "common/child.hpp"
 #include "common/redis_server.hpp"
+#include "integration/mutual_exclusion.hpp"
 #include "integration/store_contract.hpp"
 #include "integration/support.hpp"
 
@@ -275,19 +276,12 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
         BOOST_TEST((line && line->rfind("done", 0) == 0), line.value_or("<none>"));
         BOOST_TEST(w->wait() == 0);
     }
-    std::ifstream cf(counter);
-    long total = 0;
-    cf >> total;
-    BOOST_TEST(total == processes * coroutines * sections);
-    std::ifstream l(log);
-    std::string pid;
-    std::uint64_t token = 0, last = 0;
-    bool monotonic = true;
-    while (l >> pid >> token) {
-        monotonic = monotonic && token >= last;
-        last = token;
-    }
-    BOOST_TEST(monotonic);
+    auto r = dlock::test::read_count_log(counter, log);
+    BOOST_TEST(r.counter == processes * coroutines * sections);
+    BOOST_TEST(r.lines == static_cast<std::size_t>(processes * coroutines * sections));
+    BOOST_TEST(r.monotonic);
+    BOOST_TEST(r.exclusive_tokens);
+    BOOST_TEST(r.processes == static_cast<std::size_t>(processes));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
