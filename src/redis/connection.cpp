@@ -28,6 +28,7 @@
 #include <array>
 #include <optional>
 #include <random>
+#include <unordered_set>
 
 namespace dlock::redis {
 
@@ -101,6 +102,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     std::optional<push_hooks> push;
     connection_stats st;
     std::string server_message;
+    std::unordered_set<std::string> scripts_sent;  // SHA1s sent with EVAL on this connection
     std::vector<std::shared_ptr<asio::any_completion_handler<connect_signature>>> connect_waiters;
     std::minstd_rand rng{std::random_device{}()};
 
@@ -337,6 +339,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                 }
                 self->connected = false;
                 self->writing = false;
+                self->scripts_sent.clear();  // the next server (or this one restarted) may not have them
                 ++self->generation;
                 self->sock->close();
                 if (!self->closed && self->push && self->push->on_disconnected)
@@ -483,11 +486,20 @@ void connection::eval_impl(const script& s, std::span<const std::string> keys, s
     tail->push_back(std::to_string(keys.size()));
     tail->insert(tail->end(), keys.begin(), keys.end());
     tail->insert(tail->end(), args.begin(), args.end());
-    request by_sha;
-    by_sha.push_range("EVALSHA", *tail);
-
     auto slot = asio::get_associated_cancellation_slot(h);
     auto self = impl_;
+    // A script's first use on this connection goes as EVAL, which loads it: an EVALSHA
+    // refused with NOSCRIPT would be retried *after* requests pipelined behind it, and so
+    // reorder them (a release overtaken by the next acquire).
+    request by_sha;
+    if (self->scripts_sent.insert(s.sha1()).second) {
+        (*tail)[0] = s.body();
+        by_sha.push_range("EVAL", *tail);
+        (*tail)[0] = s.sha1();
+    } else {
+        by_sha.push_range("EVALSHA", *tail);
+    }
+
     // Runs on the connection's executor (exec_impl posted it there); hop to the caller's.
     auto finish = [ex = self->ex](asio::any_completion_handler<script_signature> h, error_code ec, response r) {
         reply out = r.empty() ? reply() : std::move(r.front());

@@ -478,6 +478,26 @@ BOOST_AUTO_TEST_CASE(server_error_reply)
     });
 }
 
+BOOST_AUTO_TEST_CASE(a_scripts_first_use_keeps_pipeline_order)
+{
+    test::redis_server srv;
+    asio::io_context io;
+    redis::connection conn(io.get_executor(), srv.config());
+    test::run_test(io, [&]() -> asio::awaitable<void> {
+        co_await conn.async_connect();
+        // Sent back to back: the script (never loaded on this server) must run before the
+        // GET queued behind it, as an EVALSHA retried after NOSCRIPT would not.
+        redis::script set("return redis.call('SET', KEYS[1], ARGV[1])");
+        std::vector<std::string> keys = {"ordered"}, args = {"1"};
+        conn.async_eval(set, keys, args, [](boost::system::error_code ec, redis::reply) { BOOST_TEST(!ec); });
+        redis::request get;
+        get.push("GET", "ordered");
+        auto r = co_await conn.async_exec(get, asio::use_awaitable);
+        BOOST_TEST(r.at(0).str == "1");  // the script ran first
+        BOOST_TEST(conn.stats().noscript_reloads == 0u);
+    });
+}
+
 BOOST_AUTO_TEST_CASE(noscript_recovery)
 {
     test::redis_server srv;
@@ -494,7 +514,7 @@ BOOST_AUTO_TEST_CASE(noscript_recovery)
         BOOST_TEST(r.elements[0].str == "script-counter");
         BOOST_TEST(r.elements[1].str == "arg");
         BOOST_TEST(r.elements[2].integer == 1);
-        BOOST_TEST(conn.stats().noscript_reloads == 0u);  // EVALSHA found it
+        BOOST_TEST(conn.stats().noscript_reloads == 0u);  // first use on this connection: sent as EVAL
 
         BOOST_TEST(srv.cli({"SCRIPT", "FLUSH"}) == "OK");
         r = co_await conn.async_eval(s, keys, args, asio::use_awaitable);
@@ -512,7 +532,7 @@ BOOST_AUTO_TEST_CASE(noscript_recovery)
         auto [ec, out] = co_await conn.async_eval(bad, {}, {}, asio::as_tuple(asio::use_awaitable));
         BOOST_TEST(ec == error::server_error);
         BOOST_TEST(out.is_error());
-        BOOST_TEST(conn.stats().noscript_reloads == 2u);  // first EVALSHA of `bad` missed
+        BOOST_TEST(conn.stats().noscript_reloads == 1u);  // its first use went as EVAL: no miss
     });
 }
 
