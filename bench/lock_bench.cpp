@@ -99,64 +99,6 @@ void with_store(std::uint16_t port, Body body)
         throw std::runtime_error("a benchmark phase did not finish within 120 s");
 }
 
-// The lock's scripts, sent raw and pipelined: the server's ceiling for acquire+release.
-double raw_lua_ceiling(std::uint16_t port, int cycles)
-{
-    asio::io_context io;
-    dlock::redis_store keys(io.get_executor(), config_for(port));  // only for key names
-    dlock::redis::script acq(dlock::scripts::acquire), rel(dlock::scripts::release);
-    bench::raw_pinger sock(port);
-    auto send = [&](const dlock::redis::request& r) {
-        const auto& p = r.payload();
-        if (::write(sock.fd(), p.data(), p.size()) != ssize_t(p.size()))
-            throw std::runtime_error("raw write failed");
-    };
-    dlock::resp::decoder dec;
-    auto read_replies = [&](std::size_t n) {
-        char buf[65536];
-        boost::system::error_code ec;
-        while (n > 0) {
-            while (n > 0 && dec.next(ec))
-                --n;
-            if (ec)
-                throw std::runtime_error("raw decode failed");
-            if (n == 0)
-                break;
-            ssize_t r = ::read(sock.fd(), buf, sizeof buf);
-            if (r <= 0)
-                throw std::runtime_error("raw read failed");
-            dec.feed({buf, std::size_t(r)});
-        }
-    };
-    dlock::redis::request load;
-    load.push("SCRIPT", "LOAD", acq.body());
-    load.push("SCRIPT", "LOAD", rel.body());
-    send(load);
-    read_replies(2);
-    constexpr int depth = 64;
-    std::vector<std::string> names;
-    for (int i = 0; i < depth; ++i)
-        names.push_back("dlock:ceiling" + std::to_string(i));
-    std::vector<dlock::redis::request> batches(2);
-    for (int i = 0; i < depth; ++i) {
-        const auto& n = names[std::size_t(i)];
-        batches[0].push("EVALSHA", acq.sha1(), 2, keys.lock_key(n), keys.fence_key(n), "tok", 30000);
-        batches[1].push("EVALSHA", rel.sha1(), 1, keys.lock_key(n), "tok", keys.channel(n));
-    }
-    auto t0 = clock_type::now();
-    int done = 0;
-    // Acquires for all 64 names in one write, their releases in the next: like 64 coroutines.
-    while (done < cycles) {
-        send(batches[0]);
-        read_replies(depth);
-        send(batches[1]);
-        read_replies(depth);
-        done += depth;
-    }
-    return done / std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-
 // The lock's own scripts over blocking sockets, no library: the floor under the lock's
 // figures on this machine (the same round trips and wake-ups, nothing else).
 class raw_client {
@@ -198,6 +140,46 @@ private:
     bench::raw_pinger sock_;
     dlock::resp::decoder dec_;
 };
+
+// The lock's scripts, sent raw and pipelined: the server's ceiling for acquire+release.
+double raw_lua_ceiling(std::uint16_t port, int cycles)
+{
+    asio::io_context io;
+    dlock::redis_store keys(io.get_executor(), config_for(port));  // only for key names
+    dlock::redis::script acq(dlock::scripts::acquire), rel(dlock::scripts::release);
+    raw_client c(port);
+    auto read_replies = [&](std::size_t n) {
+        while (n-- > 0)
+            c.next();
+    };
+    dlock::redis::request load;
+    load.push("SCRIPT", "LOAD", acq.body());
+    load.push("SCRIPT", "LOAD", rel.body());
+    c.send(load);
+    read_replies(2);
+    constexpr int depth = 64;
+    std::vector<std::string> names;
+    for (int i = 0; i < depth; ++i)
+        names.push_back("dlock:ceiling" + std::to_string(i));
+    std::vector<dlock::redis::request> batches(2);
+    for (int i = 0; i < depth; ++i) {
+        const auto& n = names[std::size_t(i)];
+        batches[0].push("EVALSHA", acq.sha1(), 2, keys.lock_key(n), keys.fence_key(n), "tok", 30000);
+        batches[1].push("EVALSHA", rel.sha1(), 1, keys.lock_key(n), "tok", keys.channel(n));
+    }
+    auto t0 = clock_type::now();
+    int done = 0;
+    // Acquires for all 64 names in one write, their releases in the next: like 64 coroutines.
+    while (done < cycles) {
+        c.send(batches[0]);
+        read_replies(depth);
+        c.send(batches[1]);
+        read_replies(depth);
+        done += depth;
+    }
+    return done / std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
 
 // acquire + release, one after the other, over one blocking socket.
 std::vector<double> raw_uncontended(std::uint16_t port, int samples)
@@ -290,12 +272,11 @@ std::vector<double> uncontended(std::uint16_t port, int samples)
     return lat;
 }
 
-// The uncontended cycle on a redlock_store over `nodes`.
-std::vector<double> uncontended_redlock(std::vector<dlock::redis::config> nodes, int samples)
+// The uncontended cycle on any store (closed afterwards), under a 120 s cap.
+template <class Store>
+std::vector<double> uncontended_on(asio::io_context& io, Store& store, int samples, const char* phase)
 {
     std::vector<double> lat;
-    asio::io_context io;
-    dlock::redlock_store store(io.get_executor(), std::move(nodes));
     std::exception_ptr error;
     bool done = false;
     asio::co_spawn(
@@ -320,8 +301,16 @@ std::vector<double> uncontended_redlock(std::vector<dlock::redis::config> nodes,
     if (error)
         std::rethrow_exception(error);
     if (!done)
-        throw std::runtime_error("the redlock phase did not finish within 120 s");
+        throw std::runtime_error(std::string("the ") + phase + " phase did not finish within 120 s");
     return lat;
+}
+
+// The uncontended cycle on a redlock_store over `nodes`.
+std::vector<double> uncontended_redlock(std::vector<dlock::redis::config> nodes, int samples)
+{
+    asio::io_context io;
+    dlock::redlock_store store(io.get_executor(), std::move(nodes));
+    return uncontended_on(io, store, samples, "redlock");
 }
 
 // `coroutines` coroutines each run `per_coroutine` acquire+release cycles on the lock
@@ -515,35 +504,9 @@ bench::result two_process_sections(std::uint16_t port, int ms)
 std::vector<double> uncontended_cluster(int samples)
 {
     dlock::test::redis_cluster cluster;
-    std::vector<double> lat;
     asio::io_context io;
     dlock::cluster_store store(io.get_executor(), cluster.seeds());
-    std::exception_ptr error;
-    bool done = false;
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-            {
-                dlock::registry reg(store);
-                auto lock = reg.obtain("bench:solo");
-                for (int i = 0; i < samples + 500; ++i) {
-                    auto t0 = clock_type::now();
-                    auto g = co_await lock.acquire();
-                    co_await g.release();
-                    if (i >= 500)
-                        lat.push_back(bench::us_since(t0));
-                }
-            }
-            done = true;
-            store.close();
-        },
-        [&](std::exception_ptr e) { error = e; });
-    io.run_for(120s);
-    if (error)
-        std::rethrow_exception(error);
-    if (!done)
-        throw std::runtime_error("the cluster phase did not finish within 120 s");
-    return lat;
+    return uncontended_on(io, store, samples, "cluster");
 }
 
 int main(int argc, char** argv)
