@@ -16,6 +16,9 @@ namespace dlock {
 ///   `{T}<ns>:lock:<name>`   hash {owner, fence} with the lease as its PX expiry
 ///   `{T}<ns>:fence`         the fencing counter of slot T, never expiring, never reset
 ///   `{T}<ns>:released:<name>` the pub/sub channel a release publishes on
+///   `{T}<ns>:queue:<name>`  list of queued waiters' tokens (direct hand-off), and
+///   `{T}<ns>:queue-ttl:<name>` hash token -> lease each asked for; both expire
+///   `{T}<ns>:granted:<name>:<token>` the channel a queued waiter hears its hand-off on
 /// where T is a short tag chosen to hash to the same slot as <name>, so counters are
 /// bounded (one per slot) while locks still spread over the cluster.
 /// Store settings beyond the connection's.
@@ -42,6 +45,10 @@ public:
     boost::asio::any_io_executor get_executor() const override;
     watch_id watch(const std::string& name, std::function<void(watch_event)> cb) override;
     void unwatch(watch_id id) override;
+    /// True unless wait_replicas is set (a hand-off inside a release cannot be WAITed for).
+    bool direct_handoff() const noexcept override;
+    watch_id watch_grant(const std::string& name, const std::string& token,
+                         std::function<void(watch_event, grant_notice)> cb) override;
 
     /// The command connection (shared by every lock; usable for your own commands).
     redis::connection& connection() noexcept;
@@ -56,10 +63,17 @@ public:
     std::string lock_key(const std::string& name) const;
     std::string fence_key(const std::string& name) const;
     std::string channel(const std::string& name) const;
+    std::string queue_key(const std::string& name) const;
+    std::string queue_ttl_key(const std::string& name) const;
+    std::string grant_channel(const std::string& name, const std::string& token) const;
 
 private:
     void do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
                         boost::asio::any_completion_handler<acquire_signature> h) override;
+    void do_try_acquire_queued(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+                               boost::asio::any_completion_handler<acquire_signature> h) override;
+    void attempt(const std::string& name, const std::string& token, std::chrono::milliseconds ttl, bool queue,
+                 boost::asio::any_completion_handler<acquire_signature> h);
     void do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
                   boost::asio::any_completion_handler<renew_signature> h) override;
     void do_release(const std::string& name, const std::string& token,

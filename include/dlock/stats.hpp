@@ -27,6 +27,7 @@ struct lock_stats {
     std::uint64_t contended = 0;           ///< store attempts that found another holder
     std::uint64_t handed_off = 0;          ///< leases passed to a local waiter without the store
     std::uint64_t yielded = 0;             ///< leases given back because another process waited
+    std::uint64_t store_handoffs = 0;      ///< leases handed here by another process's release (direct hand-off)
     std::uint64_t woken_by_notification = 0;
     std::uint64_t woken_by_timer = 0;
     std::uint64_t renewals = 0;

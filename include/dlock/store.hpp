@@ -45,6 +45,13 @@ enum class watch_event : std::uint8_t {
     ready,     ///< notifications for the name flow from now on: a retry now cannot miss one
     released,  ///< the name was released
     resync,    ///< notifications may have been lost (reconnect): re-check now
+    granted,   ///< (watch_grant only) the holder's release handed the name to this token
+};
+
+/// What a direct hand-off tells its new holder (watch_event::granted).
+struct grant_notice {
+    std::uint64_t fencing_token = 0;
+    std::chrono::milliseconds ttl{0};  ///< the lease the store set at the hand-off
 };
 
 /// The contract every backend implements. The templates copy their string arguments (a
@@ -76,6 +83,21 @@ public:
         return boost::asio::async_initiate<Token, acquire_signature>(
             [this](auto h, const std::string& n, const std::string& t, std::chrono::milliseconds ttl) {
                 do_try_acquire(n, t, ttl, std::move(h));
+            },
+            tok, name, token, ttl);
+    }
+
+    /// As async_try_acquire; if the name is held, also queues `token` (FIFO) so that the
+    /// holder's release hands the name straight to it: no second round trip, no herd.
+    /// Only for stores with direct_handoff(), and only while `token` is watched by
+    /// watch_grant(). A release of `token` that finds it not holding withdraws it from the queue.
+    template <class Token = boost::asio::deferred_t>
+    auto async_try_acquire_queued(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+                                  Token&& tok = {})
+    {
+        return boost::asio::async_initiate<Token, acquire_signature>(
+            [this](auto h, const std::string& n, const std::string& t, std::chrono::milliseconds ttl) {
+                do_try_acquire_queued(n, t, ttl, std::move(h));
             },
             tok, name, token, ttl);
     }
@@ -125,12 +147,34 @@ public:
     /// Stops the callbacks of `id` (the engine also ignores any already queued).
     virtual void unwatch(watch_id id) = 0;
 
+    /// Whether a release hands the name to the first live queued waiter in the same step
+    /// (async_try_acquire_queued, watch_grant). False: waiters are only woken to retry.
+    virtual bool direct_handoff() const noexcept { return false; }
+    /// Calls `cb(ready)` once hand-offs to `token` can be delivered (queue it only after
+    /// that), `cb(granted, notice)` when one is, and `cb(resync)` when one may have been
+    /// missed (retry: an acquire by a token that holds the name succeeds). Stop with unwatch().
+    virtual watch_id watch_grant(const std::string& name, const std::string& token,
+                                 std::function<void(watch_event, grant_notice)> cb)
+    {
+        (void)name;
+        (void)token;
+        (void)cb;
+        return 0;
+    }
+
 private:
     std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
 
 protected:
     virtual void do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
                                 boost::asio::any_completion_handler<acquire_signature> h) = 0;
+    /// Default: the plain attempt (stores without direct_handoff()).
+    virtual void do_try_acquire_queued(const std::string& name, const std::string& token,
+                                       std::chrono::milliseconds ttl,
+                                       boost::asio::any_completion_handler<acquire_signature> h)
+    {
+        do_try_acquire(name, token, ttl, std::move(h));
+    }
     virtual void do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
                           boost::asio::any_completion_handler<renew_signature> h) = 0;
     virtual void do_release(const std::string& name, const std::string& token,

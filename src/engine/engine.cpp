@@ -46,7 +46,8 @@ void registry_state::emit(lock_event_kind kind, const std::string& name, std::ui
 // ---- engine ----
 
 engine::engine(std::shared_ptr<registry_state> reg, std::string name)
-    : reg_(std::move(reg)), name_(std::move(name)), ex_(reg_->st.get_executor()), wake_(ex_), dog_(ex_)
+    : reg_(std::move(reg)), name_(std::move(name)), ex_(reg_->st.get_executor()), direct_(reg_->st.direct_handoff()),
+      wake_(ex_), dog_(ex_)
 {
     store_name_ = reg_->cfg.prefix.empty() ? name_ : reg_->cfg.prefix + ":" + name_;
 }
@@ -229,7 +230,7 @@ engine::next_step engine::on_attempt(std::string& token, clock_type::time_point 
 {
     auto& r = *reg_;
     auto stop = [this] {
-        stop_watch();
+        end_wait(true);
         driving_ = false;
         if (has_waiters())
             pump();
@@ -238,7 +239,7 @@ engine::next_step engine::on_attempt(std::string& token, clock_type::time_point 
     if (ec) {
         ++r.stats.store_errors;
         // The attempt may have taken the lease before the failure: drop it.
-        background_release(token);
+        drop_token(token);
         // One attempt was asked for, and the store could not answer it: say why.
         complete_try_waiters(ec);
         return has_waiters() ? next_step::backoff : stop();
@@ -248,7 +249,7 @@ engine::next_step engine::on_attempt(std::string& token, clock_type::time_point 
         if (clock_type::now() >= deadline) {
             // The reply came after the lease's local end: it is not a lock.
             ++r.stats.late_replies;
-            background_release(token);
+            drop_token(token);
             if (++late_replies_ >= 3) {
                 fail_waiters(error::invalid_lease);
                 return stop();
@@ -256,11 +257,11 @@ engine::next_step engine::on_attempt(std::string& token, clock_type::time_point 
             return has_waiters() ? next_step::retry : stop();
         }
         if (!has_waiters()) {
-            background_release(token);
+            drop_token(token);
             return stop();
         }
         lease_ = lease_state{std::move(token), res.fencing_token, deadline};
-        stop_watch();
+        end_wait(false);  // the token holds the name now: nothing queued to withdraw
         driving_ = false;
         arm_watchdog();
         pump();
@@ -454,6 +455,22 @@ void engine::start_watch()
         return;
     watch_ready_ = false;
     std::weak_ptr<engine> weak = shared_from_this();
+    if (direct_) {
+        // One token for the whole wait: the store queues it and may hand the name to it.
+        wait_token_ = reg_->new_token();
+        watch_ = reg_->st.watch_grant(store_name_, wait_token_, [weak](watch_event ev, grant_notice g) {
+            auto self = weak.lock();
+            if (!self)
+                return;
+            if (ev == watch_event::granted)
+                self->grant_ = g;
+            else
+                self->watch_ready_ = true;
+            self->notified_ = true;
+            self->wake_.cancel();
+        });
+        return;
+    }
     watch_ = reg_->st.watch(store_name_, [weak](watch_event ev) {
         auto self = weak.lock();
         if (!self)
@@ -473,6 +490,50 @@ void engine::stop_watch()
         watch_.reset();
         watch_ready_ = false;
     }
+}
+
+// Ends a wait's store conversation. `withdraw`: its token may sit in the store's queue (or
+// may just have been handed the name): release it, which also takes it off the queue.
+void engine::end_wait(bool withdraw)
+{
+    stop_watch();
+    if (withdraw && queued_since_)
+        background_release(wait_token_);
+    wait_token_.clear();
+    queued_since_.reset();
+    grant_.reset();
+}
+
+// Gives up a token whose attempt failed or came too late; a wait's token is then spent, so
+// a hand-off to it that is still on its way is ignored rather than trusted.
+void engine::drop_token(const std::string& token)
+{
+    background_release(token);
+    if (direct_ && !wait_token_.empty() && token == wait_token_) {
+        queued_since_.reset();  // released above: nothing left to withdraw
+        end_wait(false);
+    }
+}
+
+// A direct hand-off: the store set our lease when the holder released, some time after our
+// first queued attempt was sent, so that send time bounds the lease's start from below.
+// False: the bound leaves too little (a long wait, or a fixed lease that owes a full term):
+// confirm with an attempt instead, which refreshes the lease.
+bool engine::take_grant(const grant_notice& g)
+{
+    auto& r = *reg_;
+    if (!queued_since_)
+        return false;
+    auto deadline = lease_deadline(*queued_since_, g.ttl, r.drift);
+    if (!r.cfg.watchdog || deadline - clock_type::now() < g.ttl / 2)
+        return false;
+    ++r.stats.store_handoffs;
+    lease_ = lease_state{std::move(wait_token_), g.fencing_token, deadline};
+    end_wait(false);
+    driving_ = false;
+    arm_watchdog();
+    pump();
+    return true;
 }
 
 // Sleeps until `deadline` or a notification; true if a notification woke it.
@@ -528,14 +589,30 @@ asio::awaitable<void> engine::drive(std::shared_ptr<engine> self, next_step step
             break;
         }
         if (!e.has_waiters()) {
-            e.stop_watch();
+            e.end_wait(true);
             e.driving_ = false;
             co_return;
         }
-        std::string token = r.new_token();
+        if (e.grant_) {
+            auto g = *std::exchange(e.grant_, std::nullopt);
+            if (e.take_grant(g))
+                co_return;
+            // Else the attempt below confirms it: the token holds the name, so it succeeds.
+        }
+        // A direct wait keeps its token; once the grant channel is up, the store queues it.
+        bool queue = e.direct_ && e.watch_ && e.watch_ready_;
+        std::string token = e.direct_ && e.watch_ ? e.wait_token_ : r.new_token();
         e.notified_ = false;
         auto sent = clock_type::now();
-        auto [ec, res] = co_await r.st.async_try_acquire(e.store_name_, token, r.cfg.lease, use_tuple);
+        if (queue && !e.queued_since_)
+            e.queued_since_ = sent;
+        // Two statements, not a ?: inside co_await: g++ 12 destroys that temporary twice.
+        std::tuple<error_code, acquire_result> reply;
+        if (queue)
+            reply = co_await r.st.async_try_acquire_queued(e.store_name_, token, r.cfg.lease, use_tuple);
+        else
+            reply = co_await r.st.async_try_acquire(e.store_name_, token, r.cfg.lease, use_tuple);
+        auto [ec, res] = reply;
         if (!ec && step == next_step::backoff)
             backoff = r.cfg.backoff_min;
         last = res;

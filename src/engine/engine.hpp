@@ -106,6 +106,9 @@ private:
                        int attempt);
     void start_watch();
     void stop_watch();
+    void end_wait(bool withdraw);
+    void drop_token(const std::string& token);
+    bool take_grant(const grant_notice& g);
 
     // What the driver does after an attempt at the store.
     enum class next_step { granted, stop, retry, backoff, wait, pause };
@@ -138,6 +141,12 @@ private:
     std::optional<store::watch_id> watch_;
     bool watch_ready_ = false;
     bool notified_ = false;
+    // Direct hand-off (store::direct_handoff()): a wait keeps one token, queued at the store,
+    // and a release elsewhere may hand the name straight to it.
+    bool direct_ = false;
+    std::string wait_token_;
+    std::optional<clock_type::time_point> queued_since_;  // send time of its first queued attempt
+    std::optional<grant_notice> grant_;
     boost::asio::steady_timer wake_;  // the driver sleeps on it
     boost::asio::steady_timer dog_;   // the watchdog sleeps on it
 };

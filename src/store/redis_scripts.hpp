@@ -3,24 +3,40 @@
 
 namespace dlock::scripts {
 
-// KEYS: lock, fence. ARGV: token, ttl_ms.
-// Free -> take it with a new fencing token. Ours already (a retry after a lost reply) ->
-// refresh and return the same token. Else -> report the holder's remaining lease.
+// KEYS: lock, fence[, queue, queue_ttls]. ARGV: token, ttl_ms[, "1" to queue].
+// Free -> take it with a new fencing token. Ours already (a retry after a lost reply, or a
+// hand-off) -> refresh and return the same token. Else -> report the holder's remaining
+// lease, and with ARGV[3] queue the token for a direct hand-off at the holder's release.
+// The queue outlives the holder's lease by one waiter lease: a live waiter retries (and
+// re-queues) by then, so only a dead one's entry can vanish.
 inline constexpr const char* acquire = R"lua(
 local owner = redis.call('HGET', KEYS[1], 'owner')
 if not owner then
   local fence = redis.call('INCR', KEYS[2])
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'fence', fence)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  if ARGV[3] and redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then
+    redis.call('LREM', KEYS[3], 0, ARGV[1])
+  end
   return {1, fence}
 end
 if owner == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return {1, tonumber(redis.call('HGET', KEYS[1], 'fence'))}
 end
--- Tell the holder that another owner wants the name, so it stops handing off locally.
-redis.call('HSET', KEYS[1], 'contended', '1')
-return {0, redis.call('PTTL', KEYS[1])}
+local pttl = redis.call('PTTL', KEYS[1])
+if not ARGV[3] then
+  -- Tell the holder that another owner wants the name, so it stops handing off locally.
+  redis.call('HSET', KEYS[1], 'contended', '1')
+  return {0, pttl}
+end
+redis.call('HSET', KEYS[1], 'contended', '1', 'queued', '1')
+if redis.call('HSET', KEYS[4], ARGV[1], ARGV[2]) == 1 then
+  redis.call('RPUSH', KEYS[3], ARGV[1])
+end
+redis.call('PEXPIRE', KEYS[3], pttl + ARGV[2])
+redis.call('PEXPIRE', KEYS[4], pttl + ARGV[2])
+return {0, pttl}
 )lua";
 
 // KEYS: lock. ARGV: token, ttl_ms. Extends the lease only if it is still ours.
@@ -36,21 +52,42 @@ end
 return 0
 )lua";
 
-// KEYS: lock. ARGV: token, channel. Deletes only our own lease, then wakes the waiters.
+// KEYS: lock, fence, queue, queue_ttls. ARGV: token ("" = whoever holds it: the operator's
+// override), channel, grant channel prefix. Frees our own lease; if waiters queued, hands it
+// to the first one still subscribed to its grant channel (a dead one has no subscription)
+// with a new fencing token, in the same step. A token that does not hold the name is
+// withdrawn from the queue instead. -> 1 freed or handed off, 0 not ours / not held.
 inline constexpr const char* release = R"lua(
-if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
-  redis.call('UNLINK', KEYS[1])
-  redis.call('PUBLISH', ARGV[2], 'released')
-  return 1
+local v = redis.call('HMGET', KEYS[1], 'owner', 'queued')
+if not v[1] or (ARGV[1] ~= '' and v[1] ~= ARGV[1]) then
+  if ARGV[1] ~= '' and redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then
+    redis.call('LREM', KEYS[3], 0, ARGV[1])
+  end
+  return 0
 end
-return 0
-)lua";
-
-// KEYS: lock. ARGV: channel. The operator's override: whoever holds it.
-inline constexpr const char* force_release = R"lua(
-local n = redis.call('UNLINK', KEYS[1])
-redis.call('PUBLISH', ARGV[1], 'released')
-return n
+if v[2] then
+  while true do
+    local w = redis.call('LPOP', KEYS[3])
+    if not w then break end
+    local ttl = redis.call('HGET', KEYS[4], w)
+    redis.call('HDEL', KEYS[4], w)
+    local ch = ARGV[3] .. w
+    if ttl and w ~= v[1] and redis.call('PUBSUB', 'NUMSUB', ch)[2] > 0 then
+      local fence = redis.call('INCR', KEYS[2])
+      redis.call('DEL', KEYS[1])
+      redis.call('HSET', KEYS[1], 'owner', w, 'fence', fence)
+      if redis.call('EXISTS', KEYS[3]) == 1 then
+        redis.call('HSET', KEYS[1], 'queued', '1', 'contended', '1')
+      end
+      redis.call('PEXPIRE', KEYS[1], ttl)
+      redis.call('PUBLISH', ch, fence .. ' ' .. ttl)
+      return 1
+    end
+  end
+end
+redis.call('UNLINK', KEYS[1])
+redis.call('PUBLISH', ARGV[2], 'released')
+return 1
 )lua";
 
 // KEYS: lock, fence. -> {owner or false, fence of lease or 0, pttl, counter}

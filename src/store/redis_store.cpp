@@ -9,6 +9,7 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 
 #include <array>
+#include <span>
 #include <sstream>
 #include <memory>
 #include <vector>
@@ -78,7 +79,6 @@ struct redis_store::impl {
     redis::script acquire{scripts::acquire};
     redis::script renew{scripts::renew};
     redis::script release{scripts::release};
-    redis::script force_release{scripts::force_release};
     redis::script status{scripts::status};
 
     std::string prefix(const std::string& name) const
@@ -120,6 +120,15 @@ struct key_set {
     {
     }
     std::string lock, fence, channel;
+    static std::string queue(const std::string& prefix, const std::string& name) { return prefix + ":queue:" + name; }
+    static std::string queue_ttls(const std::string& prefix, const std::string& name)
+    {
+        return prefix + ":queue-ttl:" + name;
+    }
+    static std::string grants(const std::string& prefix, const std::string& name)
+    {
+        return prefix + ":granted:" + name + ":";
+    }
 };
 
 }  // namespace
@@ -127,6 +136,15 @@ struct key_set {
 std::string redis_store::lock_key(const std::string& name) const { return impl_->prefix(name) + ":lock:" + name; }
 std::string redis_store::fence_key(const std::string& name) const { return impl_->prefix(name) + ":fence"; }
 std::string redis_store::channel(const std::string& name) const { return impl_->prefix(name) + ":released:" + name; }
+std::string redis_store::queue_key(const std::string& name) const { return key_set::queue(impl_->prefix(name), name); }
+std::string redis_store::queue_ttl_key(const std::string& name) const
+{
+    return key_set::queue_ttls(impl_->prefix(name), name);
+}
+std::string redis_store::grant_channel(const std::string& name, const std::string& token) const
+{
+    return key_set::grants(impl_->prefix(name), name) + token;
+}
 
 namespace {
 
@@ -151,9 +169,29 @@ auto on_integer(asio::any_completion_handler<Signature> h, Map map)
 void redis_store::do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
                                  asio::any_completion_handler<acquire_signature> h)
 {
-    key_set k(impl_->prefix(name), name);
-    std::array<std::string, 2> keys{std::move(k.lock), std::move(k.fence)};
-    std::array<std::string, 2> args{token, std::to_string(ttl.count())};
+    attempt(name, token, ttl, false, std::move(h));
+}
+
+void redis_store::do_try_acquire_queued(const std::string& name, const std::string& token,
+                                        std::chrono::milliseconds ttl, asio::any_completion_handler<acquire_signature> h)
+{
+    attempt(name, token, ttl, direct_handoff(), std::move(h));
+}
+
+void redis_store::attempt(const std::string& name, const std::string& token, std::chrono::milliseconds ttl, bool queue,
+                          asio::any_completion_handler<acquire_signature> h)
+{
+    auto prefix = impl_->prefix(name);
+    key_set k(prefix, name);
+    std::array<std::string, 4> all_keys{std::move(k.lock), std::move(k.fence)};
+    std::array<std::string, 3> all_args{token, std::to_string(ttl.count())};
+    if (queue) {
+        all_keys[2] = key_set::queue(prefix, name);
+        all_keys[3] = key_set::queue_ttls(prefix, name);
+        all_args[2].push_back('1');
+    }
+    std::span<const std::string> keys(all_keys.data(), queue ? 4 : 2);
+    std::span<const std::string> args(all_args.data(), queue ? 3 : 2);
     auto slot = asio::get_associated_cancellation_slot(h);
     // Decodes the script's reply, then hands the result to `next`.
     auto eval = [&](auto next) {
@@ -201,18 +239,18 @@ void redis_store::do_renew(const std::string& name, const std::string& token, st
 void redis_store::do_release(const std::string& name, const std::string& token,
                              asio::any_completion_handler<bool_signature> h)
 {
-    key_set k(impl_->prefix(name), name);
-    std::array<std::string, 1> keys{std::move(k.lock)};
-    std::array<std::string, 2> args{token, std::move(k.channel)};
+    auto prefix = impl_->prefix(name);
+    key_set k(prefix, name);
+    std::array<std::string, 4> keys{std::move(k.lock), std::move(k.fence), key_set::queue(prefix, name),
+                                    key_set::queue_ttls(prefix, name)};
+    std::array<std::string, 3> args{token, std::move(k.channel), key_set::grants(prefix, name)};
     impl_->conn.async_eval(impl_->release, keys, args, on_integer(std::move(h), [](long long v) { return v == 1; }));
 }
 
+// The release script with no token: frees the name whoever holds it (and hands it on).
 void redis_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
 {
-    key_set k(impl_->prefix(name), name);
-    std::array<std::string, 1> keys{std::move(k.lock)};
-    std::array<std::string, 1> args{std::move(k.channel)};
-    impl_->conn.async_eval(impl_->force_release, keys, args, on_integer(std::move(h), [](long long v) { return v == 1; }));
+    do_release(name, std::string(), std::move(h));
 }
 
 void redis_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
@@ -240,5 +278,32 @@ store::watch_id redis_store::watch(const std::string& name, std::function<void(w
 }
 
 void redis_store::unwatch(watch_id id) { impl_->sub.unlisten(id); }
+
+// WAIT after acquire cannot cover a hand-off made inside another client's release.
+bool redis_store::direct_handoff() const noexcept { return impl_->wait_replicas <= 0; }
+
+store::watch_id redis_store::watch_grant(const std::string& name, const std::string& token,
+                                         std::function<void(watch_event, grant_notice)> cb)
+{
+    return impl_->sub.listen(grant_channel(name, token), [cb = std::move(cb)](const redis::event& ev) {
+        switch (ev.kind) {
+        case redis::event_kind::subscribed: cb(watch_event::ready, {}); break;
+        case redis::event_kind::message: {
+            // "<fence> <ttl_ms>"; anything else is not ours to trust: re-check at the store.
+            grant_notice g;
+            long long ttl = 0;
+            std::istringstream in(ev.payload);
+            if (in >> g.fencing_token >> ttl && ttl > 0) {
+                g.ttl = std::chrono::milliseconds(ttl);
+                cb(watch_event::granted, g);
+            } else
+                cb(watch_event::resync, {});
+            break;
+        }
+        case redis::event_kind::resubscribed: cb(watch_event::resync, {}); break;
+        case redis::event_kind::disconnected: break;
+        }
+    });
+}
 
 }  // namespace dlock

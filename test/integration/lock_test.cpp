@@ -3,6 +3,7 @@
 
 #include "common/child.hpp"
 #include "common/redis_server.hpp"
+#include "integration/lock_test_util.hpp"
 #include "integration/mutual_exclusion.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -19,42 +20,12 @@
 #include <map>
 #include <sstream>
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
 using namespace asio::experimental::awaitable_operators;
 using boost::system::error_code;
-using clock_type = std::chrono::steady_clock;
+using dlock::test::eventually;
+using dlock::test::key_count;
+using dlock::test::spawn;
 
-namespace {
-
-void spawn(asio::io_context& io, std::function<asio::awaitable<void>()> f)
-{
-    asio::co_spawn(io, std::move(f), [](std::exception_ptr e) {
-        if (e)
-            std::rethrow_exception(e);
-    });
-}
-
-// Waits (bounded) until `cond` holds, checking after each short timer tick.
-asio::awaitable<bool> eventually(std::function<bool()> cond, std::chrono::milliseconds limit = 10s)
-{
-    asio::steady_timer t(co_await asio::this_coro::executor);
-    auto deadline = clock_type::now() + limit;
-    while (!cond()) {
-        if (clock_type::now() >= deadline)
-            co_return false;
-        t.expires_after(2ms);
-        co_await t.async_wait(asio::use_awaitable);
-    }
-    co_return true;
-}
-
-std::string key_count(const dlock::test::redis_server& srv, const std::string& pattern)
-{
-    return srv.cli({"EVAL", "return #redis.call('KEYS', ARGV[1])", "0", pattern});
-}
-
-}  // namespace
 
 BOOST_AUTO_TEST_SUITE(lock_suite)
 
@@ -255,6 +226,8 @@ BOOST_AUTO_TEST_CASE(cancellation_at_every_stage_leaves_nothing)
         co_await cancel_after(a, 20ms);
         BOOST_TEST(co_await eventually([&] { return b.size() == 0 && store_b.subscriber().channel_count() == 0; }));
         BOOST_TEST(srv.cli({"PUBSUB", "NUMSUB", store_b.channel("dlock:c")}).find("\n0") != std::string::npos);
+        // The cancelled store waiter took its token off the server's queue.
+        BOOST_TEST(co_await eventually([&] { return key_count(srv, "*:queue*") == "0"; }));
         co_await g.release();
         BOOST_TEST(co_await eventually([&] { return a.size() == 0; }));
         BOOST_TEST(key_count(srv, "*:lock:*") == "0");
@@ -266,7 +239,8 @@ BOOST_AUTO_TEST_CASE(cancellation_at_every_stage_leaves_nothing)
     BOOST_TEST(a.stats().cancelled + b.stats().cancelled == 3u);
 }
 
-BOOST_AUTO_TEST_CASE(cross_process_wakeup_is_by_notification)
+// The release hands the name straight to the queued waiter of another client: no retry.
+BOOST_AUTO_TEST_CASE(cross_process_handoff_is_direct)
 {
     dlock::test::redis_server srv;
     asio::io_context io;
@@ -275,16 +249,19 @@ BOOST_AUTO_TEST_CASE(cross_process_wakeup_is_by_notification)
     dlock::registry a(store_a, {.lease = 30s});
     dlock::registry b(store_b, {.lease = 30s});
     clock_type::duration handoff{};
+    std::uint64_t fence_a = 0, fence_b = 0;
     spawn(io, [&]() -> asio::awaitable<void> {
         auto g = co_await a.obtain("n").acquire();
+        fence_a = g.fencing_token();
         bool got = false;
         spawn(io, [&]() -> asio::awaitable<void> {
             auto gb = co_await b.obtain("n").acquire();
+            fence_b = gb.fencing_token();
             co_await gb.release();
             got = true;
         });
-        // Confirmed by the server, so the release below can only reach b as a message.
-        BOOST_TEST(co_await eventually([&] { return store_b.subscriber().is_subscribed(store_b.channel("dlock:n")); }));
+        // Queued at the server, so the release below must hand the name over itself.
+        BOOST_TEST(co_await eventually([&] { return srv.cli({"LLEN", store_b.queue_key("dlock:n")}) == "1"; }));
         auto t0 = clock_type::now();
         co_await g.release();
         BOOST_TEST(co_await eventually([&] { return got; }));
@@ -294,9 +271,13 @@ BOOST_AUTO_TEST_CASE(cross_process_wakeup_is_by_notification)
     });
     io.run_for(30s);
     // With a 30 s lease, anything but a notification would take seconds.
+    BOOST_TEST(b.stats().store_handoffs == 1u);
     BOOST_TEST(b.stats().woken_by_notification >= 1u);
     BOOST_TEST(b.stats().woken_by_timer == 0u);
+    BOOST_TEST(fence_b == fence_a + 1);
     BOOST_TEST(handoff < 5s);
+    BOOST_TEST(key_count(srv, "*:queue*") == "0");
+    BOOST_TEST(key_count(srv, "*:lock:*") == "0");
 }
 
 BOOST_AUTO_TEST_CASE(thousands_of_local_waiters_hand_off_without_deep_stacks)

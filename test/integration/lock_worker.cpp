@@ -136,7 +136,8 @@ int main(int argc, char** argv)
         const auto& s = reg.stats();
         std::cout << "done acquired=" << s.acquired << " handed_off=" << s.handed_off << " yielded=" << s.yielded
                   << " contended=" << s.contended << " by_notification=" << s.woken_by_notification
-                  << " by_timer=" << s.woken_by_timer << " lost=" << s.lost << std::endl;
+                  << " by_timer=" << s.woken_by_timer << " store_handoffs=" << s.store_handoffs << " lost=" << s.lost
+                  << std::endl;
         status = finished == coroutines ? 0 : 1;
     } else if (mode == "hold" && argc >= 5) {
         auto lease = std::chrono::milliseconds(std::stoi(argv[4]));
