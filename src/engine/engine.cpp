@@ -9,6 +9,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/append.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -455,12 +456,14 @@ void engine::start_watch()
         return;
     watch_ready_ = false;
     std::weak_ptr<engine> weak = shared_from_this();
+    auto gen = ++watch_gen_;
     if (direct_) {
         // One token for the whole wait: the store queues it and may hand the name to it.
         wait_token_ = reg_->new_token();
-        watch_ = reg_->st.watch_grant(store_name_, wait_token_, [weak](watch_event ev, grant_notice g) {
+        watch_ = reg_->st.watch_grant(store_name_, wait_token_, [weak, gen](watch_event ev, grant_notice g) {
             auto self = weak.lock();
-            if (!self)
+            // A stopped watch's late callback must not hand a spent token's grant to a new wait.
+            if (!self || !self->watch_ || self->watch_gen_ != gen)
                 return;
             if (ev == watch_event::granted)
                 self->grant_ = g;
@@ -471,9 +474,9 @@ void engine::start_watch()
         });
         return;
     }
-    watch_ = reg_->st.watch(store_name_, [weak](watch_event ev) {
+    watch_ = reg_->st.watch(store_name_, [weak, gen](watch_event ev) {
         auto self = weak.lock();
-        if (!self)
+        if (!self || !self->watch_ || self->watch_gen_ != gen)
             return;
         if (ev != watch_event::released)
             self->watch_ready_ = true;
@@ -485,8 +488,12 @@ void engine::start_watch()
 void engine::stop_watch()
 {
     if (watch_) {
-        if (!reg_->store_alive.expired())  // an engine freed with the io_context may outlive its store
-            reg_->st.unwatch(*watch_);
+        // Posted: the unsubscribe's write waits until a just-woken waiter has run. Its late
+        // callbacks meanwhile are ignored (watch_gen_).
+        asio::post(ex_, [alive = reg_->store_alive, st = &reg_->st, id = *watch_] {
+            if (!alive.expired())  // an engine freed with the io_context may outlive its store
+                st->unwatch(id);
+        });
         watch_.reset();
         watch_ready_ = false;
     }
@@ -529,10 +536,11 @@ bool engine::take_grant(const grant_notice& g)
         return false;
     ++r.stats.store_handoffs;
     lease_ = lease_state{std::move(wait_token_), g.fencing_token, deadline};
-    end_wait(false);
     driving_ = false;
-    arm_watchdog();
-    pump();
+    pump();  // the waiter first; the bookkeeping below adds nothing to its latency
+    if (lease_)
+        arm_watchdog();
+    end_wait(false);
     return true;
 }
 

@@ -139,6 +139,7 @@ private:
     bool driving_ = false;
     int late_replies_ = 0;  // consecutive acquire replies that came after the lease's end
     std::optional<store::watch_id> watch_;
+    std::uint64_t watch_gen_ = 0;  // which watch a callback belongs to
     bool watch_ready_ = false;
     bool notified_ = false;
     // Direct hand-off (store::direct_handoff()): a wait keeps one token, queued at the store,
