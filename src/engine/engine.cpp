@@ -133,8 +133,10 @@ void engine::remove_waiter(const std::shared_ptr<waiter>& w, error_code ec)
         return;
     std::erase(queue_, w);
     ++reg_->stats.cancelled;
-    finish_waiter(*w, ec, guard());
+    // pump() first: a withdrawal from the store's queue is written before the caller runs
+    // again (and perhaps closes the store).
     pump();
+    finish_waiter(*w, ec, guard());
 }
 
 void engine::complete_try_waiters(error_code ec)
@@ -176,8 +178,15 @@ void engine::pump()
     if (!holds_.empty())
         return;
     if (queue_.empty()) {
-        if (driving_)
+        if (driving_) {
+            // Withdraw a queued token now rather than when the driver next runs. An attempt
+            // with it still in flight ran before the withdrawal, so its grant is void.
+            if (direct_ && queued_since_) {
+                spent_token_ = wait_token_;
+                end_wait(true);
+            }
             wake_.cancel();  // the driver sees no waiter and stops
+        }
         else if (lease_) {
             // A handed-off lease whose waiter went away: back to the store.
             auto token = std::move(lease_->token);
@@ -244,6 +253,11 @@ engine::next_step engine::on_attempt(std::string& token, clock_type::time_point 
         // One attempt was asked for, and the store could not answer it: say why.
         complete_try_waiters(ec);
         return has_waiters() ? next_step::backoff : stop();
+    }
+    if (res.acquired && !spent_token_.empty() && token == spent_token_) {
+        // Withdrawn while this attempt was in flight: the withdrawal released it.
+        drop_token(token);
+        return has_waiters() ? next_step::retry : stop();
     }
     if (res.acquired) {
         auto deadline = lease_deadline(sent, r.cfg.lease, r.drift);

@@ -148,6 +148,7 @@ private:
     std::string wait_token_;
     std::optional<clock_type::time_point> queued_since_;  // send time of its first queued attempt
     std::optional<grant_notice> grant_;
+    std::string spent_token_;  // the last wait token withdrawn while an attempt may be in flight
     boost::asio::steady_timer wake_;  // the driver sleeps on it
     boost::asio::steady_timer dog_;   // the watchdog sleeps on it
 };

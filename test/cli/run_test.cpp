@@ -213,19 +213,20 @@ BOOST_AUTO_TEST_CASE(a_signal_while_waiting_leaves_nothing_behind)
     auto holder = start_dlock({"run", "--url", srv.url(), "job", "--", "/bin/sh", "-c", holder_script});
     BOOST_TEST_REQUIRE(next_line(*holder) == "held");
     auto waiter = start_dlock({"run", "--url", srv.url(), "--verbose", "job", "--", "/bin/echo", "ran"});
-    // The waiter is waiting once it has subscribed to the name's release channel (it
-    // subscribes before its first retry); nothing else shows it, so ask the server.
+    // The waiter is waiting once it has subscribed to its grant channel (before it queues
+    // at the server); nothing else shows it, so ask the server.
     auto deadline = std::chrono::steady_clock::now() + 10s;
     std::string channels;
     while (channels.empty() && std::chrono::steady_clock::now() < deadline)
-        channels = srv.cli({"PUBSUB", "CHANNELS", "*released*"});
+        channels = srv.cli({"PUBSUB", "CHANNELS", "*granted*"});
     BOOST_TEST_REQUIRE(!channels.empty());
     waiter->signal(SIGINT);
     BOOST_TEST(waiter->wait() == 128 + SIGINT);
     auto s = status_json(srv, "job");
     BOOST_TEST(s["held"].as_bool());
     BOOST_TEST(s["fencing_token"].as_int64() == 1);  // the holder's lease, untouched
-    BOOST_TEST(srv.cli({"PUBSUB", "CHANNELS", "*released*"}).empty());  // the waiter unsubscribed (it exited)
+    BOOST_TEST(srv.cli({"PUBSUB", "CHANNELS", "*granted*"}).empty());  // the waiter unsubscribed (it exited)
+    BOOST_TEST(srv.cli({"EVAL", "return #redis.call('KEYS', '*queue*')", "0"}) == "0");  // and left the queue
     holder->signal(SIGTERM);
     BOOST_TEST(holder->wait() == 3);
 }
@@ -239,7 +240,7 @@ BOOST_AUTO_TEST_CASE(a_server_lost_while_waiting_is_not_a_conflict)
     BOOST_TEST_REQUIRE(next_line(*holder) == "held");
     auto waiter = start_dlock({"run", "--url", srv.url(), "--wait", "2s", "job", "--", "/bin/echo", "ran"});
     auto deadline = std::chrono::steady_clock::now() + 10s;  // waiting once subscribed
-    while (srv.cli({"PUBSUB", "CHANNELS", "*released*"}).empty() && std::chrono::steady_clock::now() < deadline) {
+    while (srv.cli({"PUBSUB", "CHANNELS", "*granted*"}).empty() && std::chrono::steady_clock::now() < deadline) {
     }
     srv.kill();
     BOOST_TEST(waiter->wait() == 69);

@@ -584,7 +584,7 @@ private:
 bool someone_waits_for(const redis_server& srv, const std::string& name, bool expected = true)
 {
     for (int i = 0; i < 2000; ++i) {
-        bool waiting = !srv.cli({"PUBSUB", "CHANNELS", "*" + name}).empty();
+        bool waiting = !srv.cli({"PUBSUB", "CHANNELS", "*" + name + ":*"}).empty();  // its grant channel
         if (waiting == expected)
             return true;
     }
