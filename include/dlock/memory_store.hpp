@@ -11,22 +11,34 @@ namespace dlock {
 /// as redis_store within one process; nothing is shared across processes.
 class memory_store final : public store {
 public:
-    /// An empty store whose operations complete on `ex`.
-    explicit memory_store(boost::asio::any_io_executor ex);
+    /// An empty store whose operations complete on `ex`. With `direct_handoff`, a release
+    /// hands the name to the first queued waiter that is still watching (as redis_store
+    /// does); without, it wakes the waiters to retry (as the Redlock and Cluster stores do).
+    explicit memory_store(boost::asio::any_io_executor ex, bool direct_handoff = false);
     ~memory_store() override;
 
     boost::asio::any_io_executor get_executor() const override;
     watch_id watch(const std::string& name, std::function<void(watch_event)> cb) override;
     void unwatch(watch_id id) override;
+    bool direct_handoff() const noexcept override;
+    watch_id watch_grant(const std::string& name, const std::string& token,
+                         std::function<void(watch_event, grant_notice)> cb) override;
 
     /// Number of names with a live lease (expired ones are dropped lazily).
     std::size_t size() const;
     /// Test hook: drop the lease of `name` as if it had expired, without notifying.
     void expire_now(const std::string& name);
+    /// Tokens queued for `name` (direct hand-off).
+    std::size_t queued(const std::string& name) const;
 
 private:
     void do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
                         boost::asio::any_completion_handler<acquire_signature> h) override;
+    void do_try_acquire_queued(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+                               boost::asio::any_completion_handler<acquire_signature> h) override;
+    void attempt(const std::string& name, const std::string& token, std::chrono::milliseconds ttl, bool queue,
+                 boost::asio::any_completion_handler<acquire_signature> h);
+    void hand_on_or_free(const std::string& name);
     void do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
                   boost::asio::any_completion_handler<renew_signature> h) override;
     void do_release(const std::string& name, const std::string& token,

@@ -5,6 +5,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
+#include <deque>
 #include <map>
 #include <unordered_map>
 
@@ -27,6 +29,49 @@ struct memory_store::impl : std::enable_shared_from_this<impl> {
     std::uint64_t fence_counter = 0;  // one counter for all names: monotonic per name too
     std::map<watch_id, std::pair<std::string, std::function<void(watch_event)>>> watchers;
     watch_id next_watch = 1;
+    bool direct = false;
+    // Direct hand-off: per name, the queued (token, lease) in order; a token is live while
+    // a grant watcher for it exists (as a Redis subscription is while its process lives).
+    std::unordered_map<std::string, std::deque<std::pair<std::string, std::chrono::milliseconds>>> queues;
+    struct grant_watch {
+        std::string name, token;
+        std::function<void(watch_event, grant_notice)> cb;
+    };
+    std::map<watch_id, grant_watch> grant_watchers;
+
+    bool listening(const std::string& name, const std::string& token) const
+    {
+        for (auto& [id, w] : grant_watchers)
+            if (w.name == name && w.token == token)
+                return true;
+        return false;
+    }
+
+    void withdraw(const std::string& name, const std::string& token)
+    {
+        auto it = queues.find(name);
+        if (it == queues.end())
+            return;
+        std::erase_if(it->second, [&](const auto& e) { return e.first == token; });
+        if (it->second.empty())
+            queues.erase(it);
+    }
+
+    void post_grant(const std::string& name, const std::string& token, grant_notice g)
+    {
+        std::weak_ptr<impl> weak = shared_from_this();
+        asio::post(ex, [weak, name, token, g] {
+            auto self = weak.lock();
+            if (!self)
+                return;
+            for (auto& [id, w] : self->grant_watchers)
+                if (w.name == name && w.token == token) {
+                    auto cb = w.cb;
+                    cb(watch_event::granted, g);
+                    return;
+                }
+        });
+    }
 
     lease* find(const std::string& name)
     {
@@ -62,9 +107,18 @@ struct memory_store::impl : std::enable_shared_from_this<impl> {
     }
 };
 
-memory_store::memory_store(asio::any_io_executor ex) : impl_(std::make_shared<impl>())
+memory_store::memory_store(asio::any_io_executor ex, bool direct_handoff) : impl_(std::make_shared<impl>())
 {
     impl_->ex = std::move(ex);
+    impl_->direct = direct_handoff;
+}
+
+bool memory_store::direct_handoff() const noexcept { return impl_->direct; }
+
+std::size_t memory_store::queued(const std::string& name) const
+{
+    auto it = impl_->queues.find(name);
+    return it == impl_->queues.end() ? 0 : it->second.size();
 }
 
 memory_store::~memory_store() = default;
@@ -84,6 +138,18 @@ void memory_store::expire_now(const std::string& name) { impl_->leases.erase(nam
 void memory_store::do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
                                   asio::any_completion_handler<acquire_signature> h)
 {
+    attempt(name, token, ttl, false, std::move(h));
+}
+
+void memory_store::do_try_acquire_queued(const std::string& name, const std::string& token,
+                                         std::chrono::milliseconds ttl, asio::any_completion_handler<acquire_signature> h)
+{
+    attempt(name, token, ttl, impl_->direct, std::move(h));
+}
+
+void memory_store::attempt(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+                           bool queue, asio::any_completion_handler<acquire_signature> h)
+{
     auto& s = *impl_;
     acquire_result r;
     auto* l = s.find(name);
@@ -91,14 +157,47 @@ void memory_store::do_try_acquire(const std::string& name, const std::string& to
         auto& n = s.leases[name];
         n = {token, ++s.fence_counter, clock_type::now() + ttl};
         r = {true, n.fence, ttl};
+        if (queue)
+            s.withdraw(name, token);
     } else if (l->token == token) {
         l->expires = clock_type::now() + ttl;
         r = {true, l->fence, ttl};
     } else {
         l->contended = true;
         r.holder_ttl = std::chrono::duration_cast<std::chrono::milliseconds>(l->expires - clock_type::now());
+        if (queue) {
+            auto& q = s.queues[name];
+            if (std::none_of(q.begin(), q.end(), [&](const auto& e) { return e.first == token; }))
+                q.emplace_back(token, ttl);
+        }
     }
     post_completion(s.ex, std::move(h), error_code(), r);
+}
+
+// The release's second half, as the Redis script does it: the first queued token still
+// listening gets the name with a new fencing token; nobody: free it and wake the watchers.
+void memory_store::hand_on_or_free(const std::string& name)
+{
+    auto& s = *impl_;
+    auto current = s.leases[name].token;
+    auto it = s.queues.find(name);
+    while (it != s.queues.end() && !it->second.empty()) {
+        auto [token, ttl] = it->second.front();
+        it->second.pop_front();
+        if (token == current || !s.listening(name, token))
+            continue;
+        bool more = !it->second.empty();
+        if (!more)
+            s.queues.erase(it);
+        grant_notice g{++s.fence_counter, ttl};
+        s.leases[name] = {token, g.fencing_token, clock_type::now() + ttl, more};
+        s.post_grant(name, token, g);
+        return;
+    }
+    if (it != s.queues.end())
+        s.queues.erase(it);
+    s.leases.erase(name);
+    s.notify(name, watch_event::released);
 }
 
 void memory_store::do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
@@ -121,10 +220,10 @@ void memory_store::do_release(const std::string& name, const std::string& token,
     auto& s = *impl_;
     auto* l = s.find(name);
     bool owned = l && l->token == token;
-    if (owned) {
-        s.leases.erase(name);
-        s.notify(name, watch_event::released);
-    }
+    if (owned)
+        hand_on_or_free(name);
+    else
+        s.withdraw(name, token);
     post_completion(s.ex, std::move(h), error_code(), owned);
 }
 
@@ -132,8 +231,10 @@ void memory_store::do_force_release(const std::string& name, asio::any_completio
 {
     auto& s = *impl_;
     bool held = s.find(name) != nullptr;
-    s.leases.erase(name);
-    s.notify(name, watch_event::released);
+    if (held)
+        hand_on_or_free(name);
+    else
+        s.notify(name, watch_event::released);
     post_completion(s.ex, std::move(h), error_code(), held);
 }
 
@@ -170,6 +271,30 @@ store::watch_id memory_store::watch(const std::string& name, std::function<void(
     return id;
 }
 
-void memory_store::unwatch(watch_id id) { impl_->watchers.erase(id); }
+void memory_store::unwatch(watch_id id)
+{
+    impl_->watchers.erase(id);
+    impl_->grant_watchers.erase(id);
+}
+
+store::watch_id memory_store::watch_grant(const std::string& name, const std::string& token,
+                                          std::function<void(watch_event, grant_notice)> cb)
+{
+    auto& s = *impl_;
+    watch_id id = s.next_watch++;
+    s.grant_watchers.emplace(id, impl::grant_watch{name, token, std::move(cb)});
+    std::weak_ptr<impl> weak = impl_;
+    asio::post(s.ex, [weak, id] {
+        auto self = weak.lock();
+        if (!self)
+            return;
+        auto it = self->grant_watchers.find(id);
+        if (it != self->grant_watchers.end()) {
+            auto cb = it->second.cb;
+            cb(watch_event::ready, {});
+        }
+    });
+    return id;
+}
 
 }  // namespace dlock
