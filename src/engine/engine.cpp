@@ -215,6 +215,7 @@ void engine::pump()
 void engine::start_driver()
 {
     driving_ = true;
+    ++driver_gen_;
     late_replies_ = 0;
     if (std::exchange(yield_pause_, false) && reg_->cfg.yield_pause.count() > 0) {
         asio::co_spawn(ex_, drive(shared_from_this(), next_step::pause, {}), asio::detached);
@@ -479,9 +480,18 @@ void engine::start_watch()
             // A stopped watch's late callback must not hand a spent token's grant to a new wait.
             if (!self || !self->watch_ || self->watch_gen_ != gen)
                 return;
-            if (ev == watch_event::granted)
+            if (ev == watch_event::granted) {
+                // The driver sleeps: take the name here and let the waiter run inside this
+                // callback, without waking the driver first (its next pass ends it).
+                if (self->sleeping_ && self->has_waiters() && !self->grant_) {
+                    self->in_io_ = true;
+                    bool took = self->take_grant(g);
+                    self->in_io_ = false;
+                    if (took)
+                        return;
+                }
                 self->grant_ = g;
-            else
+            } else
                 self->watch_ready_ = true;
             self->notified_ = true;
             self->wake_.cancel();
@@ -551,10 +561,11 @@ bool engine::take_grant(const grant_notice& g)
     ++r.stats.store_handoffs;
     lease_ = lease_state{std::move(wait_token_), g.fencing_token, deadline};
     driving_ = false;
-    pump();  // the waiter first; the bookkeeping below adds nothing to its latency
-    if (lease_)
-        arm_watchdog();
-    end_wait(false);
+    ++driver_gen_;
+    wake_.cancel();  // a sleeping driver wakes, finds itself superseded, and ends
+    arm_watchdog();
+    end_wait(false);  // its unsubscribe is posted: written after the waiter has run
+    pump();           // last: the waiter may run inline (from a store callback)
     return true;
 }
 
@@ -563,7 +574,9 @@ asio::awaitable<bool> engine::wait_until(clock_type::time_point deadline)
 {
     if (!notified_) {
         wake_.expires_at(deadline);
+        sleeping_ = true;
         co_await wake_.async_wait(use_tuple);
+        sleeping_ = false;
     }
     co_return notified_;
 }
@@ -575,6 +588,7 @@ asio::awaitable<void> engine::drive(std::shared_ptr<engine> self, next_step step
     auto& e = *self;
     auto& r = *e.reg_;
     auto backoff = r.cfg.backoff_min;
+    const auto gen = e.driver_gen_;
     for (;;) {
         switch (step) {
         case next_step::granted:
@@ -584,9 +598,13 @@ asio::awaitable<void> engine::drive(std::shared_ptr<engine> self, next_step step
             // Yielded a contended lease: let the other process's waiter win this round.
             e.notified_ = false;
             co_await e.wait_until(clock_type::now() + r.cfg.yield_pause);
+            if (gen != e.driver_gen_)
+                co_return;
             break;
         case next_step::backoff:
             co_await e.wait_until(clock_type::now() + jitter(backoff, r.rng));
+            if (gen != e.driver_gen_)
+                co_return;
             backoff = next_backoff(backoff, r.cfg);
             break;
         case next_step::wait:
@@ -599,10 +617,16 @@ asio::awaitable<void> engine::drive(std::shared_ptr<engine> self, next_step step
                                  ? clock_type::now() + std::min(last.holder_ttl + milliseconds(1), r.cfg.backoff_max)
                                  : clock_type::now() + jitter(backoff, r.rng);
                 co_await e.wait_until(until);  // woken at once when the subscription is confirmed
+                if (gen != e.driver_gen_)
+                    co_return;
                 break;
             }
             {
                 bool by_note = co_await e.wait_until(retry_at(clock_type::now(), last.holder_ttl, backoff, r.rng));
+                if (gen != e.driver_gen_) {
+                    ++r.stats.woken_by_notification;  // a hand-off took the name meanwhile
+                    co_return;
+                }
                 if (last.holder_ttl.count() < 0)
                     backoff = next_backoff(backoff, r.cfg);
                 if (e.has_waiters())
