@@ -38,6 +38,7 @@ struct lock_status {
     std::uint64_t fencing_token = 0;        ///< of the current lease if held
     std::uint64_t last_fencing_token = 0;   ///< the highest token issued in the name's counter
     std::string holder;                     ///< the holder's lease token
+    std::size_t queued = 0;                 ///< waiters queued for a direct hand-off (0 if the store does not queue)
 };
 
 /// Why a watcher is woken.

@@ -61,10 +61,14 @@ asio::awaitable<int> status_command(const options& o, backend& b)
         j["fencing_token"] = s.fencing_token;
         j["last_fencing_token"] = s.last_fencing_token;
         j["holder"] = s.holder;
+        j["queued"] = s.queued;
         std::cout << boost::json::serialize(j) << "\n";
     } else if (s.held) {
         std::cout << o.name << ": held, " << s.ttl.count() << " ms of lease left, fencing token " << s.fencing_token
-                  << " (last issued " << s.last_fencing_token << "), holder " << s.holder << "\n";
+                  << " (last issued " << s.last_fencing_token << "), holder " << s.holder;
+        if (s.queued > 0)
+            std::cout << ", " << s.queued << " queued";
+        std::cout << "\n";
     } else {
         std::cout << o.name << ": free (last fencing token issued " << s.last_fencing_token << ")\n";
     }

@@ -243,6 +243,8 @@ void memory_store::do_status(const std::string& name, asio::any_completion_handl
     auto& s = *impl_;
     lock_status st;
     st.last_fencing_token = s.fence_counter;
+    if (auto q = s.queues.find(name); q != s.queues.end())
+        st.queued = q->second.size();
     if (auto* l = s.find(name)) {
         st.held = true;
         st.ttl = std::chrono::duration_cast<std::chrono::milliseconds>(l->expires - clock_type::now());

@@ -90,11 +90,14 @@ redis.call('PUBLISH', ARGV[2], 'released')
 return 1
 )lua";
 
-// KEYS: lock, fence. -> {owner or false, fence of lease or 0, pttl, counter}
+// KEYS: lock, fence[, queue]. -> {owner or false, fence of lease or 0, pttl, counter, queued}
+// (cluster_store passes no queue key: it does not queue, and a key absent during a slot
+// migration would turn the read into TRYAGAIN.)
 inline constexpr const char* status = R"lua(
 local v = redis.call('HMGET', KEYS[1], 'owner', 'fence')
 local counter = tonumber(redis.call('GET', KEYS[2]) or '0')
-return {v[1], tonumber(v[2] or '0'), redis.call('PTTL', KEYS[1]), counter}
+local queued = KEYS[3] and redis.call('LLEN', KEYS[3]) or 0
+return {v[1], tonumber(v[2] or '0'), redis.call('PTTL', KEYS[1]), counter, queued}
 )lua";
 
 }  // namespace dlock::scripts

@@ -255,8 +255,9 @@ void redis_store::do_force_release(const std::string& name, asio::any_completion
 
 void redis_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
 {
-    key_set k(impl_->prefix(name), name);
-    std::array<std::string, 2> keys{std::move(k.lock), std::move(k.fence)};
+    auto prefix = impl_->prefix(name);
+    key_set k(prefix, name);
+    std::array<std::string, 3> keys{std::move(k.lock), std::move(k.fence), key_set::queue(prefix, name)};
     impl_->conn.async_eval(impl_->status, keys, {}, [h = std::move(h)](error_code ec, reply r) mutable {
         lock_status st;
         if (!ec)

@@ -44,9 +44,11 @@ inline boost::system::error_code decode_acquire(const redis::reply& r, std::chro
 /// The status script: {holder or nil, fence, PTTL, counter}.
 inline boost::system::error_code decode_status(const redis::reply& r, lock_status& out)
 {
-    long long fence = 0, pttl = 0, counter = 0;
-    if (!(r.type == redis::reply_type::array && r.elements.size() == 4 && as_int(r.elements[1], fence) &&
-          as_int(r.elements[2], pttl) && as_int(r.elements[3], counter)))
+    long long fence = 0, pttl = 0, counter = 0, queued = 0;
+    // Four elements, or five with the direct hand-off queue's length.
+    if (!(r.type == redis::reply_type::array && (r.elements.size() == 4 || r.elements.size() == 5) &&
+          as_int(r.elements[1], fence) && as_int(r.elements[2], pttl) && as_int(r.elements[3], counter) &&
+          (r.elements.size() == 4 || as_int(r.elements[4], queued))))
         return error::invalid_request;
     out = lock_status{};
     out.held = r.elements[0].type == redis::reply_type::string;
@@ -54,6 +56,7 @@ inline boost::system::error_code decode_status(const redis::reply& r, lock_statu
     out.fencing_token = static_cast<std::uint64_t>(fence);
     out.ttl = std::chrono::milliseconds(pttl < 0 ? -1 : pttl);
     out.last_fencing_token = static_cast<std::uint64_t>(counter);
+    out.queued = static_cast<std::size_t>(queued < 0 ? 0 : queued);
     return {};
 }
 

@@ -56,6 +56,8 @@ BOOST_AUTO_TEST_CASE(fifo_across_clients_with_consecutive_tokens)
         BOOST_TEST(co_await eventually([&] { return llen(srv, b, "f") == "1"; }));
         spawn(io, [&]() { return waiter(c, 'c'); });
         BOOST_TEST(co_await eventually([&] { return llen(srv, c, "f") == "2"; }));
+        auto st = co_await a.store.async_status("dlock:f", asio::use_awaitable);
+        BOOST_TEST(st.queued == 2u);  // what `dlock status` shows operators
         co_await g.release();
         BOOST_TEST(co_await eventually([&] { return done == 2; }));
         a.store.close();
@@ -117,8 +119,8 @@ BOOST_AUTO_TEST_CASE(force_release_hands_on_to_the_queue)
         auto g = co_await a.reg.obtain("o").acquire();
         spawn(io, [&]() -> asio::awaitable<void> {
             auto gb = co_await b.reg.obtain("o").acquire();
-            got = true;
             co_await gb.release();
+            got = true;  // after the release: the stores close once `got` is seen
         });
         BOOST_TEST(co_await eventually([&] { return llen(srv, b, "o") == "1"; }));
         BOOST_TEST(co_await a.store.async_force_release("dlock:o", asio::use_awaitable));

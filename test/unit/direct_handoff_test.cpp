@@ -65,6 +65,8 @@ BOOST_AUTO_TEST_CASE(processes_get_the_name_in_queue_order_with_consecutive_toke
         BOOST_TEST(co_await until([&] { return store.queued("dlock:n") == 1; }));
         spawn([&] { return waiter(c, 'c'); });
         BOOST_TEST(co_await until([&] { return store.queued("dlock:n") == 2; }));
+        auto st = co_await store.async_status("dlock:n", asio::use_awaitable);
+        BOOST_TEST(st.queued == 2u);
         co_await g.release();
     });
     io.run_for(10s);
