@@ -74,6 +74,8 @@ private:
                                boost::asio::any_completion_handler<acquire_signature> h) override;
     void attempt(const std::string& name, const std::string& token, std::chrono::milliseconds ttl, bool queue,
                  boost::asio::any_completion_handler<acquire_signature> h);
+    void release(const std::string& name, const std::string& token, bool force,
+                 boost::asio::any_completion_handler<bool_signature> h);
     void do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
                   boost::asio::any_completion_handler<renew_signature> h) override;
     void do_release(const std::string& name, const std::string& token,

@@ -483,7 +483,8 @@ void engine::start_watch()
             if (ev == watch_event::granted) {
                 // The driver sleeps: take the name here and let the waiter run inside this
                 // callback, without waking the driver first (its next pass ends it).
-                if (self->sleeping_ && self->has_waiters() && !self->grant_) {
+                if (self->sleeping_gen_ != 0 && self->sleeping_gen_ == self->driver_gen_ && self->has_waiters() &&
+                    !self->grant_) {
                     self->in_io_ = true;
                     bool took = self->take_grant(g);
                     self->in_io_ = false;
@@ -574,9 +575,11 @@ asio::awaitable<bool> engine::wait_until(clock_type::time_point deadline)
 {
     if (!notified_) {
         wake_.expires_at(deadline);
-        sleeping_ = true;
+        const auto gen = driver_gen_;
+        sleeping_gen_ = gen;
         co_await wake_.async_wait(use_tuple);
-        sleeping_ = false;
+        if (sleeping_gen_ == gen)
+            sleeping_gen_ = 0;
     }
     co_return notified_;
 }

@@ -137,7 +137,7 @@ private:
 
     bool in_io_ = false;  // running inside a store callback: completions may run at once
     bool driving_ = false;
-    bool sleeping_ = false;        // the driver waits in wait_until (no attempt in flight)
+    std::uint64_t sleeping_gen_ = 0;  // the driver_gen_ of a driver asleep in wait_until, else 0
     std::uint64_t driver_gen_ = 0;  // a driver coroutine that finds it changed has been superseded
     int late_replies_ = 0;  // consecutive acquire replies that came after the lease's end
     std::optional<store::watch_id> watch_;

@@ -34,8 +34,12 @@ redis.call('HSET', KEYS[1], 'contended', '1', 'queued', '1')
 if redis.call('HSET', KEYS[4], ARGV[1], ARGV[2]) == 1 then
   redis.call('RPUSH', KEYS[3], ARGV[1])
 end
-redis.call('PEXPIRE', KEYS[3], pttl + ARGV[2])
-redis.call('PEXPIRE', KEYS[4], pttl + ARGV[2])
+-- Only ever extended: a waiter with a shorter lease must not cut a longer one's entry short.
+local keep = pttl + ARGV[2]
+if redis.call('PTTL', KEYS[3]) < keep then
+  redis.call('PEXPIRE', KEYS[3], keep)
+  redis.call('PEXPIRE', KEYS[4], keep)
+end
 return {0, pttl}
 )lua";
 
@@ -52,15 +56,20 @@ end
 return 0
 )lua";
 
-// KEYS: lock, fence, queue, queue_ttls. ARGV: token ("" = whoever holds it: the operator's
-// override), channel, grant channel prefix. Frees our own lease; if waiters queued, hands it
-// to the first one still subscribed to its grant channel (a dead one has no subscription)
-// with a new fencing token, in the same step. A token that does not hold the name is
-// withdrawn from the queue instead. -> 1 freed or handed off, 0 not ours / not held.
+// KEYS: lock, fence, queue, queue_ttls. ARGV: token, channel, grant channel prefix[, "1":
+// the operator's override, whoever holds it]. Frees our own lease; if waiters queued, hands
+// it to the first one still subscribed to its grant channel (a dead one has no
+// subscription) with a new fencing token, in the same step. A token that does not hold the
+// name is withdrawn from the queue instead. -> 1 freed or handed off, 0 not ours / not held.
+// NUMSUB goes through pcall: a user whose ACL lacks it must not fail the release half done;
+// its waiters are then all taken as live.
 inline constexpr const char* release = R"lua(
+local force = ARGV[4] == '1'
 local v = redis.call('HMGET', KEYS[1], 'owner', 'queued')
-if not v[1] or (ARGV[1] ~= '' and v[1] ~= ARGV[1]) then
-  if ARGV[1] ~= '' and redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then
+if not v[1] or (not force and v[1] ~= ARGV[1]) then
+  if force then
+    redis.call('PUBLISH', ARGV[2], 'released')
+  elseif redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then
     redis.call('LREM', KEYS[3], 0, ARGV[1])
   end
   return 0
@@ -72,7 +81,8 @@ if v[2] then
     local ttl = redis.call('HGET', KEYS[4], w)
     redis.call('HDEL', KEYS[4], w)
     local ch = ARGV[3] .. w
-    if ttl and w ~= v[1] and redis.call('PUBSUB', 'NUMSUB', ch)[2] > 0 then
+    local n = ttl and w ~= v[1] and redis.pcall('PUBSUB', 'NUMSUB', ch)
+    if n and (n.err or n[2] > 0) then
       local fence = redis.call('INCR', KEYS[2])
       redis.call('DEL', KEYS[1])
       redis.call('HSET', KEYS[1], 'owner', w, 'fence', fence)
@@ -80,7 +90,7 @@ if v[2] then
         redis.call('HSET', KEYS[1], 'queued', '1', 'contended', '1')
       end
       redis.call('PEXPIRE', KEYS[1], ttl)
-      redis.call('PUBLISH', ch, fence .. ' ' .. ttl)
+      redis.call('PUBLISH', ch, string.format('%d', fence) .. ' ' .. ttl)
       return 1
     end
   end

@@ -239,18 +239,27 @@ void redis_store::do_renew(const std::string& name, const std::string& token, st
 void redis_store::do_release(const std::string& name, const std::string& token,
                              asio::any_completion_handler<bool_signature> h)
 {
+    release(name, token, false, std::move(h));
+}
+
+// The release script with the force flag: frees the name whoever holds it (and hands it on).
+void redis_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
+{
+    release(name, std::string(), true, std::move(h));
+}
+
+void redis_store::release(const std::string& name, const std::string& token, bool force,
+                          asio::any_completion_handler<bool_signature> h)
+{
     auto prefix = impl_->prefix(name);
     key_set k(prefix, name);
     std::array<std::string, 4> keys{std::move(k.lock), std::move(k.fence), key_set::queue(prefix, name),
                                     key_set::queue_ttls(prefix, name)};
-    std::array<std::string, 3> args{token, std::move(k.channel), key_set::grants(prefix, name)};
-    impl_->conn.async_eval(impl_->release, keys, args, on_integer(std::move(h), [](long long v) { return v == 1; }));
-}
-
-// The release script with no token: frees the name whoever holds it (and hands it on).
-void redis_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
-{
-    do_release(name, std::string(), std::move(h));
+    std::array<std::string, 4> args{token, std::move(k.channel), key_set::grants(prefix, name)};
+    if (force)
+        args[3].push_back('1');
+    std::span<const std::string> argv(args.data(), force ? 4 : 3);
+    impl_->conn.async_eval(impl_->release, keys, argv, on_integer(std::move(h), [](long long v) { return v == 1; }));
 }
 
 void redis_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)

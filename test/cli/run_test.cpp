@@ -220,6 +220,10 @@ BOOST_AUTO_TEST_CASE(a_signal_while_waiting_leaves_nothing_behind)
     while (channels.empty() && std::chrono::steady_clock::now() < deadline)
         channels = srv.cli({"PUBSUB", "CHANNELS", "*granted*"});
     BOOST_TEST_REQUIRE(!channels.empty());
+    // And queued at the server, so the signal has a queue entry to take back.
+    while (status_json(srv, "job")["queued"].as_int64() != 1 && std::chrono::steady_clock::now() < deadline) {
+    }
+    BOOST_TEST_REQUIRE(status_json(srv, "job")["queued"].as_int64() == 1);
     waiter->signal(SIGINT);
     BOOST_TEST(waiter->wait() == 128 + SIGINT);
     auto s = status_json(srv, "job");

@@ -171,4 +171,42 @@ BOOST_AUTO_TEST_CASE(a_handoff_after_a_long_wait_is_confirmed)
     BOOST_TEST(left > 200ms);  // a full lease from the confirming attempt
 }
 
+// A waiter with a short lease must not cut short the queue entry of one with a long lease,
+// and an empty token is a token like any other (only force_release overrides the holder).
+BOOST_AUTO_TEST_CASE(queue_expiry_only_grows_and_an_empty_token_forces_nothing)
+{
+    dlock::test::redis_server srv;
+    asio::io_context io;
+    client a(io, srv), b(io, srv, 60s), c(io, srv, 1s);
+    long long pttl_after_long = 0, pttl_after_short = 0;
+    bool empty_released = true;
+    spawn(io, [&]() -> asio::awaitable<void> {
+        auto g = co_await a.reg.obtain("e").acquire();
+        int done = 0;
+        auto waiter = [&](client& who) -> asio::awaitable<void> {
+            auto gw = co_await who.reg.obtain("e").acquire();
+            co_await gw.release();
+            ++done;
+        };
+        spawn(io, [&]() { return waiter(b); });
+        BOOST_TEST(co_await eventually([&] { return llen(srv, b, "e") == "1"; }));
+        pttl_after_long = std::stoll(srv.cli({"PTTL", a.store.queue_key("dlock:e")}));
+        spawn(io, [&]() { return waiter(c); });
+        BOOST_TEST(co_await eventually([&] { return llen(srv, c, "e") == "2"; }));
+        pttl_after_short = std::stoll(srv.cli({"PTTL", a.store.queue_key("dlock:e")}));
+        empty_released = co_await a.store.async_release("dlock:e", "", asio::use_awaitable);
+        co_await g.release();
+        BOOST_TEST(co_await eventually([&] { return done == 2; }));
+        a.store.close();
+        b.store.close();
+        c.store.close();
+    });
+    io.run_for(30s);
+    BOOST_TEST(pttl_after_long > 60'000);  // the holder's 30 s + b's 60 s
+    BOOST_TEST(pttl_after_short > 60'000);
+    BOOST_TEST(!empty_released);
+    BOOST_TEST(b.reg.stats().store_handoffs == 1u);
+    BOOST_TEST(c.reg.stats().store_handoffs == 1u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
