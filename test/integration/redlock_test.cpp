@@ -4,6 +4,7 @@
 
 #include "common/child.hpp"
 #include "common/redis_server.hpp"
+#include "integration/lock_test_util.hpp"
 #include "integration/mutual_exclusion.hpp"
 #include "integration/store_contract.hpp"
 
@@ -28,6 +29,7 @@ using namespace std::chrono_literals;
 using boost::system::error_code;
 using clock_type = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+using dlock::test::eventually;
 
 namespace {
 
@@ -65,20 +67,6 @@ void run(asio::io_context& io, std::function<asio::awaitable<void>()> f, std::ch
     });
     io.run_for(limit);
     BOOST_TEST(finished);
-}
-
-// Waits (bounded) until `cond` holds, checking after each short timer tick.
-asio::awaitable<bool> eventually(std::function<bool()> cond, milliseconds limit = 10s)
-{
-    asio::steady_timer t(co_await asio::this_coro::executor);
-    auto deadline = clock_type::now() + limit;
-    while (!cond()) {
-        if (clock_type::now() >= deadline)
-            co_return false;
-        t.expires_after(2ms);
-        co_await t.async_wait(asio::use_awaitable);
-    }
-    co_return true;
 }
 
 constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
