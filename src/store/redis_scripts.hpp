@@ -36,9 +36,10 @@ if redis.call('HSET', KEYS[4], ARGV[1], ARGV[2]) == 1 then
 end
 -- Only ever extended: a waiter with a shorter lease must not cut a longer one's entry short.
 local keep = pttl + ARGV[2]
-if redis.call('PTTL', KEYS[3]) < keep then
-  redis.call('PEXPIRE', KEYS[3], keep)
-  redis.call('PEXPIRE', KEYS[4], keep)
+for i = 3, 4 do
+  if redis.call('PTTL', KEYS[i]) < keep then
+    redis.call('PEXPIRE', KEYS[i], keep)
+  end
 end
 return {0, pttl}
 )lua";
