@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -79,28 +80,37 @@ long long now_ns()
     return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
 }
 
-// Runs `body` on a fresh io_context with a redis_store; fails loudly if it does not finish.
-template <class Body>
-void with_store(std::uint16_t port, Body body)
+// Runs the coroutine `body` on `io` under a 120 s cap; rethrows its exception, and fails
+// loudly if it did not finish (a bug, not a slow machine).
+void run_phase(asio::io_context& io, std::function<asio::awaitable<void>()> body, const std::string& phase)
 {
-    asio::io_context io;
-    dlock::redis_store store(io.get_executor(), config_for(port));
     std::exception_ptr error;
     bool done = false;
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
-            co_await store.connection().async_connect();
-            co_await body(io, store);
+            co_await body();
             done = true;
-            store.close();
         },
         [&](std::exception_ptr e) { error = e; });
     io.run_for(120s);
     if (error)
         std::rethrow_exception(error);
     if (!done)
-        throw std::runtime_error("a benchmark phase did not finish within 120 s");
+        throw std::runtime_error("the " + phase + " phase did not finish within 120 s");
+}
+
+// Runs `body` on a fresh io_context with a connected redis_store, closed afterwards.
+template <class Body>
+void with_store(std::uint16_t port, Body body)
+{
+    asio::io_context io;
+    dlock::redis_store store(io.get_executor(), config_for(port));
+    run_phase(io, [&]() -> asio::awaitable<void> {
+        co_await store.connection().async_connect();
+        co_await body(io, store);
+        store.close();
+    }, "benchmark");
 }
 
 // The lock's own scripts over blocking sockets, no library: the floor under the lock's
@@ -265,54 +275,34 @@ int raw_pingpong_peer(std::uint16_t port, int rounds)
     return 0;
 }
 
-std::vector<double> uncontended(std::uint16_t port, int samples)
-{
-    std::vector<double> lat;
-    with_store(port, [&](asio::io_context&, dlock::redis_store& store) -> asio::awaitable<void> {
-        dlock::registry reg(store);
-        auto lock = reg.obtain("bench:solo");
-        for (int i = 0; i < samples + 500; ++i) {
-            auto t0 = clock_type::now();
-            auto g = co_await lock.acquire();
-            co_await g.release();
-            if (i >= 500)
-                lat.push_back(bench::us_since(t0));
-        }
-    });
-    return lat;
-}
-
 // The uncontended cycle on any store (closed afterwards), under a 120 s cap.
 template <class Store>
 std::vector<double> uncontended_on(asio::io_context& io, Store& store, int samples, const char* phase)
 {
     std::vector<double> lat;
-    std::exception_ptr error;
-    bool done = false;
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-            {
-                dlock::registry reg(store);
-                auto lock = reg.obtain("bench:solo");
-                for (int i = 0; i < samples + 500; ++i) {
-                    auto t0 = clock_type::now();
-                    auto g = co_await lock.acquire();
-                    co_await g.release();
-                    if (i >= 500)
-                        lat.push_back(bench::us_since(t0));
-                }
+    run_phase(io, [&]() -> asio::awaitable<void> {
+        {
+            dlock::registry reg(store);
+            auto lock = reg.obtain("bench:solo");
+            for (int i = 0; i < samples + 500; ++i) {
+                auto t0 = clock_type::now();
+                auto g = co_await lock.acquire();
+                co_await g.release();
+                if (i >= 500)
+                    lat.push_back(bench::us_since(t0));
             }
-            done = true;
-            store.close();
-        },
-        [&](std::exception_ptr e) { error = e; });
-    io.run_for(120s);
-    if (error)
-        std::rethrow_exception(error);
-    if (!done)
-        throw std::runtime_error(std::string("the ") + phase + " phase did not finish within 120 s");
+        }
+        store.close();
+    }, phase);
     return lat;
+}
+
+// The uncontended cycle on one redis_store.
+std::vector<double> uncontended(std::uint16_t port, int samples)
+{
+    asio::io_context io;
+    dlock::redis_store store(io.get_executor(), config_for(port));
+    return uncontended_on(io, store, samples, "uncontended");
 }
 
 // The uncontended cycle on a redlock_store over `nodes`.

@@ -57,6 +57,23 @@ struct memory_store::impl : std::enable_shared_from_this<impl> {
             queues.erase(it);
     }
 
+    // Later, calls `call` with watcher `id` of `map` if it is still there (a callback may
+    // unwatch itself: `call` copies it first).
+    template <class Watchers, class Call>
+    void post_to(Watchers impl::*map, watch_id id, Call call)
+    {
+        std::weak_ptr<impl> weak = shared_from_this();
+        asio::post(ex, [weak, map, id, call] {
+            auto self = weak.lock();
+            if (!self)
+                return;
+            auto& watchers = (*self).*map;
+            auto it = watchers.find(id);
+            if (it != watchers.end())
+                call(it->second);
+        });
+    }
+
     void post_grant(const std::string& name, const std::string& token, grant_notice g)
     {
         std::weak_ptr<impl> weak = shared_from_this();
@@ -259,16 +276,9 @@ store::watch_id memory_store::watch(const std::string& name, std::function<void(
     auto& s = *impl_;
     watch_id id = s.next_watch++;
     s.watchers.emplace(id, std::make_pair(name, std::move(cb)));
-    std::weak_ptr<impl> weak = impl_;
-    asio::post(s.ex, [weak, id] {
-        auto self = weak.lock();
-        if (!self)
-            return;
-        auto it = self->watchers.find(id);
-        if (it != self->watchers.end()) {
-            auto cb = it->second.second;
-            cb(watch_event::ready);
-        }
+    s.post_to(&impl::watchers, id, [](const auto& w) {
+        auto cb = w.second;
+        cb(watch_event::ready);
     });
     return id;
 }
@@ -285,16 +295,9 @@ store::watch_id memory_store::watch_grant(const std::string& name, const std::st
     auto& s = *impl_;
     watch_id id = s.next_watch++;
     s.grant_watchers.emplace(id, impl::grant_watch{name, token, std::move(cb)});
-    std::weak_ptr<impl> weak = impl_;
-    asio::post(s.ex, [weak, id] {
-        auto self = weak.lock();
-        if (!self)
-            return;
-        auto it = self->grant_watchers.find(id);
-        if (it != self->grant_watchers.end()) {
-            auto cb = it->second.cb;
-            cb(watch_event::ready, {});
-        }
+    s.post_to(&impl::grant_watchers, id, [](const auto& w) {
+        auto cb = w.cb;
+        cb(watch_event::ready, {});
     });
     return id;
 }

@@ -2,6 +2,8 @@
 // tests of every store: the shared counter, and the log each critical section appended to.
 #pragma once
 
+#include <boost/test/unit_test.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <fstream>
@@ -40,6 +42,21 @@ inline count_log read_count_log(const std::string& counter_file, const std::stri
         prev = pid;
     }
     r.processes = per_process.size();
+    return r;
+}
+
+/// Reads the files back and makes the checks every multi-process test makes: the count is
+/// exact, every section was logged, tokens never go down and belong to one process each,
+/// and every process took part. Returns what it read, for further checks.
+inline count_log check_count_log(const std::string& counter_file, const std::string& log_file, int processes,
+                                 int sections_total)
+{
+    auto r = read_count_log(counter_file, log_file);
+    BOOST_TEST(r.counter == sections_total);
+    BOOST_TEST(r.lines == static_cast<std::size_t>(sections_total));
+    BOOST_TEST(r.monotonic);
+    BOOST_TEST(r.exclusive_tokens);
+    BOOST_TEST(r.processes == static_cast<std::size_t>(processes));
     return r;
 }
 

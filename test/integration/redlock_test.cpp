@@ -489,12 +489,7 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
         BOOST_TEST((line && line->rfind("done", 0) == 0));
         BOOST_TEST(w->wait() == 0);
     }
-    auto r = dlock::test::read_count_log(counter, log);
-    BOOST_TEST(r.counter == processes * coroutines * sections);
-    BOOST_TEST(r.lines == static_cast<std::size_t>(processes * coroutines * sections));
-    BOOST_TEST(r.monotonic);
-    BOOST_TEST(r.exclusive_tokens);
-    BOOST_TEST(r.processes == static_cast<std::size_t>(processes));
+    auto r = dlock::test::check_count_log(counter, log, processes, processes * coroutines * sections);
     BOOST_TEST(r.switches > 10u, "process switches: " << r.switches);
 }
 
