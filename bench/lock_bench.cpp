@@ -34,8 +34,8 @@
 #include "common/child.hpp"
 #include "common/redis_cluster.hpp"
 #include "common/redis_server.hpp"
-#include "resp/decoder.hpp"
-#include "store/redis_scripts.hpp"
+#include "redis/resp/decoder.hpp"
+#include "redis/redis_scripts.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

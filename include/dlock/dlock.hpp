@@ -1,18 +1,7 @@
-// Everything of dlock's public API.
+// The core API and the Redis backend, as before the split into per-backend targets.
+// New backends are not added here: include <dlock/core.hpp> plus the backend you use
+// (<dlock/redis.hpp>, ...) to compile and link only that.
 #pragma once
 
-#include <dlock/cluster_store.hpp>
-#include <dlock/config.hpp>
-#include <dlock/error.hpp>
-#include <dlock/guard.hpp>
-#include <dlock/lock.hpp>
-#include <dlock/memory_store.hpp>
-#include <dlock/owner.hpp>
-#include <dlock/redis/config.hpp>
-#include <dlock/redis/connection.hpp>
-#include <dlock/redis/subscriber.hpp>
-#include <dlock/redis_store.hpp>
-#include <dlock/redlock_store.hpp>
-#include <dlock/registry.hpp>
-#include <dlock/stats.hpp>
-#include <dlock/store.hpp>
+#include <dlock/core.hpp>
+#include <dlock/redis.hpp>

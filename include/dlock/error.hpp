@@ -60,7 +60,29 @@ enum class error {
     /// Fewer replicas than required acknowledged a new lease within the WAIT timeout
     /// (redis_store_options::wait_replicas); the lease was given back.
     not_replicated,
+    /// The server refused the command for this user (an ACL without EVAL, a missing key
+    /// permission); the server's text is in store::last_error_text(). Permanent.
+    permission_denied,
+    /// A key the lock uses holds a value of another type (something else wrote it). Permanent.
+    wrong_type,
+    /// The server is temporarily unable to serve (loading its data, busy script, failover
+    /// in progress, cluster down). Transient: retried.
+    server_busy,
+    /// Another operation of the same kind is already pending on this object (e.g. a second
+    /// wait_lost on one guard).
+    operation_in_progress,
+    /// The handle is empty (a default-constructed lock): obtain it from a registry.
+    invalid_handle,
+    /// The store cannot serve this request (a lease kind it lacks, or a lease it cannot set).
+    not_supported,
+    /// The store's session ended: every lease it kept alive is gone.
+    session_lost,
 };
+
+/// Whether a failed store operation may succeed if tried again unchanged (the connection
+/// dropped, the server was busy, no majority answered). Anything else is permanent: a
+/// waiting acquire fails with it instead of retrying.
+bool is_transient(const boost::system::error_code& ec) noexcept;
 
 /// The `dlock` error category.
 const boost::system::error_category& dlock_category() noexcept;

@@ -1,4 +1,4 @@
-// The store contract: what a lock needs from a backend (Redis, memory, later others).
+// The store contract (v2): what a lock needs from a backend, and what a backend may offer.
 #pragma once
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -15,14 +15,51 @@
 
 namespace dlock {
 
+/// What a lease is for. Stores say which kinds they serve in store_traits::kinds.
+enum class lease_kind : std::uint8_t {
+    mutex = 1,   ///< one holder
+    read = 2,    ///< one of many readers (read-write lock)
+    write = 4,   ///< the one writer (read-write lock)
+    permit = 8,  ///< one of `capacity` permits (semaphore)
+};
+
+/// One acquire attempt.
+struct lease_request {
+    std::string name;   ///< the lock name as the lock sees it (registry prefix included)
+    std::string token;  ///< the lease token: unique per lease, reused by retries of the same lease
+    std::chrono::milliseconds ttl{0};
+    lease_kind kind = lease_kind::mutex;
+    unsigned capacity = 1;  ///< permits of a semaphore; 1 otherwise
+    /// If the name is taken, also queue `token` (FIFO) so that the holder's release hands the
+    /// name straight to it. Only with store_traits::direct_handoff or inherent_queue, and only
+    /// while `token` is watched (watch with a token, after its `ready`).
+    bool queue = false;
+};
+
 /// Outcome of one acquire attempt.
 struct acquire_result {
     bool acquired = false;
     /// With `acquired`: the lease's fencing token, strictly increasing per store lease of a
     /// name (an idempotent retry with the same lease token returns the same value).
     std::uint64_t fencing_token = 0;
+    /// With `acquired`: the lease the store set, counted from no earlier than the request's
+    /// send time (it may be shorter than asked for, never longer).
+    std::chrono::milliseconds granted_ttl{0};
     /// Without `acquired`: the holder's remaining lease; negative if unknown.
     std::chrono::milliseconds holder_ttl{-1};
+    /// With `acquired`: what the store needs back on renew and release (a node path, a row
+    /// id); empty for stores that find the lease by name and token.
+    std::string lease_ref;
+    /// Per-session stores: the session whose life the lease shares (0: per-lease store).
+    std::uint64_t session = 0;
+};
+
+/// Names one held lease in renew and release.
+struct lease_key {
+    std::string name;
+    std::string token;
+    std::string ref;  ///< acquire_result::lease_ref
+    lease_kind kind = lease_kind::mutex;
 };
 
 /// Outcome of one renewal.
@@ -34,95 +71,159 @@ struct renew_result {
 /// A store-side view of one name, for operators and tests.
 struct lock_status {
     bool held = false;
-    std::chrono::milliseconds ttl{-1};      ///< remaining lease, -1 if unknown
-    std::uint64_t fencing_token = 0;        ///< of the current lease if held
-    std::uint64_t last_fencing_token = 0;   ///< the highest token issued in the name's counter
-    std::string holder;                     ///< the holder's lease token
-    std::size_t queued = 0;                 ///< waiters queued for a direct hand-off (0 if the store does not queue)
+    std::chrono::milliseconds ttl{-1};     ///< remaining lease, -1 if unknown
+    std::uint64_t fencing_token = 0;       ///< of the current lease if held
+    std::uint64_t last_fencing_token = 0;  ///< the highest token issued in the name's counter
+    std::string holder;                    ///< the holder's lease token
+    std::size_t queued = 0;                ///< waiters queued for a direct hand-off (0 if the store does not queue)
+    std::string key;                       ///< where the store keeps the lease (key, node, row), for operators
 };
 
 /// Why a watcher is woken.
 enum class watch_event : std::uint8_t {
-    ready,     ///< notifications for the name flow from now on: a retry now cannot miss one
+    ready,     ///< notifications for the name (and the token's grants) flow from now on
     released,  ///< the name was released
     resync,    ///< notifications may have been lost (reconnect): re-check now
-    granted,   ///< (watch_grant only) the holder's release handed the name to this token
+    granted,   ///< the holder's release handed the name to the watched token
 };
 
 /// What a direct hand-off tells its new holder (watch_event::granted).
 struct grant_notice {
     std::uint64_t fencing_token = 0;
     std::chrono::milliseconds ttl{0};  ///< the lease the store set at the hand-off
+    std::string lease_ref;             ///< as acquire_result::lease_ref
 };
 
-/// The contract every backend implements. The templates copy their string arguments (a
-/// deferred operation may start after the caller's strings are gone). All operations are one round trip, idempotent for
-/// the same lease token, and complete on the store's executor. `name` is the lock name
-/// as the user gave it; the store maps it to its own keys. Thread safety: none; use the
-/// store from its executor only.
+/// How long a store's leases live.
+enum class liveness : std::uint8_t {
+    per_lease,    ///< each lease has its own expiry and is renewed on its own (Redis, SQL lease table)
+    per_session,  ///< every lease lives as long as one session (ZooKeeper, etcd lease)
+};
+
+/// What a store can do; read once when a registry is built.
+struct store_traits {
+    /// A release hands the name to the first live queued waiter in the same step
+    /// (lease_request::queue, watch_event::granted). False: waiters are woken to retry.
+    bool direct_handoff = false;
+    /// Every acquire joins the store's own FIFO (ZooKeeper sequence nodes, etcd revisions).
+    bool inherent_queue = false;
+    liveness live = liveness::per_lease;
+    /// Loss is noticed within a lease (false: only at the next round trip; fencing required).
+    bool bounded_loss = true;
+    /// Fencing tokens survive a restart of the store.
+    bool durable_fencing = true;
+    /// Lease kinds served (lease_kind values or-ed together).
+    unsigned kinds = static_cast<unsigned>(lease_kind::mutex);
+    /// Leases are whole multiples of this, at least min_ttl and at most max_ttl.
+    std::chrono::milliseconds ttl_granularity{1};
+    std::chrono::milliseconds min_ttl{1};
+    std::chrono::milliseconds max_ttl{std::chrono::milliseconds::max()};
+};
+
+/// A session store's liveness (store_traits::live == per_session).
+enum class session_event : std::uint8_t {
+    up,        ///< a session exists; leases taken from now on belong to it
+    suspect,   ///< the store has not confirmed the session lately (connection lost)
+    restored,  ///< confirmed again: its leases are intact
+    lost,      ///< the session ended: every lease of it is gone
+};
+
+struct session_info {
+    std::uint64_t generation = 0;                           ///< session id, lease id, backend pid
+    std::chrono::steady_clock::time_point valid_until{};    ///< last confirmation's send time + ttl - drift
+    std::chrono::milliseconds ttl{0};                       ///< negotiated or granted
+};
+
+/// The contract every backend implements.
+///
+/// - Operations are one round trip (or one pipelined batch), idempotent for the same lease
+///   token, and complete on the store's executor, never inside the initiating call.
+/// - Errors: transient ones (is_transient()) may be retried by the caller; any other error
+///   is permanent and the caller stops. The server's text of the last failure is kept for
+///   diagnostics (last_error_text()), apart from the error code.
+/// - Watches: `cb` runs on the store's executor, never inside watch(), never after unwatch().
+/// - The templates copy their string arguments (a deferred operation may start after the
+///   caller's strings are gone).
+/// Thread safety: none; use the store from its executor only.
 class store {
 public:
     using acquire_signature = void(boost::system::error_code, acquire_result);
     using renew_signature = void(boost::system::error_code, renew_result);
     using bool_signature = void(boost::system::error_code, bool);
     using status_signature = void(boost::system::error_code, lock_status);
+    using connect_signature = void(boost::system::error_code);
     using watch_id = std::uint64_t;
+    using watch_callback = std::function<void(watch_event, const grant_notice&)>;
 
     virtual ~store() = default;
     /// Where every completion runs.
     virtual boost::asio::any_io_executor get_executor() const = 0;
+    /// What this store can do. Constant over the store's life.
+    virtual store_traits traits() const noexcept { return {}; }
+    /// One line naming the store and where it is, for logs (passwords redacted).
+    virtual std::string describe() const = 0;
+    /// Closes connections: pending operations complete with error::closed.
+    virtual void close() {}
+    /// The server's text of the most recent failed operation (untrusted; empty if none).
+    const std::string& last_error_text() const noexcept { return last_error_text_; }
 
     /// Expires with the store: lets objects that may outlive it (a lock's state held by a
     /// handler still queued in the io_context) skip talking to a store that is gone.
     std::weak_ptr<void> lifetime() const noexcept { return lifetime_; }
 
-    /// Takes the name for `token` with a lease of `ttl` if it is free or already ours.
+    /// Connects (and checks credentials and permissions where the store can) before first use;
+    /// optional: operations connect on demand. Completion: void(error_code).
+    template <class Token = boost::asio::deferred_t>
+    auto async_connect(Token&& tok = {})
+    {
+        return boost::asio::async_initiate<Token, connect_signature>([this](auto h) { do_connect(std::move(h)); },
+                                                                     tok);
+    }
+
+    /// Takes `req.name` for `req.token` if it is free or already ours (and queues the token
+    /// if asked and the name is taken).
+    template <class Token = boost::asio::deferred_t>
+    auto async_try_acquire(const lease_request& req, Token&& tok = {})
+    {
+        return boost::asio::async_initiate<Token, acquire_signature>(
+            [this](auto h, const lease_request& r) { do_try_acquire(r, std::move(h)); }, tok, req);
+    }
+    /// A mutex attempt, not queued.
     template <class Token = boost::asio::deferred_t>
     auto async_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
                            Token&& tok = {})
     {
-        return boost::asio::async_initiate<Token, acquire_signature>(
-            [this](auto h, const std::string& n, const std::string& t, std::chrono::milliseconds ttl) {
-                do_try_acquire(n, t, ttl, std::move(h));
-            },
-            tok, name, token, ttl);
+        return async_try_acquire(lease_request{name, token, ttl}, std::forward<Token>(tok));
     }
 
-    /// As async_try_acquire; if the name is held, also queues `token` (FIFO) so that the
-    /// holder's release hands the name straight to it: no second round trip, no herd.
-    /// Only for stores with direct_handoff(), and only while `token` is watched by
-    /// watch_grant(). A release of `token` that finds it not holding withdraws it from the queue.
+    /// Extends the lease to `ttl` from now if it is still ours (owned = false if not), and
+    /// reports whether another owner has asked for the name meanwhile.
     template <class Token = boost::asio::deferred_t>
-    auto async_try_acquire_queued(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
-                                  Token&& tok = {})
+    auto async_renew(const lease_key& key, std::chrono::milliseconds ttl, Token&& tok = {})
     {
-        return boost::asio::async_initiate<Token, acquire_signature>(
-            [this](auto h, const std::string& n, const std::string& t, std::chrono::milliseconds ttl) {
-                do_try_acquire_queued(n, t, ttl, std::move(h));
-            },
-            tok, name, token, ttl);
+        return boost::asio::async_initiate<Token, renew_signature>(
+            [this](auto h, const lease_key& k, std::chrono::milliseconds ttl) { do_renew(k, ttl, std::move(h)); },
+            tok, key, ttl);
     }
-
-    /// Extends the lease to `ttl` from now if `token` still holds it (owned = false if not),
-    /// and reports whether another owner has asked for the name meanwhile.
     template <class Token = boost::asio::deferred_t>
     auto async_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
                      Token&& tok = {})
     {
-        return boost::asio::async_initiate<Token, renew_signature>(
-            [this](auto h, const std::string& n, const std::string& t, std::chrono::milliseconds ttl) {
-                do_renew(n, t, ttl, std::move(h));
-            },
-            tok, name, token, ttl);
+        return async_renew(lease_key{name, token}, ttl, std::forward<Token>(tok));
     }
 
-    /// Frees the name if `token` holds it and wakes its watchers; false if it was not held by `token`.
+    /// Frees the name if the lease holds it (handing it on or waking its watchers); false if
+    /// it was not held by that lease. A queued token that does not hold is withdrawn.
+    template <class Token = boost::asio::deferred_t>
+    auto async_release(const lease_key& key, Token&& tok = {})
+    {
+        return boost::asio::async_initiate<Token, bool_signature>(
+            [this](auto h, const lease_key& k) { do_release(k, std::move(h)); }, tok, key);
+    }
     template <class Token = boost::asio::deferred_t>
     auto async_release(const std::string& name, const std::string& token, Token&& tok = {})
     {
-        return boost::asio::async_initiate<Token, bool_signature>(
-            [this](auto h, const std::string& n, const std::string& t) { do_release(n, t, std::move(h)); }, tok,
-            name, token);
+        return async_release(lease_key{name, token}, std::forward<Token>(tok));
     }
 
     /// Operator's escape hatch: frees the name whoever holds it; true if it was held.
@@ -141,47 +242,49 @@ public:
             [this](auto h, const std::string& n) { do_status(n, std::move(h)); }, tok, name);
     }
 
-    /// Calls `cb` with watch_event::ready once release notifications for `name` are active,
-    /// then on each release or resync. Callbacks run on the store's executor, never inside
-    /// watch() itself.
-    virtual watch_id watch(const std::string& name, std::function<void(watch_event)> cb) = 0;
-    /// Stops the callbacks of `id` (the engine also ignores any already queued).
+    /// Watches `name`: `cb(ready)` once notifications flow (a retry from then on cannot miss
+    /// a release), then `cb(released)` on each release and `cb(resync)` when some may have
+    /// been missed. With a `token` (direct hand-off): also `cb(granted, notice)` when a
+    /// release hands the name to that token; queue the token only after `ready`.
+    virtual watch_id watch(const std::string& name, const std::string& token, watch_callback cb) = 0;
+    /// Watches releases only.
+    watch_id watch(const std::string& name, std::function<void(watch_event)> cb)
+    {
+        return watch(name, std::string(), [cb = std::move(cb)](watch_event ev, const grant_notice&) { cb(ev); });
+    }
+    /// Stops the callbacks of `id` at once.
     virtual void unwatch(watch_id id) = 0;
 
-    /// Whether a release hands the name to the first live queued waiter in the same step
-    /// (async_try_acquire_queued, watch_grant). False: waiters are only woken to retry.
-    virtual bool direct_handoff() const noexcept { return false; }
-    /// Calls `cb(ready)` once hand-offs to `token` can be delivered (queue it only after
-    /// that), `cb(granted, notice)` when one is, and `cb(resync)` when one may have been
-    /// missed (retry: an acquire by a token that holds the name succeeds). Stop with unwatch().
-    virtual watch_id watch_grant(const std::string& name, const std::string& token,
-                                 std::function<void(watch_event, grant_notice)> cb)
+    /// Per-session stores: the current session (generation 0 if none).
+    virtual session_info session() const noexcept { return {}; }
+    /// Per-session stores: calls `cb` on each session event. Stop with unwatch().
+    virtual watch_id watch_session(std::function<void(session_event, const session_info&)> cb)
     {
-        (void)name;
-        (void)token;
         (void)cb;
         return 0;
     }
+
+    /// Shorthand for traits().direct_handoff.
+    bool direct_handoff() const noexcept { return traits().direct_handoff; }
 
 private:
     std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
 
 protected:
-    virtual void do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
-                                boost::asio::any_completion_handler<acquire_signature> h) = 0;
-    /// Default: the plain attempt (stores without direct_handoff()).
-    virtual void do_try_acquire_queued(const std::string& name, const std::string& token,
-                                       std::chrono::milliseconds ttl,
-                                       boost::asio::any_completion_handler<acquire_signature> h)
-    {
-        do_try_acquire(name, token, ttl, std::move(h));
-    }
-    virtual void do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+    /// Default: nothing to connect to; completes (posted) with success.
+    virtual void do_connect(boost::asio::any_completion_handler<connect_signature> h);
+    virtual void do_try_acquire(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h) = 0;
+    virtual void do_renew(const lease_key& key, std::chrono::milliseconds ttl,
                           boost::asio::any_completion_handler<renew_signature> h) = 0;
-    virtual void do_release(const std::string& name, const std::string& token,
-                            boost::asio::any_completion_handler<bool_signature> h) = 0;
+    virtual void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) = 0;
     virtual void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) = 0;
     virtual void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) = 0;
+
+    /// Keeps the server's text of a failure for last_error_text().
+    void set_error_text(std::string text) { last_error_text_ = std::move(text); }
+
+private:
+    std::string last_error_text_;
 };
 
 }  // namespace dlock

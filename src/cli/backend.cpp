@@ -1,9 +1,9 @@
 #include "cli/backend.hpp"
 
-#include <dlock/cluster_store.hpp>
+#include <dlock/redis/cluster_store.hpp>
 #include <dlock/error.hpp>
-#include <dlock/redis_store.hpp>
-#include <dlock/redlock_store.hpp>
+#include <dlock/redis/store.hpp>
+#include <dlock/redis/redlock_store.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>

@@ -4,8 +4,8 @@
 #include "redis/request_queue.hpp"
 #include "redis/sentinel.hpp"
 #include "redis/stream.hpp"
-#include "detail/post_completion.hpp"
-#include "resp/decoder.hpp"
+#include "common/post_completion.hpp"
+#include "redis/resp/decoder.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>

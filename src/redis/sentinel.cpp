@@ -1,7 +1,7 @@
 #include "redis/sentinel.hpp"
 
 #include "redis/stream.hpp"
-#include "resp/decoder.hpp"
+#include "redis/resp/decoder.hpp"
 
 #include <dlock/error.hpp>
 #include <dlock/redis/request.hpp>

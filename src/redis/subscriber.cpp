@@ -1,7 +1,7 @@
 #include <dlock/error.hpp>
 #include <dlock/redis/subscriber.hpp>
 
-#include "detail/post_completion.hpp"
+#include "common/post_completion.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>

@@ -7,7 +7,7 @@
 //   ./build-fuzz/test/fuzz/dlock_decoder_fuzzer -dict=test/fuzz/resp.dict -max_len=4096
 #include <dlock/error.hpp>
 
-#include "resp/decoder.hpp"
+#include "redis/resp/decoder.hpp"
 
 #include <algorithm>
 #include <cstddef>

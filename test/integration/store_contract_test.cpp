@@ -1,7 +1,7 @@
 // One contract, every store: the same checks run against memory_store and redis_store.
 #include <dlock/error.hpp>
 #include <dlock/memory_store.hpp>
-#include <dlock/redis_store.hpp>
+#include <dlock/redis/store.hpp>
 
 #include "common/redis_server.hpp"
 #include "integration/store_contract.hpp"

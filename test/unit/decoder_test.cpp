@@ -3,7 +3,7 @@
 #include <dlock/redis/reply.hpp>
 #include <dlock/redis/request.hpp>
 
-#include "resp/decoder.hpp"
+#include "redis/resp/decoder.hpp"
 #include "unit/print.hpp"
 
 #include <boost/test/unit_test.hpp>

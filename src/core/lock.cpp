@@ -1,8 +1,8 @@
 #include <dlock/error.hpp>
 #include <dlock/lock.hpp>
 
-#include "detail/post_completion.hpp"
-#include "engine/engine.hpp"
+#include "common/post_completion.hpp"
+#include "core/engine.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>

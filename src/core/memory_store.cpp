@@ -1,7 +1,7 @@
 #include <dlock/error.hpp>
 #include <dlock/memory_store.hpp>
 
-#include "detail/post_completion.hpp"
+#include "common/post_completion.hpp"
 
 #include <boost/asio/post.hpp>
 

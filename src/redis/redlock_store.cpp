@@ -1,8 +1,8 @@
 #include <dlock/error.hpp>
-#include <dlock/redlock_store.hpp>
+#include <dlock/redis/redlock_store.hpp>
 
-#include "detail/post_completion.hpp"
-#include "store/redlock_scripts.hpp"
+#include "common/post_completion.hpp"
+#include "redis/redlock_scripts.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>

@@ -1,7 +1,7 @@
 #include <dlock/error.hpp>
 #include <dlock/registry.hpp>
 
-#include "engine/engine.hpp"
+#include "core/engine.hpp"
 
 namespace dlock {
 

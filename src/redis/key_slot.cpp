@@ -1,4 +1,4 @@
-#include <dlock/redis_store.hpp>
+#include <dlock/redis/store.hpp>
 
 #include <array>
 #include <vector>

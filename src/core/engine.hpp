@@ -7,7 +7,7 @@
 #include <dlock/stats.hpp>
 #include <dlock/store.hpp>
 
-#include "engine/lease_policy.hpp"
+#include "core/lease_policy.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_signal.hpp>

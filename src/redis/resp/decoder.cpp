@@ -1,4 +1,4 @@
-#include "resp/decoder.hpp"
+#include "redis/resp/decoder.hpp"
 
 #include <dlock/error.hpp>
 

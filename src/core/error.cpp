@@ -39,12 +39,41 @@ public:
             return "too few lock nodes answered to form a majority: check that most of the Redis nodes are up and reachable";
         case error::not_replicated:
             return "too few replicas acknowledged the lock in time: check the replicas, or lower wait_replicas";
+        case error::permission_denied:
+            return "the server refused the command for this user: grant the commands and keys the store needs "
+                   "(see the README's ACL list)";
+        case error::wrong_type:
+            return "a key the lock uses holds a value of another type: another program writes under this "
+                   "namespace; choose another namespace or remove the key";
+        case error::server_busy: return "the server is temporarily unable to serve (loading, busy, failing over)";
+        case error::operation_in_progress: return "an operation of the same kind is already pending on this object";
+        case error::invalid_handle: return "the lock handle is empty: obtain it from a registry";
+        case error::not_supported: return "the store cannot serve this request";
+        case error::session_lost: return "the store's session ended, and every lease it kept alive with it";
         }
         return "unknown dlock error";
     }
 };
 
 }  // namespace
+
+bool is_transient(const boost::system::error_code& ec) noexcept
+{
+    if (ec.category() != dlock_category())
+        return false;
+    switch (static_cast<error>(ec.value())) {
+    case error::connection_lost:
+    case error::timeout:
+    case error::connect_failed:
+    case error::resolve_failed:
+    case error::no_quorum:
+    case error::not_replicated:
+    case error::server_busy:
+    case error::protocol_error:  // the connection is reset; the next one may be sane
+        return true;
+    default: return false;
+    }
+}
 
 const boost::system::error_category& dlock_category() noexcept
 {

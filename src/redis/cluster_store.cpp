@@ -1,13 +1,13 @@
-#include <dlock/cluster_store.hpp>
+#include <dlock/redis/cluster_store.hpp>
 #include <dlock/error.hpp>
 #include <dlock/redis/connection.hpp>
-#include <dlock/redis_store.hpp>
+#include <dlock/redis/store.hpp>
 
-#include "detail/post_completion.hpp"
+#include "common/post_completion.hpp"
 #include "redis/cluster_slots.hpp"
-#include "store/cluster_scripts.hpp"
-#include "store/script_replies.hpp"
-#include "store/redis_scripts.hpp"
+#include "redis/cluster_scripts.hpp"
+#include "redis/script_replies.hpp"
+#include "redis/redis_scripts.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>

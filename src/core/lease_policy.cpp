@@ -1,4 +1,4 @@
-#include "engine/lease_policy.hpp"
+#include "core/lease_policy.hpp"
 
 #include <dlock/error.hpp>
 

@@ -1,9 +1,9 @@
 #include <dlock/error.hpp>
-#include <dlock/redis_store.hpp>
+#include <dlock/redis/store.hpp>
 
-#include "detail/post_completion.hpp"
-#include "store/redis_scripts.hpp"
-#include "store/script_replies.hpp"
+#include "common/post_completion.hpp"
+#include "redis/redis_scripts.hpp"
+#include "redis/script_replies.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>

@@ -1,8 +1,8 @@
-#include "engine/engine.hpp"
+#include "core/engine.hpp"
 
 #include <dlock/error.hpp>
 
-#include "detail/post_completion.hpp"
+#include "common/post_completion.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>

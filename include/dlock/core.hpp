@@ -1,0 +1,13 @@
+// The store-independent API: registry, lock, guard, settings, errors, the store contract
+// and the in-process memory store. Links against dlock::core alone.
+#pragma once
+
+#include <dlock/config.hpp>
+#include <dlock/error.hpp>
+#include <dlock/guard.hpp>
+#include <dlock/lock.hpp>
+#include <dlock/memory_store.hpp>
+#include <dlock/owner.hpp>
+#include <dlock/registry.hpp>
+#include <dlock/stats.hpp>
+#include <dlock/store.hpp>

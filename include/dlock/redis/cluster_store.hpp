@@ -1,0 +1,131 @@
+// The Redis Cluster store: redis_store's scripts routed to the master of each name's slot,
+// following MOVED and ASK, with wake-ups through sharded pub/sub.
+#pragma once
+
+#include <dlock/redis/config.hpp>
+#include <dlock/store.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dlock {
+
+/// Settings of a cluster_store beyond the node configs.
+struct cluster_options {
+    /// Redirections (MOVED, ASK, TRYAGAIN, CLUSTERDOWN) followed per operation before it
+    /// fails with error::server_error. Zero: never follow one.
+    int max_redirects = 5;
+    /// Pause before routing again after TRYAGAIN or CLUSTERDOWN (a migration in progress).
+    std::chrono::milliseconds tryagain_delay{20};
+};
+
+/// Counters of a cluster_store, readable at any time on its executor.
+struct cluster_stats {
+    std::uint64_t moved = 0;               ///< MOVED replies followed (commands and subscriptions)
+    std::uint64_t ask = 0;                 ///< ASK replies followed (ASKING sent to the target)
+    std::uint64_t tryagain = 0;            ///< TRYAGAIN / CLUSTERDOWN replies waited out
+    std::uint64_t redirect_failures = 0;   ///< operations that ran out of max_redirects
+    std::uint64_t refreshes = 0;           ///< slot map reads started (CLUSTER SLOTS)
+    std::uint64_t refresh_failures = 0;    ///< reads for which no node answered usably
+    std::uint64_t resubscribes = 0;        ///< channels moved to another master's subscription
+    std::uint64_t server_unsubscribes = 0; ///< channels the server dropped (its slot left the node)
+};
+
+/// The store contract over a Redis Cluster (Redis 7.0+ for sharded pub/sub).
+///
+/// - Keys: exactly redis_store's (`{T}<ns>:lock:<name>`, `{T}<ns>:fence`,
+///   `{T}<ns>:released:<name>`), all in the name's hash slot, so each script runs on one
+///   master and a store over a single node and one over a cluster name the same keys.
+/// - Routing: the topology is read with CLUSTER SLOTS from any reachable seed (then from
+///   the known masters), lazily on first use. Each script goes to the master of the name's
+///   slot over one pipelined redis::connection per master, created on first use with the
+///   first seed's settings (password, TLS, timeouts) and the announced host and port.
+///   `-MOVED` updates that slot's entry, starts a background re-read of the whole map and
+///   retries on the new master; `-ASK` retries once on the target as `ASKING` + the script
+///   in one request; `-TRYAGAIN` (a multi-key script while its keys are split by a
+///   migration) waits `tryagain_delay` and routes again. After `max_redirects` the
+///   operation fails with error::server_error (the last redirection's text in the reply).
+///   A lost connection or a timeout is reported as such (the lock retries) and re-reads
+///   the map, since the master may have failed over.
+/// - Wake-ups: each watched name's channel is SSUBSCRIBEd on the master owning its slot
+///   (one push connection per master). When the slot moves (the server sends
+///   `sunsubscribe`, a MOVED reply, a new map) or the connection drops, the channel is
+///   subscribed again where the slot now lives and watchers get watch_event::resync.
+///   Releases publish with SPUBLISH.
+/// - Fencing tokens: the counter `{T}<ns>:fence` lives on the master of slot T and moves
+///   with the slot in a migration (MIGRATE copies it), so tokens stay strictly increasing
+///   per name across resharding and restarts with persistence, *as long as the slot's
+///   master does not lose acknowledged writes*. Redis Cluster replicates asynchronously: a
+///   failover to a replica that had not yet received the latest INCR can issue a token
+///   again, and the lease itself can be lost the same way (two holders). Redis Cluster is
+///   not strongly consistent; use the tokens with a resource that rejects stale ones, and
+///   consider WAIT-based or Redlock stores where that matters.
+/// - Executor and thread safety as redis_store: single-threaded executor, not thread-safe.
+/// - Lifetime: the destructor closes every connection; operations still pending complete
+///   with error::closed. Background work holds internal state only, never the store.
+/// - Cancellation: the operation's cancellation slot follows the request in flight (see
+///   redis::connection::async_exec) and the TRYAGAIN pause; an operation waiting for the
+///   first topology read is not cancellable (the read is bounded by connect_timeout).
+class cluster_store final : public store {
+public:
+    /// `seeds`: some nodes of the cluster (any role); the first one's settings are used for
+    /// every master. Does no I/O until the first operation or watch.
+    cluster_store(boost::asio::any_io_executor ex, std::vector<redis::config> seeds, std::string ns = "dlock",
+                  cluster_options opts = {});
+    /// One seed node.
+    cluster_store(boost::asio::any_io_executor ex, redis::config seed, std::string ns = "dlock",
+                  cluster_options opts = {});
+    ~cluster_store() override;
+    cluster_store(const cluster_store&) = delete;
+    cluster_store& operator=(const cluster_store&) = delete;
+
+    boost::asio::any_io_executor get_executor() const override;
+    watch_id watch(const std::string& name, std::function<void(watch_event)> cb) override;
+    void unwatch(watch_id id) override;
+
+    /// Closes every connection: pending operations complete with error::closed.
+    void close();
+
+    /// Re-reads the slot map now (it is also re-read by itself after MOVED and lost
+    /// connections). Completion: void(error_code), on the store's executor: connect_failed
+    /// (or the last seed's error) if no node answered, closed. Not cancellable.
+    template <class Token = boost::asio::deferred_t>
+    auto async_refresh(Token&& tok = {})
+    {
+        return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
+            [this](auto h) { refresh_impl(std::move(h)); }, tok);
+    }
+
+    /// "host:port" of the master serving `name` in the current map; empty if not known yet.
+    std::string master_of(const std::string& name) const;
+    /// "host:port" of every master in the current map.
+    std::vector<std::string> masters() const;
+    /// Counters since construction.
+    const cluster_stats& stats() const noexcept;
+
+    /// Key names for `name`, for tools and tests (the same as redis_store's).
+    std::string lock_key(const std::string& name) const;
+    std::string fence_key(const std::string& name) const;
+    std::string channel(const std::string& name) const;
+
+private:
+    void do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+                        boost::asio::any_completion_handler<acquire_signature> h) override;
+    void do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+                  boost::asio::any_completion_handler<renew_signature> h) override;
+    void do_release(const std::string& name, const std::string& token,
+                    boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
+    void refresh_impl(boost::asio::any_completion_handler<void(boost::system::error_code)> h);
+
+    struct impl;
+    std::shared_ptr<impl> impl_;
+};
+
+}  // namespace dlock

@@ -1,0 +1,96 @@
+// The Redis store: one round trip per operation through Lua scripts, pub/sub wake-ups.
+#pragma once
+
+#include <dlock/redis/config.hpp>
+#include <dlock/redis/connection.hpp>
+#include <dlock/redis/subscriber.hpp>
+#include <dlock/store.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace dlock {
+
+/// Keys, all in one hash slot per name so that Redis Cluster can run the scripts:
+///   `{T}<ns>:lock:<name>`   hash {owner, fence} with the lease as its PX expiry
+///   `{T}<ns>:fence`         the fencing counter of slot T, never expiring, never reset
+///   `{T}<ns>:released:<name>` the pub/sub channel a release publishes on
+///   `{T}<ns>:queue:<name>`  list of queued waiters' tokens (direct hand-off), and
+///   `{T}<ns>:queue-ttl:<name>` hash token -> lease each asked for; both expire
+///   `{T}<ns>:granted:<name>:<token>` the channel a queued waiter hears its hand-off on
+/// where T is a short tag chosen to hash to the same slot as <name>, so counters are
+/// bounded (one per slot) while locks still spread over the cluster.
+/// Store settings beyond the connection's.
+struct redis_store_options {
+    /// Namespace of every key.
+    std::string ns = "dlock";
+    /// After each acquire, wait (Redis WAIT) until this many replicas hold the new lease, so
+    /// a failover to one of them keeps it; fewer within `wait_timeout` → the lease is given
+    /// back and the acquire fails with error::not_replicated. 0: don't wait.
+    int wait_replicas = 0;
+    /// Bound of that wait. Zero is not allowed (WAIT 0 blocks forever); it means 1 ms.
+    /// WAIT holds up the command connection: requests pipelined behind it (renewals of
+    /// other locks included) wait up to this long, so keep it well under the lease / 3.
+    std::chrono::milliseconds wait_timeout{100};
+};
+
+class redis_store final : public store {
+public:
+    /// Opens two connections: one for commands, one subscriber. `ns` namespaces all keys.
+    redis_store(boost::asio::any_io_executor ex, redis::config cfg, std::string ns = "dlock");
+    redis_store(boost::asio::any_io_executor ex, redis::config cfg, redis_store_options opts);
+    ~redis_store() override;
+
+    boost::asio::any_io_executor get_executor() const override;
+    watch_id watch(const std::string& name, std::function<void(watch_event)> cb) override;
+    void unwatch(watch_id id) override;
+    /// True unless wait_replicas is set (a hand-off inside a release cannot be WAITed for).
+    bool direct_handoff() const noexcept override;
+    watch_id watch_grant(const std::string& name, const std::string& token,
+                         std::function<void(watch_event, grant_notice)> cb) override;
+
+    /// The command connection (shared by every lock; usable for your own commands).
+    redis::connection& connection() noexcept;
+    /// The pub/sub connection that carries release notifications.
+    redis::subscriber& subscriber() noexcept;
+
+    /// Closes both connections: pending operations complete with error::closed and the
+    /// io_context runs out of work once the locks are idle.
+    void close();
+
+    /// Key names for `name`, for tools and tests.
+    std::string lock_key(const std::string& name) const;
+    std::string fence_key(const std::string& name) const;
+    std::string channel(const std::string& name) const;
+    std::string queue_key(const std::string& name) const;
+    std::string queue_ttl_key(const std::string& name) const;
+    std::string grant_channel(const std::string& name, const std::string& token) const;
+
+private:
+    void do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+                        boost::asio::any_completion_handler<acquire_signature> h) override;
+    void do_try_acquire_queued(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+                               boost::asio::any_completion_handler<acquire_signature> h) override;
+    void attempt(const std::string& name, const std::string& token, std::chrono::milliseconds ttl, bool queue,
+                 boost::asio::any_completion_handler<acquire_signature> h);
+    void release(const std::string& name, const std::string& token, bool force,
+                 boost::asio::any_completion_handler<bool_signature> h);
+    void do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+                  boost::asio::any_completion_handler<renew_signature> h) override;
+    void do_release(const std::string& name, const std::string& token,
+                    boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
+
+    struct impl;
+    std::unique_ptr<impl> impl_;
+};
+
+/// The Redis Cluster hash slot of a key (CRC16/XMODEM of its hash tag, mod 16384).
+unsigned key_slot(std::string_view key) noexcept;
+
+/// A short tag that hashes to `slot`.
+const std::string& slot_tag(unsigned slot);
+
+}  // namespace dlock
