@@ -1,9 +1,13 @@
 // One hold of a lock: its fencing token, its lease deadline, its loss signal, its release.
 #pragma once
 
+#include <dlock/error.hpp>
 #include <dlock/owner.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/deferred.hpp>
@@ -19,6 +23,15 @@ namespace dlock {
 namespace detail {
 struct hold;
 class engine;
+
+/// Completes `h` with `args` through its own associated executor, never inline: for
+/// operations on an empty handle, which has no executor of its own.
+template <class Handler, class... Args>
+void post_to_handler(Handler h, Args&&... args)
+{
+    auto ex = boost::asio::get_associated_executor(h);
+    boost::asio::post(ex, boost::asio::append(std::move(h), std::forward<Args>(args)...));
+}
 }  // namespace detail
 
 /// A held lock. Move-only. Empty when default-constructed, moved from, released, or
@@ -66,7 +79,12 @@ public:
     auto wait_lost(Token&& token = {})
     {
         return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
-            [this](auto h) { wait_lost_impl(std::move(h)); }, token);
+            [this](auto h) {
+                if (!h_)
+                    return detail::post_to_handler(std::move(h), make_error_code(error::not_held));
+                wait_lost_impl(std::move(h));
+            },
+            token);
     }
 
     /// Ends this hold. The last hold of an owner releases the store lease, or hands it to
@@ -78,7 +96,12 @@ public:
     auto release(Token&& token = {})
     {
         return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
-            [this](auto h) { release_impl(std::move(h)); }, token);
+            [this](auto h) {
+                if (!h_)
+                    return detail::post_to_handler(std::move(h), make_error_code(error::not_held));
+                release_impl(std::move(h));
+            },
+            token);
     }
 
 private:

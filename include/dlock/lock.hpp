@@ -1,6 +1,7 @@
 // A handle to one named lock; cheap to copy, shares its per-name state with every copy.
 #pragma once
 
+#include <dlock/error.hpp>
 #include <dlock/guard.hpp>
 #include <dlock/owner.hpp>
 
@@ -20,9 +21,14 @@ namespace dlock {
 /// A named lock from registry::obtain. All operations run on the registry's executor.
 ///
 /// Completion of the acquire family: void(error_code, guard). Errors: invalid_name,
-/// invalid_lease, timeout (acquire_for), lock_lost (re-entry into a lost hold), closed;
-/// try_acquire also reports the store's error when its one attempt failed (connection_lost,
-/// timeout, no_quorum, ...), while acquire and acquire_for retry store errors with backoff.
+/// invalid_lease, invalid_option, timeout (acquire_for), lock_lost (re-entry into a lost
+/// hold), closed, invalid_handle (an empty lock); try_acquire also reports the store's error
+/// when its one attempt failed (connection_lost, timeout, no_quorum, ...). acquire and
+/// acquire_for retry transient store errors (is_transient()) with backoff, and fail at once
+/// on a permanent one (permission_denied, wrong_type, server_error, ...): diagnostics() then
+/// has the server's text. Completion runs on the registry's executor (an empty lock: the
+/// handler's own). acquire_for gives even a zero or sub-round-trip bound one attempt; a
+/// bound too large for the clock means no bound.
 /// Cancellation (terminal, partial, total): the waiter leaves the local queue at once;
 /// a store request already sent is finished in the background and its lease, if any,
 /// released with the same token, so nothing is left behind.
@@ -78,6 +84,10 @@ public:
         return start(o, mode::bounded, d, std::forward<Token>(token));
     }
 
+    /// The store's text (untrusted, for logs) for the last permanent error that failed an
+    /// acquire of this name; empty if none.
+    const std::string& diagnostics() const noexcept;
+
     /// Acquires, runs `body` with the guard's loss bound to its cancellation, and releases.
     /// A lost lease stops the body at its next co_await; run() then throws
     /// system_error(error::lock_lost). Exceptions from the body propagate after the release.
@@ -95,6 +105,8 @@ private:
         // after the handle it came from is gone (`co_await locks.obtain(n).acquire()`).
         return boost::asio::async_initiate<Token, acquire_signature>(
             [e = e_](auto h, owner o, mode m, std::chrono::milliseconds d) {
+                if (!e)  // no registry, so no executor of ours: the handler's own
+                    return detail::post_to_handler(std::move(h), make_error_code(error::invalid_handle), guard());
                 lock(e).acquire_impl(o, m, d, std::move(h));
             },
             token, o, m, d);

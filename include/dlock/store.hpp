@@ -25,8 +25,8 @@ enum class lease_kind : std::uint8_t {
 
 /// One acquire attempt.
 struct lease_request {
-    std::string name;   ///< the lock name as the lock sees it (registry prefix included)
-    std::string token;  ///< the lease token: unique per lease, reused by retries of the same lease
+    std::string name{};   ///< the lock name as the lock sees it (registry prefix included)
+    std::string token{};  ///< the lease token: unique per lease, reused by retries of the same lease
     std::chrono::milliseconds ttl{0};
     lease_kind kind = lease_kind::mutex;
     unsigned capacity = 1;  ///< permits of a semaphore; 1 otherwise
@@ -49,16 +49,16 @@ struct acquire_result {
     std::chrono::milliseconds holder_ttl{-1};
     /// With `acquired`: what the store needs back on renew and release (a node path, a row
     /// id); empty for stores that find the lease by name and token.
-    std::string lease_ref;
+    std::string lease_ref{};
     /// Per-session stores: the session whose life the lease shares (0: per-lease store).
     std::uint64_t session = 0;
 };
 
 /// Names one held lease in renew and release.
 struct lease_key {
-    std::string name;
-    std::string token;
-    std::string ref;  ///< acquire_result::lease_ref
+    std::string name{};
+    std::string token{};
+    std::string ref{};  ///< acquire_result::lease_ref
     lease_kind kind = lease_kind::mutex;
 };
 
@@ -74,9 +74,9 @@ struct lock_status {
     std::chrono::milliseconds ttl{-1};     ///< remaining lease, -1 if unknown
     std::uint64_t fencing_token = 0;       ///< of the current lease if held
     std::uint64_t last_fencing_token = 0;  ///< the highest token issued in the name's counter
-    std::string holder;                    ///< the holder's lease token
+    std::string holder{};                    ///< the holder's lease token
     std::size_t queued = 0;                ///< waiters queued for a direct hand-off (0 if the store does not queue)
-    std::string key;                       ///< where the store keeps the lease (key, node, row), for operators
+    std::string key{};                       ///< where the store keeps the lease (key, node, row), for operators
 };
 
 /// Why a watcher is woken.
@@ -91,7 +91,7 @@ enum class watch_event : std::uint8_t {
 struct grant_notice {
     std::uint64_t fencing_token = 0;
     std::chrono::milliseconds ttl{0};  ///< the lease the store set at the hand-off
-    std::string lease_ref;             ///< as acquire_result::lease_ref
+    std::string lease_ref{};             ///< as acquire_result::lease_ref
 };
 
 /// How long a store's leases live.
@@ -284,7 +284,7 @@ protected:
     void set_error_text(std::string text) { last_error_text_ = std::move(text); }
 
 private:
-    std::string last_error_text_;
+    std::string last_error_text_{};
 };
 
 }  // namespace dlock

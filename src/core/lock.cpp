@@ -29,12 +29,15 @@ const std::string& lock::name() const noexcept
     return e_ ? e_->name() : empty;
 }
 
+const std::string& lock::diagnostics() const noexcept
+{
+    static const std::string empty;
+    return e_ ? e_->diagnostics() : empty;
+}
+
 void lock::acquire_impl(owner o, mode m, std::chrono::milliseconds d,
                         asio::any_completion_handler<acquire_signature> h)
 {
-    if (!e_) {
-        return asio::post(asio::system_executor(), asio::append(std::move(h), error_code(error::not_held), guard()));
-    }
     std::optional<std::chrono::milliseconds> limit;
     if (m == mode::bounded)
         limit = std::max(d, std::chrono::milliseconds(0));
@@ -107,15 +110,11 @@ asio::cancellation_slot guard::lost_slot() noexcept { return h_ ? h_->lost.slot(
 
 void guard::wait_lost_impl(asio::any_completion_handler<void(error_code)> h)
 {
-    if (!h_)
-        return asio::post(asio::system_executor(), asio::append(std::move(h), error_code(error::not_held)));
     h_->eng->wait_lost(h_, std::move(h));
 }
 
 void guard::release_impl(asio::any_completion_handler<void(error_code)> h)
 {
-    if (!h_)
-        return asio::post(asio::system_executor(), asio::append(std::move(h), error_code(error::not_held)));
     auto hold = std::move(h_);
     hold->eng->release(hold, std::move(h), false);
 }

@@ -2,6 +2,7 @@
 #include <dlock/memory_store.hpp>
 
 #include "common/post_completion.hpp"
+#include "core/lease_policy.hpp"
 
 #include <boost/asio/post.hpp>
 
@@ -24,27 +25,27 @@ struct memory_store::impl : std::enable_shared_from_this<impl> {
         clock_type::time_point expires;
         bool contended = false;
     };
+    struct watcher {
+        std::string name, token;  // token: empty unless the watcher takes hand-offs
+        watch_callback cb;
+    };
     asio::any_io_executor ex;
     std::unordered_map<std::string, lease> leases;
     std::uint64_t fence_counter = 0;  // one counter for all names: monotonic per name too
-    std::map<watch_id, std::pair<std::string, std::function<void(watch_event)>>> watchers;
+    std::map<watch_id, watcher> watchers;
     watch_id next_watch = 1;
     bool direct = false;
     // Direct hand-off: per name, the queued (token, lease) in order; a token is live while
-    // a grant watcher for it exists (as a Redis subscription is while its process lives).
+    // a watcher for it exists (as a Redis subscription is while its process lives).
     std::unordered_map<std::string, std::deque<std::pair<std::string, std::chrono::milliseconds>>> queues;
-    struct grant_watch {
-        std::string name, token;
-        std::function<void(watch_event, grant_notice)> cb;
-    };
-    std::map<watch_id, grant_watch> grant_watchers;
+    error_code fail_ec;
+    std::string fail_text;
+    unsigned fail_count = 0;
 
     bool listening(const std::string& name, const std::string& token) const
     {
-        for (auto& [id, w] : grant_watchers)
-            if (w.name == name && w.token == token)
-                return true;
-        return false;
+        return std::any_of(watchers.begin(), watchers.end(),
+                           [&](auto& w) { return w.second.name == name && w.second.token == token; });
     }
 
     void withdraw(const std::string& name, const std::string& token)
@@ -57,37 +58,28 @@ struct memory_store::impl : std::enable_shared_from_this<impl> {
             queues.erase(it);
     }
 
-    // Later, calls `call` with watcher `id` of `map` if it is still there (a callback may
-    // unwatch itself: `call` copies it first).
-    template <class Watchers, class Call>
-    void post_to(Watchers impl::*map, watch_id id, Call call)
+    // Later, calls watcher `id` if it still exists then (a callback may unwatch itself or
+    // others: each is looked up afresh).
+    void post_to(watch_id id, watch_event ev, grant_notice g = {})
     {
         std::weak_ptr<impl> weak = shared_from_this();
-        asio::post(ex, [weak, map, id, call] {
+        asio::post(ex, [weak, id, ev, g] {
             auto self = weak.lock();
             if (!self)
                 return;
-            auto& watchers = (*self).*map;
-            auto it = watchers.find(id);
-            if (it != watchers.end())
-                call(it->second);
+            auto it = self->watchers.find(id);
+            if (it == self->watchers.end())
+                return;
+            auto cb = it->second.cb;
+            cb(ev, g);
         });
     }
 
-    void post_grant(const std::string& name, const std::string& token, grant_notice g)
+    void notify(const std::string& name, watch_event ev)
     {
-        std::weak_ptr<impl> weak = shared_from_this();
-        asio::post(ex, [weak, name, token, g] {
-            auto self = weak.lock();
-            if (!self)
-                return;
-            for (auto& [id, w] : self->grant_watchers)
-                if (w.name == name && w.token == token) {
-                    auto cb = w.cb;
-                    cb(watch_event::granted, g);
-                    return;
-                }
-        });
+        for (auto& [id, w] : watchers)
+            if (w.name == name)
+                post_to(id, ev);
     }
 
     lease* find(const std::string& name)
@@ -102,25 +94,14 @@ struct memory_store::impl : std::enable_shared_from_this<impl> {
         return &it->second;
     }
 
-    void notify(const std::string& name, watch_event ev)
+    // An injected failure, if one is armed.
+    bool fail(error_code& ec)
     {
-        std::weak_ptr<impl> weak = shared_from_this();
-        asio::post(ex, [weak, name, ev] {
-            auto self = weak.lock();
-            if (!self)
-                return;
-            std::vector<watch_id> ids;
-            for (auto& [id, w] : self->watchers)
-                if (w.first == name)
-                    ids.push_back(id);
-            for (auto id : ids) {
-                auto it = self->watchers.find(id);
-                if (it != self->watchers.end()) {
-                    auto cb = it->second.second;
-                    cb(ev);
-                }
-            }
-        });
+        if (fail_count == 0)
+            return false;
+        --fail_count;
+        ec = fail_ec;
+        return true;
     }
 };
 
@@ -130,7 +111,18 @@ memory_store::memory_store(asio::any_io_executor ex, bool direct_handoff) : impl
     impl_->direct = direct_handoff;
 }
 
-bool memory_store::direct_handoff() const noexcept { return impl_->direct; }
+memory_store::~memory_store() = default;
+
+store_traits memory_store::traits() const noexcept
+{
+    store_traits t;
+    t.direct_handoff = impl_->direct;
+    t.durable_fencing = false;  // a process's memory
+    t.max_ttl = detail::max_lease;
+    return t;
+}
+
+std::string memory_store::describe() const { return impl_->direct ? "memory (direct hand-off)" : "memory"; }
 
 std::size_t memory_store::queued(const std::string& name) const
 {
@@ -138,7 +130,12 @@ std::size_t memory_store::queued(const std::string& name) const
     return it == impl_->queues.end() ? 0 : it->second.size();
 }
 
-memory_store::~memory_store() = default;
+void memory_store::fail_next(error_code ec, std::string text, unsigned count)
+{
+    impl_->fail_ec = ec;
+    impl_->fail_text = std::move(text);
+    impl_->fail_count = count;
+}
 
 asio::any_io_executor memory_store::get_executor() const { return impl_->ex; }
 
@@ -152,43 +149,35 @@ std::size_t memory_store::size() const
 
 void memory_store::expire_now(const std::string& name) { impl_->leases.erase(name); }
 
-void memory_store::do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
-                                  asio::any_completion_handler<acquire_signature> h)
-{
-    attempt(name, token, ttl, false, std::move(h));
-}
-
-void memory_store::do_try_acquire_queued(const std::string& name, const std::string& token,
-                                         std::chrono::milliseconds ttl, asio::any_completion_handler<acquire_signature> h)
-{
-    attempt(name, token, ttl, impl_->direct, std::move(h));
-}
-
-void memory_store::attempt(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
-                           bool queue, asio::any_completion_handler<acquire_signature> h)
+void memory_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
     auto& s = *impl_;
     acquire_result r;
-    auto* l = s.find(name);
-    if (!l) {
-        auto& n = s.leases[name];
-        n = {token, ++s.fence_counter, clock_type::now() + ttl};
-        r = {true, n.fence, ttl};
-        if (queue)
-            s.withdraw(name, token);
-    } else if (l->token == token) {
-        l->expires = clock_type::now() + ttl;
-        r = {true, l->fence, ttl};
+    error_code ec;
+    if (req.kind != lease_kind::mutex) {
+        ec = error::not_supported;
+    } else if (req.ttl.count() <= 0 || req.ttl > detail::max_lease) {
+        ec = error::invalid_lease;
+    } else if (s.fail(ec)) {
+        set_error_text(s.fail_text);
+    } else if (auto* l = s.find(req.name); !l) {
+        auto& n = s.leases[req.name];
+        n = {req.token, ++s.fence_counter, clock_type::now() + req.ttl};
+        r = {true, n.fence, req.ttl};
+        s.withdraw(req.name, req.token);
+    } else if (l->token == req.token) {
+        l->expires = clock_type::now() + req.ttl;
+        r = {true, l->fence, req.ttl};
     } else {
         l->contended = true;
         r.holder_ttl = std::chrono::duration_cast<std::chrono::milliseconds>(l->expires - clock_type::now());
-        if (queue) {
-            auto& q = s.queues[name];
-            if (std::none_of(q.begin(), q.end(), [&](const auto& e) { return e.first == token; }))
-                q.emplace_back(token, ttl);
+        if (req.queue && s.direct) {
+            auto& q = s.queues[req.name];
+            if (std::none_of(q.begin(), q.end(), [&](const auto& e) { return e.first == req.token; }))
+                q.emplace_back(req.token, req.ttl);
         }
     }
-    post_completion(s.ex, std::move(h), error_code(), r);
+    post_completion(s.ex, std::move(h), ec, r);
 }
 
 // The release's second half, as the Redis script does it: the first queued token still
@@ -206,9 +195,13 @@ void memory_store::hand_on_or_free(const std::string& name)
         bool more = !it->second.empty();
         if (!more)
             s.queues.erase(it);
-        grant_notice g{++s.fence_counter, ttl};
+        grant_notice g{++s.fence_counter, ttl, {}};
         s.leases[name] = {token, g.fencing_token, clock_type::now() + ttl, more};
-        s.post_grant(name, token, g);
+        for (auto& [id, w] : s.watchers)
+            if (w.name == name && w.token == token) {
+                s.post_to(id, watch_event::granted, g);
+                break;
+            }
         return;
     }
     if (it != s.queues.end())
@@ -217,31 +210,38 @@ void memory_store::hand_on_or_free(const std::string& name)
     s.notify(name, watch_event::released);
 }
 
-void memory_store::do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+void memory_store::do_renew(const lease_key& key, std::chrono::milliseconds ttl,
                             asio::any_completion_handler<renew_signature> h)
 {
     auto& s = *impl_;
-    auto* l = s.find(name);
     renew_result r;
-    r.owned = l && l->token == token;
-    if (r.owned) {
+    error_code ec;
+    if (s.fail(ec)) {
+        set_error_text(s.fail_text);
+    } else if (auto* l = s.find(key.name); l && l->token == key.token) {
+        r.owned = true;
         l->expires = clock_type::now() + ttl;
         r.contended = std::exchange(l->contended, false);
     }
-    post_completion(s.ex, std::move(h), error_code(), r);
+    post_completion(s.ex, std::move(h), ec, r);
 }
 
-void memory_store::do_release(const std::string& name, const std::string& token,
-                              asio::any_completion_handler<bool_signature> h)
+void memory_store::do_release(const lease_key& key, asio::any_completion_handler<bool_signature> h)
 {
     auto& s = *impl_;
-    auto* l = s.find(name);
-    bool owned = l && l->token == token;
-    if (owned)
-        hand_on_or_free(name);
-    else
-        s.withdraw(name, token);
-    post_completion(s.ex, std::move(h), error_code(), owned);
+    error_code ec;
+    bool owned = false;
+    if (s.fail(ec)) {
+        set_error_text(s.fail_text);
+    } else {
+        auto* l = s.find(key.name);
+        owned = l && l->token == key.token;
+        if (owned)
+            hand_on_or_free(key.name);
+        else
+            s.withdraw(key.name, key.token);
+    }
+    post_completion(s.ex, std::move(h), ec, owned);
 }
 
 void memory_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
@@ -259,6 +259,7 @@ void memory_store::do_status(const std::string& name, asio::any_completion_handl
 {
     auto& s = *impl_;
     lock_status st;
+    st.key = name;
     st.last_fencing_token = s.fence_counter;
     if (auto q = s.queues.find(name); q != s.queues.end())
         st.queued = q->second.size();
@@ -271,35 +272,15 @@ void memory_store::do_status(const std::string& name, asio::any_completion_handl
     post_completion(s.ex, std::move(h), error_code(), std::move(st));
 }
 
-store::watch_id memory_store::watch(const std::string& name, std::function<void(watch_event)> cb)
+store::watch_id memory_store::watch(const std::string& name, const std::string& token, watch_callback cb)
 {
     auto& s = *impl_;
     watch_id id = s.next_watch++;
-    s.watchers.emplace(id, std::make_pair(name, std::move(cb)));
-    s.post_to(&impl::watchers, id, [](const auto& w) {
-        auto cb = w.second;
-        cb(watch_event::ready);
-    });
+    s.watchers.emplace(id, impl::watcher{name, token, std::move(cb)});
+    s.post_to(id, watch_event::ready);
     return id;
 }
 
-void memory_store::unwatch(watch_id id)
-{
-    impl_->watchers.erase(id);
-    impl_->grant_watchers.erase(id);
-}
-
-store::watch_id memory_store::watch_grant(const std::string& name, const std::string& token,
-                                          std::function<void(watch_event, grant_notice)> cb)
-{
-    auto& s = *impl_;
-    watch_id id = s.next_watch++;
-    s.grant_watchers.emplace(id, impl::grant_watch{name, token, std::move(cb)});
-    s.post_to(&impl::grant_watchers, id, [](const auto& w) {
-        auto cb = w.cb;
-        cb(watch_event::ready, {});
-    });
-    return id;
-}
+void memory_store::unwatch(watch_id id) { impl_->watchers.erase(id); }
 
 }  // namespace dlock

@@ -1,0 +1,612 @@
+#include "core/lock_fsm.hpp"
+
+#include <dlock/error.hpp>
+
+#include <algorithm>
+
+namespace dlock::detail {
+
+using boost::system::error_code;
+using act = fsm_action::type;
+
+lock_fsm::lock_fsm(fsm_config cfg, lock_stats& stats, std::minstd_rand& rng, std::string token_prefix,
+                   std::uint64_t& token_seq)
+    : cfg_(cfg), stats_(stats), rng_(rng), prefix_(std::move(token_prefix)), token_seq_(token_seq),
+      wait_backoff_(cfg.backoff_min, cfg.backoff_max),
+      renew_backoff_(cfg.backoff_min, std::max(cfg.backoff_min, cfg.renew_every))
+{
+}
+
+// ---- queries ----
+
+fsm_state lock_fsm::state() const noexcept
+{
+    if (lease_) {
+        if (lease_->lost)
+            return fsm_state::lost;
+        if (renew_)
+            return fsm_state::renewing;
+        return lease_->suspect ? fsm_state::suspect : fsm_state::held;
+    }
+    if (attempt_ && !attempt_->spent)
+        return fsm_state::attempting;
+    if (wait_.sleeping || wait_.watching)
+        return wait_.queued_since ? fsm_state::queued : fsm_state::waiting;
+    return fsm_state::free;
+}
+
+bool lock_fsm::idle() const noexcept
+{
+    return waiters_.empty() && holds_.empty() && !lease_ && in_flight() == 0 && !wait_.watching;
+}
+
+std::size_t lock_fsm::in_flight() const noexcept
+{
+    return (attempt_ ? 1 : 0) + (renew_ ? 1 : 0) + releases_.size() + background_;
+}
+
+time_point lock_fsm::valid_until() const noexcept
+{
+    return lease_ && !lease_->lost ? lease_->valid_until : time_point::min();
+}
+
+// ---- helpers ----
+
+void lock_fsm::set_timer(time_point at)
+{
+    if (timer_ && *timer_ == at)
+        return;
+    timer_ = at;
+    push({.t = act::set_timer, .at = at});
+}
+
+void lock_fsm::observe(time_point now)
+{
+    if (lease_ && !lease_->lost && now >= lease_->valid_until)
+        mark_lost();
+}
+
+void lock_fsm::mark_lost()
+{
+    if (!lease_ || lease_->lost)
+        return;
+    lease_->lost = true;
+    ++stats_.lost;
+    push({.t = act::event, .fence = lease_->fence, .kind = lock_event_kind::lost});
+    push({.t = act::lost});
+    if (timer_) {
+        timer_.reset();
+        push({.t = act::cancel_timer});
+    }
+}
+
+void lock_fsm::drop_lease()
+{
+    lease_.reset();
+    check_now_ = false;
+    if (timer_) {
+        timer_.reset();
+        push({.t = act::cancel_timer});
+    }
+}
+
+void lock_fsm::background_release(const std::string& token, const std::string& ref)
+{
+    ++background_;
+    push({.t = act::release, .token = token, .ref = ref, .id = 0});
+}
+
+void lock_fsm::complete(waiter_entry& w, error_code ec)
+{
+    push({.t = act::complete_waiter, .id = w.id, .ec = ec});
+}
+
+void lock_fsm::sleep_until(time_point at)
+{
+    wait_.sleeping = true;
+    set_timer(at);
+}
+
+// The single decision point: who talks to the store next, given holds, waiters and lease.
+void lock_fsm::schedule(time_point now)
+{
+    if (!holds_.empty())
+        return;  // the local holder keeps the lease; waiters wait here
+    if (waiters_.empty()) {
+        // Nobody wants the name. An attempt in flight is released behind itself on the same
+        // connection, so a lease it may take cannot outlive the caller's shutdown.
+        if (attempt_ && !attempt_->spent) {
+            attempt_->spent = true;
+            background_release(attempt_->token);
+            if (attempt_->token == wait_.token)
+                wait_.queued_since.reset();  // that release withdraws it too
+        }
+        end_wait(true);
+        if (lease_) {
+            // A lease handed to a waiter that has gone: back to the store.
+            if (!lease_->lost)
+                background_release(lease_->token, lease_->ref);
+            drop_lease();
+        }
+        if (timer_) {
+            timer_.reset();
+            push({.t = act::cancel_timer});
+        }
+        return;
+    }
+    if (lease_ && lease_->lost)
+        drop_lease();
+    if (lease_) {
+        grant_front(now);
+        return;
+    }
+    if (attempt_ || wait_.sleeping)
+        return;  // the conversation goes on; its next step serves the newcomer too
+    if (std::exchange(yield_pause_, false) && cfg_.yield_pause.count() > 0) {
+        // Yielded a contended lease: let the other process's waiter win this round.
+        sleep_until(now + std::chrono::duration_cast<clock_type::duration>(cfg_.yield_pause));
+        return;
+    }
+    start_attempt(now);
+}
+
+void lock_fsm::start_attempt(time_point now)
+{
+    wait_.sleeping = false;
+    wait_.notified = false;
+    // A direct wait keeps one token; once its grant channel is up, the store queues it.
+    bool direct_wait = cfg_.direct_handoff && wait_.watching;
+    bool queue = direct_wait && wait_.ready;
+    std::string token = direct_wait ? wait_.token : new_token();
+    if (queue && !wait_.queued_since)
+        wait_.queued_since = now;
+    attempt_ = attempt_state{token, now, ++attempts_sent_};
+    if (timer_ && !lease_) {
+        timer_.reset();
+        push({.t = act::cancel_timer});
+    }
+    push({.t = act::attempt, .token = std::move(token), .queue = queue});
+}
+
+void lock_fsm::start_watch()
+{
+    wait_.watching = true;
+    wait_.ready = false;
+    if (cfg_.direct_handoff)
+        wait_.token = new_token();
+    push({.t = act::watch, .token = wait_.token});
+}
+
+// Ends a wait's store conversation. `withdraw`: its token may sit in the store's queue (or
+// have just been handed the name): release it, which also takes it off the queue.
+void lock_fsm::end_wait(bool withdraw)
+{
+    if (wait_.watching)
+        push({.t = act::unwatch});
+    if (withdraw && wait_.queued_since)
+        background_release(wait_.token);
+    if (timer_ && wait_.sleeping && !lease_) {
+        timer_.reset();
+        push({.t = act::cancel_timer});
+    }
+    wait_ = wait_state{};
+}
+
+void lock_fsm::grant_front(time_point now)
+{
+    auto w = waiters_.front();
+    waiters_.pop_front();
+    ++stats_.acquired;
+    stats_.wait.record(std::chrono::duration_cast<std::chrono::microseconds>(now - w.started));
+    auto id = ++next_hold_;
+    holds_.emplace_back(id, w.owner);
+    holder_ = w.owner;
+    push({.t = act::event, .fence = lease_->fence, .kind = lock_event_kind::acquired});
+    push({.t = act::complete_waiter, .id = w.id, .hold = id, .fence = lease_->fence});
+}
+
+void lock_fsm::grant_lease(std::string token, std::string ref, std::uint64_t fence, std::uint64_t session,
+                           time_point deadline, time_point now)
+{
+    lease_ = lease_state{std::move(token), std::move(ref), fence, session, deadline, now + cfg_.renew_every};
+    renew_backoff_.reset();
+    arm_lease_timer();
+    grant_front(now);
+}
+
+// The watchdog's one timer: the next renewal, or the lease's end when nothing renews it
+// (no watchdog, a renewal in flight, or a per-session store).
+void lock_fsm::arm_lease_timer()
+{
+    if (!lease_ || lease_->lost)
+        return;
+    auto at = lease_->valid_until;
+    if (cfg_.watchdog && !cfg_.per_session && !renew_)
+        at = std::min(at, check_now_ ? time_point::min() : lease_->next_renew);
+    set_timer(at);
+}
+
+// A direct hand-off: the store set our lease at the release, after our first queued attempt
+// was sent, so that send time bounds the lease's start from below. False: the bound leaves
+// too little (a long wait, or a fixed lease that owes a full term): confirm by an attempt.
+bool lock_fsm::take_grant(const grant_notice& g, time_point now)
+{
+    if (!wait_.queued_since)
+        return false;
+    auto deadline = *wait_.queued_since + g.ttl - cfg_.drift;
+    if (!cfg_.watchdog || deadline - now < g.ttl / 2)
+        return false;
+    ++stats_.store_handoffs;
+    if (attempt_)
+        attempt_->spent = true;  // the same token: its reply can add nothing
+    auto token = std::move(wait_.token);
+    wait_.queued_since.reset();
+    end_wait(false);
+    grant_lease(std::move(token), g.lease_ref, g.fencing_token, 0, deadline, now);
+    return true;
+}
+
+void lock_fsm::fail_all(error_code ec)
+{
+    auto ws = std::move(waiters_);
+    waiters_.clear();
+    end_wait(true);
+    for (auto& w : ws)
+        complete(w, ec);
+}
+
+// After a failed attempt: callers that asked for one attempt (or whose bound passed) and
+// have now seen one get their answer.
+void lock_fsm::end_failed_attempt(error_code ec)
+{
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+        if (it->attempted && (it->try_once || it->expired)) {
+            auto w = *it;
+            it = waiters_.erase(it);
+            if (w.expired)
+                ++stats_.cancelled;
+            complete(w, w.expired ? error_code(error::timeout) : ec);
+        } else {
+            ++it;
+        }
+    }
+}
+
+// ---- inputs ----
+
+void lock_fsm::on_acquire(std::uint64_t waiter, std::uint64_t owner, bool try_once, time_point now)
+{
+    observe(now);
+    waiter_entry w{waiter, owner, try_once, attempts_sent_, now};
+    // Re-entry: the same owner gets another hold at once.
+    if (!holds_.empty() && holder_ == owner) {
+        if (lease_ && lease_->lost)
+            return complete(w, error::lock_lost);
+        ++stats_.reentered;
+        ++stats_.acquired;
+        auto id = ++next_hold_;
+        holds_.emplace_back(id, owner);
+        push({.t = act::complete_waiter, .id = waiter, .hold = id, .fence = lease_ ? lease_->fence : 0});
+        return;
+    }
+    // One attempt means no local waiting either: held here by someone else is "held".
+    if (try_once && (!holds_.empty() || !waiters_.empty()))
+        return complete(w, {});
+    waiters_.push_back(w);
+    schedule(now);
+}
+
+void lock_fsm::on_cancel(std::uint64_t waiter, error_code why, time_point now)
+{
+    observe(now);
+    auto it = std::find_if(waiters_.begin(), waiters_.end(), [&](auto& w) { return w.id == waiter; });
+    if (it == waiters_.end())
+        return;
+    auto w = *it;
+    waiters_.erase(it);
+    ++stats_.cancelled;
+    // First the store's side (withdraw, release), then the caller: it may close the store.
+    schedule(now);
+    complete(w, why);
+}
+
+void lock_fsm::on_deadline(std::uint64_t waiter, time_point now)
+{
+    auto it = std::find_if(waiters_.begin(), waiters_.end(), [&](auto& w) { return w.id == waiter; });
+    if (it == waiters_.end())
+        return;
+    // Held here by another owner, or one attempt already said no: the bound is final.
+    if (it->attempted || !holds_.empty())
+        return on_cancel(waiter, error::timeout, now);
+    // Else it gets one attempt first (a zero or sub-round-trip bound still tries).
+    it->expired = true;
+    if (wait_.sleeping)
+        start_attempt(now);
+}
+
+void lock_fsm::on_attempt_done(error_code ec, const acquire_result& res, time_point now)
+{
+    if (!attempt_)
+        return;
+    observe(now);
+    auto a = std::move(*attempt_);
+    attempt_.reset();
+    for (auto& w : waiters_)
+        if (a.seq > w.seen_from)
+            w.attempted = true;
+    if (a.spent) {
+        // Released when its waiters left, or superseded by a grant to the same token.
+        if (ec)
+            ++stats_.store_errors;
+        return schedule(now);
+    }
+    if (lease_) {
+        // Cannot happen unless a grant came meanwhile (then the attempt was spent); be safe.
+        if (!ec && res.acquired && a.token != lease_->token)
+            background_release(a.token);
+        return schedule(now);
+    }
+    if (ec) {
+        ++stats_.store_errors;
+        if (!is_transient(ec)) {
+            // Refused permission, wrong type, bad lease...: retrying cannot help.
+            return fail_all(ec);
+        }
+        // It may have taken the lease before failing: give that back. A wait's token is
+        // then spent (a hand-off to it still on its way would be a lease we cannot trust).
+        background_release(a.token);
+        if (a.token == wait_.token) {
+            wait_.queued_since.reset();
+            end_wait(false);
+        }
+        end_failed_attempt(ec);
+        if (waiters_.empty())
+            return schedule(now);
+        return sleep_until(now + wait_backoff_.next(rng_));
+    }
+    if (res.acquired) {
+        wait_backoff_.reset();
+        auto granted = res.granted_ttl.count() > 0 ? res.granted_ttl : cfg_.lease;
+        auto deadline = a.sent + granted - cfg_.drift;
+        if (now >= deadline) {
+            // The reply came after the lease's local end: it is not a lock.
+            ++stats_.late_replies;
+            background_release(a.token);
+            if (a.token == wait_.token) {
+                wait_.queued_since.reset();
+                end_wait(false);
+            }
+            if (++late_replies_ >= 3)
+                return fail_all(error::invalid_lease);
+            return waiters_.empty() ? schedule(now) : start_attempt(now);
+        }
+        late_replies_ = 0;
+        if (waiters_.empty()) {
+            background_release(a.token, res.lease_ref);
+            return end_wait(false);
+        }
+        end_wait(false);  // the token holds the name now: nothing queued to withdraw
+        return grant_lease(std::move(a.token), res.lease_ref, res.fencing_token, res.session, deadline, now);
+    }
+    ++stats_.contended;
+    end_failed_attempt({});
+    if (waiters_.empty())
+        return schedule(now);
+    // A grant that came during the attempt, or a bound that passed: try again now.
+    bool again = wait_.notified || std::any_of(waiters_.begin(), waiters_.end(), [](auto& w) { return w.expired; });
+    if (wait_.grant) {
+        auto g = *std::exchange(wait_.grant, std::nullopt);
+        if (take_grant(g, now))
+            return;
+        again = true;  // confirm it: the token holds the name, so the attempt succeeds
+    }
+    if (!wait_.watching) {
+        // Subscribe before the next attempt: a release from now on cannot go unseen.
+        start_watch();
+        auto bound = res.holder_ttl.count() >= 0 ? std::min(res.holder_ttl + milliseconds(1), cfg_.backoff_max)
+                                                 : equal_jitter(wait_backoff_.step(), rng_);
+        return sleep_until(now + bound);  // woken at once by `ready`
+    }
+    if (again)
+        return start_attempt(now);
+    // +1 ms: the store's remaining-lease figure rounds down.
+    if (res.holder_ttl.count() >= 0)
+        return sleep_until(now + res.holder_ttl + milliseconds(1));
+    sleep_until(now + wait_backoff_.next(rng_));
+}
+
+void lock_fsm::on_watch(watch_event ev, const grant_notice& g, time_point now)
+{
+    observe(now);
+    if (!wait_.watching)
+        return;
+    if (ev == watch_event::granted) {
+        if (wait_.sleeping) {
+            if (take_grant(g, now))
+                return;
+            ++stats_.woken_by_notification;
+            return start_attempt(now);  // confirm it
+        }
+        if (attempt_ && take_grant(g, now))
+            return;
+        wait_.grant = g;  // decided when the attempt in flight answers
+        wait_.notified = true;
+        return;
+    }
+    if (ev == watch_event::ready)
+        wait_.ready = true;
+    if (!wait_.sleeping) {
+        wait_.notified = true;  // the attempt in flight may have run before this
+        return;
+    }
+    if (ev != watch_event::ready)
+        ++stats_.woken_by_notification;
+    start_attempt(now);
+}
+
+void lock_fsm::on_timer(time_point now)
+{
+    if (!timer_ || now < *timer_)
+        return;  // re-armed since: a stale expiry
+    timer_.reset();
+    observe(now);
+    if (lease_) {
+        if (lease_->lost)
+            return schedule(now);
+        bool due = check_now_ || now >= lease_->next_renew;
+        if (cfg_.watchdog && !cfg_.per_session && !renew_ && due) {
+            check_now_ = false;
+            renew_ = renew_state{lease_->token, now};
+            push({.t = act::renew, .token = lease_->token, .ref = lease_->ref});
+        }
+        return arm_lease_timer();
+    }
+    if (!wait_.sleeping)
+        return;
+    if (wait_.ready)
+        ++stats_.woken_by_timer;
+    wait_.sleeping = false;
+    if (waiters_.empty())
+        return schedule(now);
+    start_attempt(now);
+}
+
+void lock_fsm::on_renew_done(error_code ec, const renew_result& res, time_point now)
+{
+    if (!renew_)
+        return;
+    auto r = std::move(*renew_);
+    renew_.reset();
+    observe(now);
+    if (!lease_ || lease_->lost || lease_->token != r.token)
+        return;  // released or lost meanwhile
+    if (ec) {
+        ++stats_.store_errors;
+        if (!lease_->suspect) {
+            lease_->suspect = true;
+            ++stats_.suspect;
+            push({.t = act::event, .fence = lease_->fence, .kind = lock_event_kind::suspect});
+        }
+        lease_->next_renew = now + renew_backoff_.next(rng_);
+        return arm_lease_timer();
+    }
+    if (!res.owned) {
+        mark_lost();
+        return schedule(now);
+    }
+    renew_backoff_.reset();
+    lease_->valid_until = r.sent + cfg_.lease - cfg_.drift;
+    lease_->suspect = false;
+    lease_->next_renew = r.sent + cfg_.renew_every;
+    ++stats_.renewals;
+    push({.t = act::event, .fence = lease_->fence, .kind = lock_event_kind::renewed});
+    if (res.contended)
+        yield_next_ = true;
+    arm_lease_timer();
+}
+
+void lock_fsm::on_release(std::uint64_t hold, std::uint64_t release_id, time_point now)
+{
+    // A lease that ran out during a pause is counted lost before the release says so.
+    observe(now);
+    auto it = std::find_if(holds_.begin(), holds_.end(), [&](auto& h) { return h.first == hold; });
+    if (it != holds_.end())
+        holds_.erase(it);
+    ++stats_.released;
+    bool lost = !lease_ || lease_->lost;
+    if (!holds_.empty()) {  // an inner re-entrant hold: the lease stays
+        push({.t = act::complete_release, .id = release_id, .ec = lost ? error_code(error::lock_lost) : error_code()});
+        return;
+    }
+    holder_ = 0;
+    if (lost) {
+        drop_lease();
+        push({.t = act::complete_release, .id = release_id, .ec = error::lock_lost});
+        return schedule(now);
+    }
+    push({.t = act::event, .fence = lease_->fence, .kind = lock_event_kind::released});
+    // Hand the lease to the next local waiter, unless another process asked for it or the
+    // lease is fixed (a fixed lease must give each holder its full term).
+    bool hand_off = !waiters_.empty() && cfg_.watchdog && cfg_.handoff_budget > 0 && !yield_next_ &&
+                    now + cfg_.drift < lease_->valid_until;
+    if (hand_off) {
+        ++stats_.handed_off;
+        if (++handoffs_ >= cfg_.handoff_budget) {
+            // Budget spent: renew now and learn whether another process waits meanwhile.
+            handoffs_ = 0;
+            check_now_ = true;
+            arm_lease_timer();
+        }
+        push({.t = act::complete_release, .id = release_id});
+        return grant_front(now);
+    }
+    if (yield_next_ && !waiters_.empty()) {
+        ++stats_.yielded;
+        yield_pause_ = true;
+    }
+    yield_next_ = false;
+    handoffs_ = 0;
+    releases_.push_back({release_id, lease_->token, lease_->ref, lease_->valid_until, 0});
+    push({.t = act::release, .token = lease_->token, .ref = lease_->ref, .id = release_id});
+    drop_lease();
+    // The next local waiter's attempt goes right behind the release on the same connection.
+    schedule(now);
+}
+
+void lock_fsm::on_release_done(std::uint64_t release_id, error_code ec, bool owned, time_point now)
+{
+    if (release_id == 0) {
+        if (background_ > 0)
+            --background_;
+        if (ec)
+            ++stats_.store_errors;
+        return;
+    }
+    auto it = std::find_if(releases_.begin(), releases_.end(), [&](auto& r) { return r.id == release_id; });
+    if (it == releases_.end())
+        return;
+    if (ec) {
+        ++stats_.store_errors;
+        // A transient failure (connection lost, server loading, no majority): ask again,
+        // with backoff, while the lease could still be ours; asking again is safe.
+        if (is_transient(ec) && now < it->deadline && it->attempt < 8) {
+            ++it->attempt;
+            auto delay = equal_jitter(std::min(cfg_.backoff_min * (1 << it->attempt), cfg_.backoff_max), rng_);
+            push({.t = act::release, .token = it->token, .ref = it->ref, .id = release_id, .at = now + delay});
+            return;
+        }
+    } else if (!owned && it->attempt == 0) {
+        ec = error::lock_lost;  // expired or taken before we let go
+    }
+    // !owned after a retry: most likely the first try did delete it. No lock_lost.
+    releases_.erase(it);
+    push({.t = act::complete_release, .id = release_id, .ec = ec});
+}
+
+void lock_fsm::on_session(session_event ev, const session_info& info, time_point now)
+{
+    observe(now);
+    if (!lease_ || lease_->lost || lease_->session != info.generation)
+        return;
+    switch (ev) {
+    case session_event::suspect:
+        if (!lease_->suspect) {
+            lease_->suspect = true;
+            ++stats_.suspect;
+            push({.t = act::event, .fence = lease_->fence, .kind = lock_event_kind::suspect});
+        }
+        break;
+    case session_event::up:
+    case session_event::restored:
+        lease_->suspect = false;
+        lease_->valid_until = info.valid_until;
+        arm_lease_timer();
+        break;
+    case session_event::lost:
+        mark_lost();
+        schedule(now);
+        break;
+    }
+}
+
+}  // namespace dlock::detail
