@@ -70,18 +70,25 @@ public:
         return start(o, mode::try_once, {}, std::forward<Token>(token));
     }
 
-    /// Waits at most `d`; then error::timeout.
+    /// acquire_for waits without limit, like acquire, when given a longer duration: no
+    /// steady_clock deadline could be formed from it (about 146 years; the clock counts
+    /// nanoseconds in 64 bits).
+    static constexpr std::chrono::milliseconds unlimited_after =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::duration::max()) / 2;
+
+    /// Waits at most `d`; then error::timeout. Zero or less: one attempt, then timeout.
+    /// Longer than unlimited_after (e.g. milliseconds::max()): no limit.
     template <class Token = boost::asio::deferred_t>
     auto acquire_for(std::chrono::milliseconds d, Token&& token = {})
     {
-        return start(owner(), mode::bounded, d, std::forward<Token>(token));
+        return start(owner(), bounded_mode(d), d, std::forward<Token>(token));
     }
 
-    /// Waits at most `d` for `o`; immediate if `o` already holds it (re-entry).
+    /// Waits at most `d` for `o`; immediate if `o` already holds it (re-entry). `d` as above.
     template <class Token = boost::asio::deferred_t>
     auto acquire_for(const owner& o, std::chrono::milliseconds d, Token&& token = {})
     {
-        return start(o, mode::bounded, d, std::forward<Token>(token));
+        return start(o, bounded_mode(d), d, std::forward<Token>(token));
     }
 
     /// The store's text (untrusted, for logs) for the last permanent error that failed an
@@ -97,6 +104,12 @@ private:
     friend class registry;
     enum class mode { wait, try_once, bounded };
     explicit lock(std::shared_ptr<detail::engine> e) noexcept : e_(std::move(e)) {}
+    // A deadline now() + d would overflow the clock and lie in the past (an instant
+    // timeout); such a wait is unlimited.
+    static constexpr mode bounded_mode(std::chrono::milliseconds d) noexcept
+    {
+        return d > unlimited_after ? mode::wait : mode::bounded;
+    }
 
     template <class Token>
     auto start(const owner& o, mode m, std::chrono::milliseconds d, Token&& token)

@@ -1,5 +1,8 @@
 #include "cli/options.hpp"
 #include "cli/exit_status.hpp"
+#include "redis/node_list.hpp"
+
+#include <dlock/lock.hpp>
 
 #include <boost/json.hpp>
 
@@ -50,10 +53,38 @@ const char* command_name(command c)
     }
 }
 
+// A duration as redis::parse_duration reads it, except that one too large to count in
+// milliseconds saturates to milliseconds::max(): --wait takes that as "forever", and the
+// bounded options refuse it by name.
 bool duration(std::string_view what, const std::string& text, std::chrono::milliseconds& out, parse_error& err)
 {
-    if (!redis::parse_duration(text, out))
-        return fail(err, std::string(what) + " '" + text + "': expected a duration such as 500ms, 30s, 2m or 1h");
+    if (redis::parse_duration(text, out))
+        return true;
+    auto digits = text.find_first_not_of("0123456789");
+    std::string_view unit = digits == std::string::npos ? std::string_view() : std::string_view(text).substr(digits);
+    if (digits != 0 && (unit.empty() || unit == "ms" || unit == "s" || unit == "m" || unit == "h")) {
+        out = std::chrono::milliseconds::max();
+        return true;
+    }
+    return fail(err, std::string(what) + " '" + text + "': expected a duration such as 500ms, 30s, 2m or 1h");
+}
+
+// A lease or grace period: beyond max_duration it is refused, naming `what` and the maximum.
+bool within_max(std::string_view what, const std::string& text, std::chrono::milliseconds d, parse_error& err)
+{
+    if (d > max_duration)
+        return fail(err, std::string(what) + " '" + text + "': longer than the maximum, " +
+                             std::to_string(max_duration.count()) + "ms (about 2,230 years)");
+    return true;
+}
+
+bool bounded_duration(std::string_view what, const std::string& text, std::chrono::milliseconds& out,
+                      parse_error& err)
+{
+    std::chrono::milliseconds d{};
+    if (!duration(what, text, d, err) || !within_max(what, text, d, err))
+        return false;
+    out = d;
     return true;
 }
 
@@ -125,7 +156,8 @@ bool apply_file(const std::string& path, const std::string& text, const std::map
                 out.prefix = std::string(v.as_string());
         } else if (key == "lease" || key == "grace") {
             std::chrono::milliseconds d{};
-            if (!json_duration(path, key, v, d, err))
+            if (!json_duration(path, key, v, d, err) ||
+                !within_max(path + ": \"" + key + "\"", boost::json::serialize(v), d, err))
                 return false;
             if (!flag_set(("--" + key).c_str()))
                 (key == "lease" ? out.lease : out.grace) = d;
@@ -263,14 +295,17 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
     }
     if (set.count("--url")) out.url = set["--url"];
     if (set.count("--prefix")) out.prefix = set["--prefix"];
-    if (set.count("--lease") && !duration("--lease", set["--lease"], out.lease, err)) return false;
-    if (set.count("--grace") && !duration("--grace", set["--grace"], out.grace, err)) return false;
+    if (set.count("--lease") && !bounded_duration("--lease", set["--lease"], out.lease, err)) return false;
+    if (set.count("--grace") && !bounded_duration("--grace", set["--grace"], out.grace, err)) return false;
     if (set.count("--wait")) {
         std::chrono::milliseconds d{};
         if (!duration("--wait", set["--wait"], d, err))
             return false;
         out.wait = d;
     }
+    // A wait too long for any deadline is no limit: "wait forever", never "held elsewhere".
+    if (out.wait && *out.wait > lock::unlimited_after)
+        out.wait.reset();
     if (set.count("--no-watchdog")) out.watchdog = false;
     if (set.count("--conflict-exit-code") &&
         !exit_code("--conflict-exit-code", set["--conflict-exit-code"], out.conflict_exit_code, err))
@@ -305,6 +340,12 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
         c.client_name = "dlock-cli";
         out.servers.push_back(std::move(c));
     }
+    // The same server twice would vote twice towards a Redlock quorum.
+    std::vector<std::string> labels;
+    for (const auto& u : urls)
+        labels.push_back(redis::redact_url(u));
+    if (redis::config_error cerr; !redis::check_distinct_nodes(out.servers, labels, cerr))
+        return fail(err, std::string(set.count("--url") ? "--url" : url_from) + ": " + cerr.message);
     if (set.count("--cluster"))
         out.topology = topology::cluster;
     else if (out.topology != topology::cluster && out.servers.size() > 1)

@@ -7,6 +7,7 @@
 #include <dlock/redis/config.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -20,6 +21,10 @@ enum class command { none, run, status, release, help };
 /// masters (a URL list), or a Redis Cluster (--cluster; the URLs are seeds).
 enum class topology { single, redlock, cluster };
 
+/// The longest --lease or --grace. Redis refuses expiry times that overflow its 64-bit
+/// millisecond clock; 2^46 ms (about 2,230 years) stays far from that and from any timer's.
+inline constexpr std::chrono::milliseconds max_duration{std::int64_t(1) << 46};
+
 struct options {
     command cmd = command::none;
     std::string name;                     ///< lock name (run, status, release)
@@ -29,7 +34,9 @@ struct options {
     dlock::cli::topology topology = topology::single;
     std::string prefix = "dlock";
     std::chrono::milliseconds lease{30'000};
-    std::optional<std::chrono::milliseconds> wait;  ///< none: forever; 0: one try
+    /// none: forever (also for a wait longer than lock::unlimited_after, or too large to
+    /// count in milliseconds); 0: one try
+    std::optional<std::chrono::milliseconds> wait;
     bool watchdog = true;
     std::chrono::milliseconds grace{10'000};        ///< SIGTERM → SIGKILL after a lost lease
     int conflict_exit_code = exit_status::conflict;

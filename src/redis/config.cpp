@@ -52,6 +52,50 @@ bool parse_db(std::string_view s, config& out, config_error& err)
     return true;
 }
 
+// Where the user info of `url` ends: the last '@' between the authority's start and the
+// first '?' (npos if none). Passwords are pasted raw, so '@', ':', '/' and '#' may appear in
+// them; only '?' (the query, where values may hold '@' too) must be written %3F.
+std::size_t userinfo_end(std::string_view url, std::size_t authority)
+{
+    if (authority >= url.size() || url[authority] == '/')
+        return std::string_view::npos;  // no authority: "unix:///path", where '@' may be in the path
+    std::string_view head = url.substr(0, url.find('?', authority));
+    auto at = head.rfind('@');
+    return at == std::string_view::npos || at < authority ? std::string_view::npos : at;
+}
+
+int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+// %XX decoded; a '%' not followed by two hex digits is kept as typed (a raw password).
+std::string percent_decode(std::string_view s)
+{
+    std::string out;
+    out.reserve(s.size());
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '%' && i + 2 < s.size() && hex_digit(s[i + 1]) >= 0 && hex_digit(s[i + 2]) >= 0) {
+            out += static_cast<char>(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2]));
+            i += 2;
+        } else {
+            out += s[i];
+        }
+    }
+    return out;
+}
+
+// "user:password" (either may be empty; no ':' means a user alone), decoded.
+void apply_userinfo(std::string_view userinfo, config& c)
+{
+    auto colon = userinfo.find(':');
+    c.username = percent_decode(userinfo.substr(0, colon));
+    c.password = colon == std::string_view::npos ? std::string() : percent_decode(userinfo.substr(colon + 1));
+}
+
 // One option by name, shared by URL query parameters and JSON string values.
 bool apply_option(std::string_view key, std::string_view value, config& out, config_error& err)
 {
@@ -104,17 +148,23 @@ bool parse_duration(std::string_view text, std::chrono::milliseconds& out)
     return true;
 }
 
-// "host[:port]" or "[v6]:port" of one sentinel.
 std::string redact_url(std::string_view url)
 {
     std::string s(url);
+    // The user info is found as parse_url finds it. Without "scheme://" (a typo such as
+    // "redis:/u:pw@h") the text before the '@' may still hold a password: hide from its first ':'.
     auto scheme_end = s.find("://");
-    if (scheme_end != std::string::npos) {
-        auto start = scheme_end + 3;
-        auto end = std::min(s.find_first_of("/?#", start), s.size());
-        auto at = s.rfind('@', end);
+    std::size_t start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
+    auto at = userinfo_end(s, start);
+    if (at == std::string::npos) {
+        // A raw '?' in the password hides the '@' behind the query: hide up to the last '@'.
+        at = s.rfind('@');
+        if (at != std::string::npos && at < start)
+            at = std::string::npos;
+    }
+    if (at != std::string::npos) {
         auto colon = s.find(':', start);
-        if (at != std::string::npos && at >= start && colon < at)
+        if (colon < at)
             s.replace(colon + 1, at - colon - 1, "***");
     }
     for (std::string_view key : {"password=", "sentinel_password="}) {
@@ -122,12 +172,14 @@ std::string redact_url(std::string_view url)
             if (p == 0 || (s[p - 1] != '?' && s[p - 1] != '&'))
                 continue;
             auto v = p + key.size();
-            s.replace(v, std::min(s.find_first_of("&#", v), s.size()) - v, "***");
+            // Up to the next parameter only: a '#' may be part of a raw password.
+            s.replace(v, std::min(s.find('&', v), s.size()) - v, "***");
         }
     }
     return s;
 }
 
+// "host[:port]" or "[v6]:port" of one sentinel.
 static bool parse_sentinel_node(std::string_view text, std::string_view url, sentinel_node& out, config_error& err)
 {
     std::string_view host = text, port;
@@ -159,18 +211,17 @@ static bool parse_sentinel_node(std::string_view text, std::string_view url, sen
 
 // redis+sentinel://[user:pw@]h1[:p1][,h2[:p2]...]/MASTER[/db][?options]: Boost.URL cannot
 // read a host list, so split it here and hand the rest to the redis:// parser.
+static bool parse_url_parts(std::string_view text, config& out, config_error& err);
+
 static bool parse_sentinel_url(std::string_view text, config& out, config_error& err)
 {
     constexpr std::string_view scheme = "redis+sentinel://";
     std::string_view rest = text.substr(scheme.size());
-    auto auth_end = rest.find_first_of("/?#");
-    std::string_view authority = rest.substr(0, auth_end);
-    std::string_view tail = auth_end == std::string_view::npos ? std::string_view() : rest.substr(auth_end);
-    std::string_view userinfo, hosts = authority;
-    if (auto at = authority.rfind('@'); at != std::string_view::npos) {
-        userinfo = authority.substr(0, at + 1);
-        hosts = authority.substr(at + 1);
-    }
+    auto at = userinfo_end(rest, 0);
+    std::string_view after = at == std::string_view::npos ? rest : rest.substr(at + 1);
+    auto auth_end = after.find_first_of("/?#");
+    std::string_view hosts = after.substr(0, auth_end);
+    std::string_view tail = auth_end == std::string_view::npos ? std::string_view() : after.substr(auth_end);
     std::vector<sentinel_node> nodes;
     while (!hosts.empty()) {
         auto comma = hosts.find(',');
@@ -192,21 +243,35 @@ static bool parse_sentinel_url(std::string_view text, config& out, config_error&
     if (master.empty())
         return fail(err, error::invalid_url, "URL '" + redact_url(text) + "': missing master name (redis+sentinel://host:26379/mymaster)");
     // The master's own address comes from the sentinels; "sentinel" is a placeholder host.
-    std::string rebuilt = "redis://" + std::string(userinfo) + "sentinel" + std::string(db) + std::string(query);
+    std::string rebuilt = "redis://sentinel" + std::string(db) + std::string(query);
     config c = out;
-    if (!parse_url(rebuilt, c, err))
+    if (!parse_url_parts(rebuilt, c, err))
         return false;
+    if (at != std::string_view::npos)
+        apply_userinfo(rest.substr(0, at), c);
     c.sentinel.master_name = std::string(master);
     c.sentinel.nodes = std::move(nodes);
     out = std::move(c);
     return true;
 }
 
-bool parse_url(std::string_view text, config& out, config_error& err)
+static bool parse_url_parts(std::string_view text, config& out, config_error& err)
 {
     if (text.rfind("redis+sentinel://", 0) == 0)
         return parse_sentinel_url(text, out, err);
-    auto parsed = boost::urls::parse_uri(text);
+    // The user info is split off here, not by Boost.URL: a raw password may hold '@', '#'
+    // or '/', which RFC 3986 allows only percent-encoded (see userinfo_end).
+    std::string_view userinfo;
+    bool has_userinfo = false;
+    std::string stripped;
+    if (auto sep = text.find("://"); sep != std::string_view::npos) {
+        if (auto at = userinfo_end(text, sep + 3); at != std::string_view::npos) {
+            userinfo = text.substr(sep + 3, at - sep - 3);
+            has_userinfo = true;
+            stripped = std::string(text.substr(0, sep + 3)) + std::string(text.substr(at + 1));
+        }
+    }
+    auto parsed = boost::urls::parse_uri(has_userinfo ? std::string_view(stripped) : text);
     if (!parsed)
         return fail(err, error::invalid_url, "URL '" + redact_url(text) + "': " + parsed.error().message());
     boost::urls::url_view u = *parsed;
@@ -244,17 +309,28 @@ bool parse_url(std::string_view text, config& out, config_error& err)
         return fail(err, error::unsupported_scheme,
                     "URL scheme '" + scheme + "': use redis://, rediss://, unix:// or redis+sentinel://");
     }
-    if (u.has_userinfo()) {
-        c.username = u.user();
-        c.password = u.password();
-        // redis://:secret@host means "password only", as redis-cli reads it.
-    }
+    // redis://:secret@host means "password only", as redis-cli reads it.
+    if (has_userinfo)
+        apply_userinfo(userinfo, c);
     for (auto param : u.params()) {
         if (!apply_option(param.key, param.has_value ? std::string_view(param.value) : std::string_view(), c, err))
             return false;
     }
     out = std::move(c);
     return true;
+}
+
+bool parse_url(std::string_view text, config& out, config_error& err)
+{
+    if (parse_url_parts(text, out, err))
+        return true;
+    // An '@' after the first '?' may end a password holding a raw '?': then the parts named
+    // in the message (port, database, option) could be pieces of it. Name none of them.
+    auto query = text.find('?');
+    if (query != std::string_view::npos && text.find('@', query) != std::string_view::npos)
+        err.message = "URL '" + redact_url(text) + "': " + err.code.message() +
+                      " (a '?' in a password must be written %3F)";
+    return false;
 }
 
 bool parse_json(const boost::json::value& v, config& out, config_error& err)

@@ -2,6 +2,7 @@
 #include <dlock/redis/redlock_store.hpp>
 
 #include "common/post_completion.hpp"
+#include "redis/node_list.hpp"
 #include "redis/redlock_scripts.hpp"
 
 #include <boost/asio/append.hpp>
@@ -558,105 +559,16 @@ void redlock_store::unwatch(watch_id id)
     c.watches.erase(it);
 }
 
-// ---- node lists ----
-
-namespace {
-
-std::string_view trim(std::string_view s)
-{
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
-        s.remove_suffix(1);
-    return s;
-}
-
-// The URL with any user:password replaced, fit for an error message.
-std::string redact(std::string_view url)
-{
-    auto scheme = url.find("://");
-    if (scheme == std::string_view::npos)
-        return std::string(url);
-    auto rest = url.substr(scheme + 3);
-    auto at = rest.find('@');
-    auto slash = rest.find('/');
-    if (at == std::string_view::npos || (slash != std::string_view::npos && slash < at))
-        return std::string(url);
-    return std::string(url.substr(0, scheme + 3)) + "***@" + std::string(rest.substr(at + 1));
-}
-
-std::string element_name(std::size_t i, std::size_t count) { return "node list: element " + std::to_string(i + 1) + " of " + std::to_string(count); }
-
-}  // namespace
+// ---- node lists (parsed in redis/node_list.cpp) ----
 
 bool parse_node_list(std::string_view text, std::vector<redis::config>& out, redis::config_error& err)
 {
-    auto t = trim(text);
-    if (!t.empty() && t.front() == '[') {
-        boost::system::error_code ec;
-        auto v = boost::json::parse(t, ec);
-        if (ec) {
-            err = {error::invalid_option, "node list: not a valid JSON array: " + ec.message()};
-            return false;
-        }
-        return parse_node_json(v, out, err);
-    }
-    std::vector<std::string_view> parts;
-    for (std::size_t pos = 0;;) {
-        auto comma = t.find(',', pos);
-        parts.push_back(trim(t.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos)));
-        if (comma == std::string_view::npos)
-            break;
-        pos = comma + 1;
-    }
-    std::vector<redis::config> result;
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-        if (parts[i].empty()) {
-            err = {error::invalid_url, element_name(i, parts.size()) + " is empty: expected comma-separated URLs"};
-            return false;
-        }
-        redis::config cfg;
-        redis::config_error e;
-        if (!redis::parse_url(parts[i], cfg, e)) {
-            err = {e.code, element_name(i, parts.size()) + " (" + redact(parts[i]) + "): " + e.message};
-            return false;
-        }
-        result.push_back(std::move(cfg));
-    }
-    out = std::move(result);
-    return true;
+    return redis::parse_nodes(text, out, err);
 }
 
 bool parse_node_json(const boost::json::value& v, std::vector<redis::config>& out, redis::config_error& err)
 {
-    if (!v.is_array() || v.as_array().empty()) {
-        err = {error::invalid_option, "node list: expected a non-empty JSON array of URL strings or objects"};
-        return false;
-    }
-    const auto& arr = v.as_array();
-    std::vector<redis::config> result;
-    for (std::size_t i = 0; i < arr.size(); ++i) {
-        redis::config cfg;
-        redis::config_error e;
-        bool ok = false;
-        std::string what;
-        if (arr[i].is_string()) {
-            std::string_view url = arr[i].as_string();
-            what = " (" + redact(url) + ")";
-            ok = redis::parse_url(url, cfg, e);
-        } else if (arr[i].is_object()) {
-            ok = redis::parse_json(arr[i], cfg, e);
-        } else {
-            e = {error::invalid_option, "expected a URL string or an object"};
-        }
-        if (!ok) {
-            err = {e.code, element_name(i, arr.size()) + what + ": " + e.message};
-            return false;
-        }
-        result.push_back(std::move(cfg));
-    }
-    out = std::move(result);
-    return true;
+    return redis::parse_nodes_json(v, out, err);
 }
 
 }  // namespace dlock

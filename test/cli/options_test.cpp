@@ -182,6 +182,71 @@ BOOST_AUTO_TEST_CASE(mistakes_have_one_clear_line)
     BOOST_TEST(has(bad({"status", "--config", "/redis.json", "job"}), "\"redis\""));
 }
 
+BOOST_AUTO_TEST_CASE(huge_waits_mean_forever)
+{
+    // A deadline that far away cannot be formed; it must never mean "held elsewhere".
+    BOOST_TEST(!ok({"run", "--wait", "3000000h", "job", "--", "true"}).wait.has_value());
+    BOOST_TEST(!ok({"run", "--wait", "9223372036854775807", "job", "--", "true"}).wait.has_value());
+    BOOST_TEST(!ok({"run", "--wait", "99999999999999999999h", "job", "--", "true"}).wait.has_value());
+    BOOST_TEST(!ok({"run", "--wait=2562047788016h", "job", "--", "true"}).wait.has_value());
+    files["/w.json"] = R"({"wait": "3000000h"})";
+    BOOST_TEST(!ok({"run", "--config", "/w.json", "job", "--", "true"}).wait.has_value());
+    files["/w2.json"] = R"({"wait": 9223372036854775807})";
+    BOOST_TEST(!ok({"run", "--config", "/w2.json", "job", "--", "true"}).wait.has_value());
+    // Long but representable waits are kept, and 0 is still one try.
+    BOOST_TEST(ok({"run", "--wait", "1000h", "job", "--", "true"}).wait->count() == 3'600'000'000);
+    BOOST_TEST(ok({"run", "--wait", "0", "job", "--", "true"}).wait->count() == 0);
+    BOOST_TEST(ok({"run", "--wait", "0s", "job", "--", "true"}).wait->count() == 0);
+    BOOST_TEST(has(bad({"run", "--wait", "5x", "job", "--", "true"}), "--wait '5x'"));
+}
+
+BOOST_AUTO_TEST_CASE(leases_beyond_the_maximum_are_refused)
+{
+    for (std::string lease : {"9223372036854775807", "70368744177665", "99999999999999999999h", "30000000h"}) {
+        auto m = bad({"run", "--lease", lease, "job", "--", "true"});
+        BOOST_TEST(has(m, "--lease '" + lease + "'"), m);
+        BOOST_TEST(has(m, "maximum"), m);
+        BOOST_TEST(has(m, std::to_string(max_duration.count()) + "ms"), m);
+    }
+    BOOST_TEST(ok({"run", "--lease", "70368744177664", "job", "--", "true"}).lease == max_duration);
+    BOOST_TEST(has(bad({"run", "--grace", "30000000h", "job", "--", "true"}), "--grace '30000000h': longer than the maximum"));
+    files["/l.json"] = R"({"lease": 9223372036854775807})";
+    auto m = bad({"run", "--config", "/l.json", "job", "--", "true"});
+    BOOST_TEST(has(m, "\"lease\""), m);
+    BOOST_TEST(has(m, "maximum"), m);
+    files["/l2.json"] = R"({"lease": "30000000h"})";
+    BOOST_TEST(has(bad({"run", "--config", "/l2.json", "job", "--", "true"}), "maximum"));
+}
+
+BOOST_AUTO_TEST_CASE(the_same_server_twice_is_refused)
+{
+    auto m = bad({"status", "--url", "redis://127.0.0.1:6379,redis://127.0.0.1:6379/0", "job"});
+    BOOST_TEST(has(m, "--url: "), m);
+    BOOST_TEST(has(m, "same server"), m);
+    BOOST_TEST(has(m, "127.0.0.1:6379"), m);
+    BOOST_TEST(has(bad({"status", "--url", "redis://localhost,redis://h:1,redis://localhost:6379", "job"}),
+                   "element 3 of 3"));
+    m = bad({"status", "--url", "redis://u:s3cret@h:1,redis://:s3cret@h:1", "job"});
+    BOOST_TEST(has(m, "same server"), m);
+    BOOST_TEST(!has(m, "s3cret"), m);
+    BOOST_TEST(has(bad({"status", "--cluster", "--url", "redis://h:1,redis://h:1", "job"}), "same server"));
+    env["DLOCK_URL"] = "redis://h:1,redis://h:1";
+    BOOST_TEST(has(bad({"status", "job"}), "$DLOCK_URL: node list"));
+    env.clear();
+    // The config file's "redis" object applies to every node: here it makes them one server.
+    files["/same.json"] = R"({"url": ["redis://a:1", "redis://b:1"], "redis": {"host": "c"}})";
+    BOOST_TEST(has(bad({"status", "--config", "/same.json", "job"}), "same server"));
+}
+
+BOOST_AUTO_TEST_CASE(raw_passwords_in_urls)
+{
+    auto o = ok({"status", "--url", "redis://user:p@ss#word@host:6379", "job"});
+    BOOST_TEST_REQUIRE(o.servers.size() == 1u);
+    BOOST_TEST(o.servers[0].host == "host");
+    BOOST_TEST(o.servers[0].password == "p@ss#word");
+    BOOST_TEST(!has(bad({"status", "--url", "redis://user:p@ss#word@host:0", "job"}), "ss#wo"));
+}
+
 BOOST_AUTO_TEST_CASE(help)
 {
     BOOST_TEST((ok({"--help"}).cmd == command::help));

@@ -163,6 +163,52 @@ BOOST_AUTO_TEST_CASE(url_credentials)
     BOOST_TEST(c.path == "/tmp/r.sock");
 }
 
+BOOST_AUTO_TEST_CASE(url_raw_passwords)
+{
+    // Users paste passwords unencoded: the user info ends at the last '@' before the query.
+    for (auto [url, pw] : {std::pair{"redis://user:p@ss#word@host:6379", "p@ss#word"},
+                           std::pair{"redis://user:p@ss:w/ord@host:6379", "p@ss:w/ord"},
+                           std::pair{"redis://user:a/b#c@d:e@host:6379", "a/b#c@d:e"},
+                           std::pair{"redis://user:p%40ss%23word@host:6379", "p@ss#word"},
+                           std::pair{"redis://user:100%@host:6379", "100%"},
+                           std::pair{"redis://user:#@host:6379", "#"},
+                           std::pair{"redis://user:/@host:6379", "/"}}) {
+        BOOST_TEST_CONTEXT(url)
+        {
+            auto c = url_ok(url);
+            BOOST_TEST(c.host == "host");
+            BOOST_TEST(c.port == 6379);
+            BOOST_TEST(c.username == "user");
+            BOOST_TEST(c.password == pw);
+            BOOST_TEST(c.database == 0);
+        }
+    }
+    auto c = url_ok("rediss://user:p@ss#word@host:6380/2?client_name=me@there");
+    BOOST_TEST(c.host == "host");
+    BOOST_TEST(c.port == 6380);
+    BOOST_TEST(c.database == 2);
+    BOOST_TEST(c.password == "p@ss#word");
+    BOOST_TEST(c.client_name == "me@there");  // an '@' in the query is not the user info's
+    c = url_ok("redis://:p@ss/w#rd@[::1]:7000");
+    BOOST_TEST(c.host == "::1");
+    BOOST_TEST(c.username.empty());
+    BOOST_TEST(c.password == "p@ss/w#rd");
+    c = url_ok("unix://u:p@ss@/tmp/r.sock");
+    BOOST_TEST(c.password == "p@ss");
+    BOOST_TEST(c.path == "/tmp/r.sock");
+    c = url_ok("unix:///tmp/a@b.sock");  // no authority: the '@' is the path's
+    BOOST_TEST(c.path == "/tmp/a@b.sock");
+    BOOST_TEST(c.username.empty());
+    c = url_ok("redis+sentinel://user:p@ss#w/rd@10.0.0.1,10.0.0.2:26380/mymaster/1");
+    BOOST_TEST(c.password == "p@ss#w/rd");
+    BOOST_TEST(c.username == "user");
+    BOOST_TEST(c.sentinel.master_name == "mymaster");
+    BOOST_TEST_REQUIRE(c.sentinel.nodes.size() == 2u);
+    BOOST_TEST(c.sentinel.nodes[0].host == "10.0.0.1");
+    BOOST_TEST(c.sentinel.nodes[1].port == 26380);
+    BOOST_TEST(c.database == 1);
+}
+
 BOOST_AUTO_TEST_CASE(url_ipv6)
 {
     auto c = url_ok("redis://[::1]:6390/4");
@@ -308,6 +354,33 @@ BOOST_AUTO_TEST_CASE(messages_never_show_passwords)
         config_error err;
         BOOST_TEST(!parse_url(url, c, err));
         BOOST_TEST(err.message.find("s3cret") == std::string::npos, err.message);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(messages_never_show_raw_passwords)
+{
+    using dlock::redis::redact_url;
+    BOOST_TEST(redact_url("redis://user:p@ss#word@host:6379") == "redis://user:***@host:6379");
+    BOOST_TEST(redact_url("redis://user:p@ss:w/ord@host:6379/1") == "redis://user:***@host:6379/1");
+    BOOST_TEST(redact_url("redis://user:p%40ss@host") == "redis://user:***@host");
+    BOOST_TEST(redact_url("redis://h?client_name=a@b") == "redis://h?client_name=a@b");
+    BOOST_TEST(redact_url("unix:///tmp/a@b.sock") == "unix:///tmp/a@b.sock");
+    BOOST_TEST(redact_url("redis://h?password=p#ss&db=1") == "redis://h?password=***&db=1");
+    BOOST_TEST(redact_url("redis+sentinel://u:p@s/s#@a:1,b:2/m") == "redis+sentinel://u:***@a:1,b:2/m");
+    // Every error path, with the password's pieces around '@', '#', ':', '/' and '?'.
+    for (auto url : {"redis://u:qX7@zW8#vY9@h:0", "redis://u:qX7@zW8#vY9@h:99999999999999999999", "redis://u:qX7@zW8/vY9@h/x",
+                     "redis://u:qX7@zW8:vY9@h:12ab/3", "redis://u:qX7@zW8#vY9@h?bogus=1", "redis://u:qX7@zW8#vY9@",
+                     "redis://u:qX7@zW8#vY9@h:6379/0 extra", "redis://u:qX7@zW8#vY9@[::1/0", "redis://u:qX7@zW8#vY9@h?db=x",
+                     "redis://u:qX7@zW8#vY9@h?connect_timeout=5x", "rediss://u:qX7@zW8#vY9@h:-1", "unix://u:qX7@zW8#vY9@",
+                     "redis+sentinel://u:qX7@zW8#vY9@h:0/m", "redis+sentinel://u:qX7@zW8/vY9@h", "redis+sentinel://u:qX7@zW8#vY9@[::1/m",
+                     "redis+sentinel://u:qX7@zW8#vY9@a:1,,b:2/m", "redis+sentinel://u:qX7@zW8#vY9@h/m/x",
+                     "redis:/u:qX7@zW8#vY9@h", "redis:///u:qX7@zW8#vY9@h", "redis://u:qX7%40zW8%23vY9@h:0",
+                     "redis://u:qX7zW8?vY9@h:6379", "redis://h?password=qX7@zW8#vY9&bogus"}) {
+        config c;
+        config_error err;
+        BOOST_TEST(!parse_url(url, c, err), url);
+        for (auto piece : {"qX7", "zW8", "vY9"})
+            BOOST_TEST(err.message.find(piece) == std::string::npos, url << " -> " << err.message);
     }
 }
 

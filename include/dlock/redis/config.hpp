@@ -81,7 +81,14 @@ struct config_error {
 /// (the hosts are sentinels, default port 26379; the credentials are the master's;
 /// `sentinel_username` and `sentinel_password` options are the sentinels'). Options: connect_timeout, request_timeout
 /// (durations such as 500ms, 5s), client_name, db, tls_ca_file, tls_cert_file,
-/// tls_key_file, tls_verify (true/false). Returns false and fills `err` on bad input.
+/// tls_key_file, tls_verify (true/false). Returns false and fills `err` on bad input; the
+/// message never holds the password.
+///
+/// User info: passwords are often pasted unencoded, so the user info ends at the *last* '@'
+/// before the query (the first '?'), and the user ends at its first ':'. A password may hold
+/// '@', ':', '/' and '#' as typed (`redis://user:p@ss#word@host:6379`); a '?' or, in a
+/// comma-separated list, a ',' must be percent-encoded (%3F, %2C). %XX sequences are decoded
+/// in user and password; a '%' not followed by two hex digits is kept as typed.
 bool parse_url(std::string_view url, config& out, config_error& err);
 
 /// Reads the same fields from a JSON object: {"url": "...", "host", "port", "path",
@@ -92,7 +99,8 @@ bool parse_url(std::string_view url, config& out, config_error& err);
 bool parse_json(const boost::json::value& v, config& out, config_error& err);
 
 /// `url` with its password (user info, `password=` and `sentinel_password=` options)
-/// replaced by `***`, for messages and logs.
+/// replaced by `***`, for messages and logs. It finds the user info as parse_url does and,
+/// for text parse_url refuses, errs on the side of hiding more (e.g. a raw '?' in the password).
 std::string redact_url(std::string_view url);
 
 /// Parses "250ms", "5s", "2m", "1h" or a plain number of milliseconds.
