@@ -3,6 +3,7 @@
 #include <dlock/error.hpp>
 
 #include "common/post_completion.hpp"
+#include "common/saturate.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -107,9 +108,8 @@ void engine::acquire(std::uint64_t owner, bool try_once, std::optional<milliseco
     assign_handler(w->handler, std::move(h));
     std::weak_ptr<engine> weak = shared_from_this();
     auto now = clock_type::now();
-    // A bound too large to add to the clock is no bound (acquire_for(milliseconds::max())).
-    if (limit && *limit < std::chrono::duration_cast<milliseconds>(clock_type::time_point::max() - now)) {
-        w->timer.emplace(ex_, now + *limit);
+    if (limit) {
+        w->timer.emplace(ex_, saturating_add(now, *limit));
         w->timer->async_wait([weak, id](error_code ec) {
             auto self = weak.lock();
             if (ec || !self)
