@@ -6,6 +6,10 @@
 #include <dlock/stats.hpp>
 #include <dlock/store.hpp>
 
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
+
 #include <memory>
 #include <string_view>
 
@@ -24,7 +28,8 @@ struct registry_state;
 /// Executor: the store's; single-threaded use only.
 class registry {
 public:
-    /// Locks on `s` with `cfg` (validated per acquire: bad settings give error::invalid_lease).
+    /// Locks on `s` with `cfg` (validated per acquire: bad settings give error::invalid_lease,
+    /// or error::invalid_option for the backoff settings).
     explicit registry(store& s, lock_config cfg = {});
     ~registry();
     registry(const registry&) = delete;
@@ -39,8 +44,23 @@ public:
     const lock_stats& stats() const noexcept;
     /// Names with live state (handles, guards, waiters or background work).
     std::size_t size() const noexcept;
+    /// Store requests of this registry in flight (attempts, renewals, releases).
+    std::size_t in_flight() const noexcept;
+
+    /// Completes when no store request of this registry is in flight, e.g. the release that
+    /// gives back what a cancelled acquire's attempt took. Call it before closing the store,
+    /// bounded by a timer or cancellation. Completion: void(error_code), on the store's
+    /// executor. Cancellation (terminal, partial, total): completes with operation_aborted.
+    template <class Token = boost::asio::deferred_t>
+    auto async_drain(Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
+            [this](auto h) { drain_impl(std::move(h)); }, token);
+    }
 
 private:
+    void drain_impl(boost::asio::any_completion_handler<void(boost::system::error_code)> h);
+
     std::shared_ptr<detail::registry_state> state_;
 };
 

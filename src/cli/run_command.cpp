@@ -9,6 +9,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -143,6 +144,16 @@ asio::awaitable<std::tuple<error_code, guard>> acquire(lock& lk, const options& 
     co_return co_await lk.acquire_for(*o.wait, tok);
 }
 
+// Waits (at most 2 s) until the store has answered everything the registry sent, e.g. the
+// release that gives back what a cancelled acquire's attempt took, so that closing the
+// store right after cannot leave that lease behind.
+asio::awaitable<void> drain(registry& reg)
+{
+    using namespace asio::experimental::awaitable_operators;
+    asio::steady_timer bound(co_await asio::this_coro::executor, std::chrono::seconds(2));
+    co_await (reg.async_drain(use_tuple) || bound.async_wait(use_tuple));
+}
+
 // Blocks the signals dlock handles (so only the signalfd sees them) except those the
 // caller ignored (nohup, `cmd &`): those stay ignored, for dlock and for the command.
 struct signal_setup {
@@ -198,6 +209,7 @@ asio::awaitable<int> run_command(const options& o, backend& b)
     if (s->early_signal) {
         if (g)
             co_await g.release(use_tuple);
+        co_await drain(reg);
         std::cerr << "dlock: interrupted by signal " << s->early_signal << " before running the command\n";
         co_return 128 + s->early_signal;
     }
@@ -207,12 +219,15 @@ asio::awaitable<int> run_command(const options& o, backend& b)
         co_return exit_status::unavailable;
     }
     if (ec == error::timeout || (!ec && !g)) {
+        co_await drain(reg);
         std::cerr << "dlock: '" << o.name << "' is held elsewhere; not acquired" << describe_wait(o) << "\n";
         co_return o.conflict_exit_code;
     }
     if (ec) {
         bool usage = ec == error::invalid_name || ec == error::invalid_lease;
         std::cerr << "dlock: cannot acquire '" << o.name << "': " << ec.message() << "\n";
+        if (!lk.diagnostics().empty())
+            std::cerr << "dlock: the server said: " << lk.diagnostics() << "\n";
         co_return usage ? exit_status::usage : exit_status::unavailable;
     }
     if (o.verbose)

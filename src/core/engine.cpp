@@ -58,6 +58,17 @@ void registry_state::emit(lock_event_kind kind, const std::string& name, std::ui
         cfg.on_event(lock_event{kind, name, fence});
 }
 
+void registry_state::request_done()
+{
+    if (--in_flight != 0 || drains.empty())
+        return;
+    auto ds = std::move(drains);
+    drains.clear();
+    for (auto& d : ds)
+        if (*d)
+            post_completion(st.get_executor(), std::move(*d), error_code());
+}
+
 // ---- engine: inputs ----
 
 engine::engine(std::shared_ptr<registry_state> reg, std::string name)
@@ -227,7 +238,9 @@ void engine::perform(fsm_action& a, bool from_io)
         if (!store_alive())
             return;
         lease_request req{store_name_, a.token, r.cfg.lease, lease_kind::mutex, 1, a.queue};
+        r.request_sent();
         r.st.async_try_acquire(req, [self](error_code ec, acquire_result res) {
+            self->reg_->request_done();
             self->fsm_.on_attempt_done(ec, res, clock_type::now());
             self->feed(true);
         });
@@ -262,8 +275,10 @@ void engine::perform(fsm_action& a, bool from_io)
     case act::renew:
         if (!store_alive())
             return;
+        r.request_sent();
         r.st.async_renew(lease_key{store_name_, a.token, a.ref}, r.cfg.lease,
                          [self](error_code ec, renew_result res) {
+                             self->reg_->request_done();
                              self->fsm_.on_renew_done(ec, res, clock_type::now());
                              self->feed(true);
                          });
@@ -298,8 +313,10 @@ void engine::send_release(const fsm_action& a)
 {
     if (!store_alive())
         return;
+    reg_->request_sent();
     reg_->st.async_release(lease_key{store_name_, a.token, a.ref},
                            [self = shared_from_this(), id = a.id](error_code ec, bool owned) {
+                               self->reg_->request_done();
                                self->fsm_.on_release_done(id, ec, owned, clock_type::now());
                                self->feed(true);
                            });

@@ -43,6 +43,12 @@ struct registry_state {
     std::minstd_rand rng;
 
     void emit(lock_event_kind kind, const std::string& name, std::uint64_t fence);
+
+    // Store requests in flight, and who waits for there to be none (registry::async_drain).
+    std::size_t in_flight = 0;
+    std::vector<std::shared_ptr<boost::asio::any_completion_handler<void(boost::system::error_code)>>> drains;
+    void request_sent() noexcept { ++in_flight; }
+    void request_done();
 };
 
 /// One guard's hold.

@@ -1,7 +1,10 @@
 #include <dlock/error.hpp>
 #include <dlock/registry.hpp>
 
+#include "common/post_completion.hpp"
 #include "core/engine.hpp"
+
+#include <boost/asio/associated_cancellation_slot.hpp>
 
 namespace dlock {
 
@@ -24,5 +27,24 @@ lock registry::obtain(std::string_view name)
 const lock_config& registry::config() const noexcept { return state_->cfg; }
 const lock_stats& registry::stats() const noexcept { return state_->stats; }
 std::size_t registry::size() const noexcept { return state_->engines.size(); }
+std::size_t registry::in_flight() const noexcept { return state_->in_flight; }
+
+void registry::drain_impl(boost::asio::any_completion_handler<void(boost::system::error_code)> h)
+{
+    auto& s = *state_;
+    auto ex = s.st.get_executor();
+    if (s.in_flight == 0)
+        return detail::post_completion(ex, std::move(h), boost::system::error_code());
+    auto slot = boost::asio::get_associated_cancellation_slot(h);
+    auto d = std::make_shared<boost::asio::any_completion_handler<void(boost::system::error_code)>>(std::move(h));
+    s.drains.push_back(d);
+    if (slot.is_connected()) {
+        std::weak_ptr<boost::asio::any_completion_handler<void(boost::system::error_code)>> wd = d;
+        slot.assign([wd, ex](boost::asio::cancellation_type) {
+            if (auto d = wd.lock(); d && *d)
+                detail::post_completion(ex, std::move(*d), boost::system::error_code(boost::asio::error::operation_aborted));
+        });
+    }
+}
 
 }  // namespace dlock

@@ -192,6 +192,31 @@ BOOST_AUTO_TEST_CASE(a_cancelled_acquire_leaves_no_lease)
     BOOST_TEST(reg.size() == 0u);
 }
 
+// async_drain waits for the release a cancelled attempt leaves in flight (the CLI calls it
+// before it closes the store).
+BOOST_AUTO_TEST_CASE(drain_waits_for_the_background_release)
+{
+    dlock::registry reg(store, {.lease = 30s});
+    asio::cancellation_signal cancel;
+    std::size_t in_flight_after_cancel = 0, in_flight_after_drain = 1;
+    error_code drained = dlock::error::timeout;
+    spawn([&]() -> asio::awaitable<void> {
+        co_await reg.obtain("x").acquire(asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(asio::use_awaitable)));
+    });
+    io.run_one();
+    cancel.emit(asio::cancellation_type::terminal);
+    in_flight_after_cancel = reg.in_flight();
+    reg.async_drain([&](error_code e) {
+        drained = e;
+        in_flight_after_drain = reg.in_flight();
+    });
+    run(5s);
+    BOOST_TEST(in_flight_after_cancel == 2u);  // the attempt, and the release behind it
+    BOOST_TEST(!drained);
+    BOOST_TEST(in_flight_after_drain == 0u);
+    BOOST_TEST(store.size() == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(misuse_has_its_own_codes)
 {
     dlock::registry reg(store, {.lease = 5s});
