@@ -18,11 +18,11 @@ public:
     ~memory_store() override;
 
     boost::asio::any_io_executor get_executor() const override;
-    watch_id watch(const std::string& name, std::function<void(watch_event)> cb) override;
+    store_traits traits() const noexcept override;
+    std::string describe() const override;
+    using store::watch;
+    watch_id watch(const std::string& name, const std::string& token, watch_callback cb) override;
     void unwatch(watch_id id) override;
-    bool direct_handoff() const noexcept override;
-    watch_id watch_grant(const std::string& name, const std::string& token,
-                         std::function<void(watch_event, grant_notice)> cb) override;
 
     /// Number of names with a live lease (expired ones are dropped lazily).
     std::size_t size() const;
@@ -32,17 +32,11 @@ public:
     std::size_t queued(const std::string& name) const;
 
 private:
-    void do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
-                        boost::asio::any_completion_handler<acquire_signature> h) override;
-    void do_try_acquire_queued(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
-                               boost::asio::any_completion_handler<acquire_signature> h) override;
-    void attempt(const std::string& name, const std::string& token, std::chrono::milliseconds ttl, bool queue,
-                 boost::asio::any_completion_handler<acquire_signature> h);
+    void do_try_acquire(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h) override;
     void hand_on_or_free(const std::string& name);
-    void do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+    void do_renew(const lease_key& key, std::chrono::milliseconds ttl,
                   boost::asio::any_completion_handler<renew_signature> h) override;
-    void do_release(const std::string& name, const std::string& token,
-                    boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
 

@@ -47,7 +47,7 @@ void registry_state::emit(lock_event_kind kind, const std::string& name, std::ui
 // ---- engine ----
 
 engine::engine(std::shared_ptr<registry_state> reg, std::string name)
-    : reg_(std::move(reg)), name_(std::move(name)), ex_(reg_->st.get_executor()), direct_(reg_->st.direct_handoff()),
+    : reg_(std::move(reg)), name_(std::move(name)), ex_(reg_->st.get_executor()), direct_(reg_->st.traits().direct_handoff),
       wake_(ex_), dog_(ex_)
 {
     store_name_ = reg_->cfg.prefix.empty() ? name_ : reg_->cfg.prefix + ":" + name_;
@@ -475,7 +475,7 @@ void engine::start_watch()
     if (direct_) {
         // One token for the whole wait: the store queues it and may hand the name to it.
         wait_token_ = reg_->new_token();
-        watch_ = reg_->st.watch_grant(store_name_, wait_token_, [weak, gen](watch_event ev, grant_notice g) {
+        watch_ = reg_->st.watch(store_name_, wait_token_, [weak, gen](watch_event ev, const grant_notice& g) {
             auto self = weak.lock();
             // A stopped watch's late callback must not hand a spent token's grant to a new wait.
             if (!self || !self->watch_ || self->watch_gen_ != gen)
@@ -658,7 +658,8 @@ asio::awaitable<void> engine::drive(std::shared_ptr<engine> self, next_step step
         // Two statements, not a ?: inside co_await: g++ 12 destroys that temporary twice.
         std::tuple<error_code, acquire_result> reply;
         if (queue)
-            reply = co_await r.st.async_try_acquire_queued(e.store_name_, token, r.cfg.lease, use_tuple);
+            reply = co_await r.st.async_try_acquire(lease_request{e.store_name_, token, r.cfg.lease, lease_kind::mutex, 1, true},
+                                                    use_tuple);
         else
             reply = co_await r.st.async_try_acquire(e.store_name_, token, r.cfg.lease, use_tuple);
         auto [ec, res] = reply;

@@ -27,22 +27,22 @@ struct memory_store::impl : std::enable_shared_from_this<impl> {
     asio::any_io_executor ex;
     std::unordered_map<std::string, lease> leases;
     std::uint64_t fence_counter = 0;  // one counter for all names: monotonic per name too
-    std::map<watch_id, std::pair<std::string, std::function<void(watch_event)>>> watchers;
     watch_id next_watch = 1;
     bool direct = false;
     // Direct hand-off: per name, the queued (token, lease) in order; a token is live while
-    // a grant watcher for it exists (as a Redis subscription is while its process lives).
+    // a watch with it exists (as a Redis subscription is while its process lives).
     std::unordered_map<std::string, std::deque<std::pair<std::string, std::chrono::milliseconds>>> queues;
-    struct grant_watch {
+    struct watcher {
         std::string name, token;
-        std::function<void(watch_event, grant_notice)> cb;
+        watch_callback cb;
+        bool ready = false;  // no release reaches a watch before its ready
     };
-    std::map<watch_id, grant_watch> grant_watchers;
+    std::map<watch_id, watcher> watchers;
 
     bool listening(const std::string& name, const std::string& token) const
     {
-        for (auto& [id, w] : grant_watchers)
-            if (w.name == name && w.token == token)
+        for (auto& [id, w] : watchers)
+            if (!w.token.empty() && w.name == name && w.token == token)
                 return true;
         return false;
     }
@@ -57,37 +57,32 @@ struct memory_store::impl : std::enable_shared_from_this<impl> {
             queues.erase(it);
     }
 
-    // Later, calls `call` with watcher `id` of `map` if it is still there (a callback may
-    // unwatch itself: `call` copies it first).
-    template <class Watchers, class Call>
-    void post_to(Watchers impl::*map, watch_id id, Call call)
+    // Later, calls watcher `id` if it still exists then (unwatch() stops even a posted call);
+    // the callback is copied first since it may unwatch itself.
+    void post_to(watch_id id, watch_event ev, grant_notice g = {})
     {
         std::weak_ptr<impl> weak = shared_from_this();
-        asio::post(ex, [weak, map, id, call] {
+        asio::post(ex, [weak, id, ev, g] {
             auto self = weak.lock();
             if (!self)
                 return;
-            auto& watchers = (*self).*map;
-            auto it = watchers.find(id);
-            if (it != watchers.end())
-                call(it->second);
+            auto it = self->watchers.find(id);
+            if (it == self->watchers.end())
+                return;
+            if (ev == watch_event::ready)
+                it->second.ready = true;
+            auto cb = it->second.cb;
+            cb(ev, g);
         });
     }
 
     void post_grant(const std::string& name, const std::string& token, grant_notice g)
     {
-        std::weak_ptr<impl> weak = shared_from_this();
-        asio::post(ex, [weak, name, token, g] {
-            auto self = weak.lock();
-            if (!self)
+        for (auto& [id, w] : watchers)
+            if (w.name == name && w.token == token) {
+                post_to(id, watch_event::granted, g);
                 return;
-            for (auto& [id, w] : self->grant_watchers)
-                if (w.name == name && w.token == token) {
-                    auto cb = w.cb;
-                    cb(watch_event::granted, g);
-                    return;
-                }
-        });
+            }
     }
 
     lease* find(const std::string& name)
@@ -104,23 +99,9 @@ struct memory_store::impl : std::enable_shared_from_this<impl> {
 
     void notify(const std::string& name, watch_event ev)
     {
-        std::weak_ptr<impl> weak = shared_from_this();
-        asio::post(ex, [weak, name, ev] {
-            auto self = weak.lock();
-            if (!self)
-                return;
-            std::vector<watch_id> ids;
-            for (auto& [id, w] : self->watchers)
-                if (w.first == name)
-                    ids.push_back(id);
-            for (auto id : ids) {
-                auto it = self->watchers.find(id);
-                if (it != self->watchers.end()) {
-                    auto cb = it->second.second;
-                    cb(ev);
-                }
-            }
-        });
+        for (auto& [id, w] : watchers)
+            if (w.name == name && w.ready)
+                post_to(id, ev);
     }
 };
 
@@ -130,7 +111,15 @@ memory_store::memory_store(asio::any_io_executor ex, bool direct_handoff) : impl
     impl_->direct = direct_handoff;
 }
 
-bool memory_store::direct_handoff() const noexcept { return impl_->direct; }
+store_traits memory_store::traits() const noexcept
+{
+    store_traits t;
+    t.direct_handoff = impl_->direct;
+    t.durable_fencing = false;  // the counter lives as long as the store object
+    return t;
+}
+
+std::string memory_store::describe() const { return "memory"; }
 
 std::size_t memory_store::queued(const std::string& name) const
 {
@@ -152,33 +141,30 @@ std::size_t memory_store::size() const
 
 void memory_store::expire_now(const std::string& name) { impl_->leases.erase(name); }
 
-void memory_store::do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
-                                  asio::any_completion_handler<acquire_signature> h)
-{
-    attempt(name, token, ttl, false, std::move(h));
-}
-
-void memory_store::do_try_acquire_queued(const std::string& name, const std::string& token,
-                                         std::chrono::milliseconds ttl, asio::any_completion_handler<acquire_signature> h)
-{
-    attempt(name, token, ttl, impl_->direct, std::move(h));
-}
-
-void memory_store::attempt(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
-                           bool queue, asio::any_completion_handler<acquire_signature> h)
+void memory_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
     auto& s = *impl_;
+    if (req.kind != lease_kind::mutex)
+        return post_completion(s.ex, std::move(h), make_error_code(error::not_supported), acquire_result{});
+    const auto& name = req.name;
+    const auto& token = req.token;
+    auto ttl = req.ttl;
+    bool queue = req.queue && s.direct;
     acquire_result r;
     auto* l = s.find(name);
     if (!l) {
         auto& n = s.leases[name];
         n = {token, ++s.fence_counter, clock_type::now() + ttl};
-        r = {true, n.fence, ttl};
+        r.acquired = true;
+        r.fencing_token = n.fence;
+        r.granted_ttl = ttl;
         if (queue)
             s.withdraw(name, token);
     } else if (l->token == token) {
         l->expires = clock_type::now() + ttl;
-        r = {true, l->fence, ttl};
+        r.acquired = true;
+        r.fencing_token = l->fence;
+        r.granted_ttl = ttl;
     } else {
         l->contended = true;
         r.holder_ttl = std::chrono::duration_cast<std::chrono::milliseconds>(l->expires - clock_type::now());
@@ -206,7 +192,7 @@ void memory_store::hand_on_or_free(const std::string& name)
         bool more = !it->second.empty();
         if (!more)
             s.queues.erase(it);
-        grant_notice g{++s.fence_counter, ttl};
+        grant_notice g{++s.fence_counter, ttl, {}};
         s.leases[name] = {token, g.fencing_token, clock_type::now() + ttl, more};
         s.post_grant(name, token, g);
         return;
@@ -217,10 +203,12 @@ void memory_store::hand_on_or_free(const std::string& name)
     s.notify(name, watch_event::released);
 }
 
-void memory_store::do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+void memory_store::do_renew(const lease_key& key, std::chrono::milliseconds ttl,
                             asio::any_completion_handler<renew_signature> h)
 {
     auto& s = *impl_;
+    const auto& name = key.name;
+    const auto& token = key.token;
     auto* l = s.find(name);
     renew_result r;
     r.owned = l && l->token == token;
@@ -231,10 +219,11 @@ void memory_store::do_renew(const std::string& name, const std::string& token, s
     post_completion(s.ex, std::move(h), error_code(), r);
 }
 
-void memory_store::do_release(const std::string& name, const std::string& token,
-                              asio::any_completion_handler<bool_signature> h)
+void memory_store::do_release(const lease_key& key, asio::any_completion_handler<bool_signature> h)
 {
     auto& s = *impl_;
+    const auto& name = key.name;
+    const auto& token = key.token;
     auto* l = s.find(name);
     bool owned = l && l->token == token;
     if (owned)
@@ -259,6 +248,7 @@ void memory_store::do_status(const std::string& name, asio::any_completion_handl
 {
     auto& s = *impl_;
     lock_status st;
+    st.key = name;
     st.last_fencing_token = s.fence_counter;
     if (auto q = s.queues.find(name); q != s.queues.end())
         st.queued = q->second.size();
@@ -271,35 +261,15 @@ void memory_store::do_status(const std::string& name, asio::any_completion_handl
     post_completion(s.ex, std::move(h), error_code(), std::move(st));
 }
 
-store::watch_id memory_store::watch(const std::string& name, std::function<void(watch_event)> cb)
+store::watch_id memory_store::watch(const std::string& name, const std::string& token, watch_callback cb)
 {
     auto& s = *impl_;
     watch_id id = s.next_watch++;
-    s.watchers.emplace(id, std::make_pair(name, std::move(cb)));
-    s.post_to(&impl::watchers, id, [](const auto& w) {
-        auto cb = w.second;
-        cb(watch_event::ready);
-    });
+    s.watchers.emplace(id, impl::watcher{name, token, std::move(cb)});
+    s.post_to(id, watch_event::ready);
     return id;
 }
 
-void memory_store::unwatch(watch_id id)
-{
-    impl_->watchers.erase(id);
-    impl_->grant_watchers.erase(id);
-}
-
-store::watch_id memory_store::watch_grant(const std::string& name, const std::string& token,
-                                          std::function<void(watch_event, grant_notice)> cb)
-{
-    auto& s = *impl_;
-    watch_id id = s.next_watch++;
-    s.grant_watchers.emplace(id, impl::grant_watch{name, token, std::move(cb)});
-    s.post_to(&impl::grant_watchers, id, [](const auto& w) {
-        auto cb = w.cb;
-        cb(watch_event::ready, {});
-    });
-    return id;
-}
+void memory_store::unwatch(watch_id id) { impl_->watchers.erase(id); }
 
 }  // namespace dlock
