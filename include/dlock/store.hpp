@@ -209,7 +209,7 @@ public:
     auto async_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
                      Token&& tok = {})
     {
-        return async_renew(lease_key{name, token}, ttl, std::forward<Token>(tok));
+        return async_renew(lease_key{name, token, {}}, ttl, std::forward<Token>(tok));
     }
 
     /// Frees the name if the lease holds it (handing it on or waking its watchers); false if
@@ -223,7 +223,7 @@ public:
     template <class Token = boost::asio::deferred_t>
     auto async_release(const std::string& name, const std::string& token, Token&& tok = {})
     {
-        return async_release(lease_key{name, token}, std::forward<Token>(tok));
+        return async_release(lease_key{name, token, {}}, std::forward<Token>(tok));
     }
 
     /// Operator's escape hatch: frees the name whoever holds it; true if it was held.

@@ -41,11 +41,11 @@ int main(int argc, char** argv)
         return exit_status::ok;
     }
     boost::asio::io_context io;
-    auto b = make_backend(o, io.get_executor());
+    auto st = open_store(o, io.get_executor());
     int rc = exit_status::internal;
-    auto body = o.cmd == command::run      ? run_command(o, b)
-                : o.cmd == command::status ? status_command(o, b)
-                                           : release_command(o, b);
+    auto body = o.cmd == command::run      ? run_command(o, *st)
+                : o.cmd == command::status ? status_command(o, *st)
+                                           : release_command(o, *st);
     boost::asio::co_spawn(io, std::move(body), [&](std::exception_ptr e, int r) {
         rc = r;
         if (e) {
@@ -56,7 +56,7 @@ int main(int argc, char** argv)
                 std::cerr << "dlock: internal error: " << x.what() << "\n";
             }
         }
-        b.close();  // lets io.run() return once the lock's background work is done
+        st->close();  // lets io.run() return once the lock's background work is done
     });
     io.run();
     return rc;

@@ -180,7 +180,7 @@ struct signal_setup {
 
 }  // namespace
 
-asio::awaitable<int> run_command(const options& o, backend& b)
+asio::awaitable<int> run_command(const options& o, store& st)
 {
     auto ex = co_await asio::this_coro::executor;
     // Signals are caught from the start: before the command runs they cancel the wait,
@@ -197,13 +197,13 @@ asio::awaitable<int> run_command(const options& o, backend& b)
         ~finish_on_exit() { s->finish(); }
     } finally{s};
 
-    if (int rc = co_await connect_or_explain(o, b))
+    if (int rc = co_await connect_or_explain(o, st))
         co_return rc;
     if (s->early_signal) {
         std::cerr << "dlock: interrupted by signal " << s->early_signal << " before running the command\n";
         co_return 128 + s->early_signal;
     }
-    registry reg(*b.st, lock_config{.prefix = o.prefix, .lease = o.lease, .watchdog = o.watchdog});
+    registry reg(st, lock_config{.prefix = o.prefix, .lease = o.lease, .watchdog = o.watchdog});
     lock lk = reg.obtain(o.name);
     auto [ec, g] = co_await acquire(lk, o, *s);
     if (s->early_signal) {
@@ -213,9 +213,9 @@ asio::awaitable<int> run_command(const options& o, backend& b)
         std::cerr << "dlock: interrupted by signal " << s->early_signal << " before running the command\n";
         co_return 128 + s->early_signal;
     }
-    if (ec == error::timeout && !(co_await b.reachable())) {
+    if (ec == error::timeout && std::get<0>(co_await st.async_connect(use_tuple))) {
         // The wait ran out because the server went away, not because of a holder.
-        std::cerr << "dlock: lost the server at " << b.where << " while waiting for '" << o.name << "'\n";
+        std::cerr << "dlock: lost the server at " << st.describe() << " while waiting for '" << o.name << "'\n";
         co_return exit_status::unavailable;
     }
     if (ec == error::timeout || (!ec && !g)) {

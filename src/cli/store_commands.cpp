@@ -15,15 +15,14 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 std::string store_name(const options& o) { return o.prefix.empty() ? o.name : o.prefix + ":" + o.name; }
 
-asio::awaitable<int> connect_or_explain(const options&, backend& b)
+asio::awaitable<int> connect_or_explain(const options&, store& st)
 {
-    std::string detail;
-    auto ec = co_await b.connect(detail);
+    auto [ec] = co_await st.async_connect(use_tuple);
     if (!ec)
         co_return exit_status::ok;
-    std::cerr << "dlock: cannot use the server at " << b.where << ": " << ec.message();
-    if (!detail.empty())
-        std::cerr << " (" << detail << ")";
+    std::cerr << "dlock: cannot use the server at " << st.describe() << ": " << ec.message();
+    if (!st.last_error_text().empty())
+        std::cerr << " (" << st.last_error_text() << ")";
     std::cerr << "\n";
     co_return exit_status::unavailable;
 }
@@ -40,13 +39,13 @@ bool check_name(const options& o)
 
 }  // namespace
 
-asio::awaitable<int> status_command(const options& o, backend& b)
+asio::awaitable<int> status_command(const options& o, store& st)
 {
     if (!check_name(o))
         co_return exit_status::usage;
-    if (int rc = co_await connect_or_explain(o, b))
+    if (int rc = co_await connect_or_explain(o, st))
         co_return rc;
-    auto [ec, s] = co_await b.st->async_status(store_name(o), use_tuple);
+    auto [ec, s] = co_await st.async_status(store_name(o), use_tuple);
     if (ec) {
         std::cerr << "dlock: status of '" << o.name << "' failed: " << ec.message() << "\n";
         co_return exit_status::unavailable;
@@ -55,7 +54,7 @@ asio::awaitable<int> status_command(const options& o, backend& b)
         boost::json::object j;
         j["name"] = o.name;
         j["prefix"] = o.prefix;
-        j["key"] = b.lock_key(store_name(o));
+        j["key"] = s.key;
         j["held"] = s.held;
         j["ttl_ms"] = s.held ? s.ttl.count() : -1;
         j["fencing_token"] = s.fencing_token;
@@ -75,13 +74,13 @@ asio::awaitable<int> status_command(const options& o, backend& b)
     co_return exit_status::ok;
 }
 
-asio::awaitable<int> release_command(const options& o, backend& b)
+asio::awaitable<int> release_command(const options& o, store& st)
 {
     if (!check_name(o))
         co_return exit_status::usage;
-    if (int rc = co_await connect_or_explain(o, b))
+    if (int rc = co_await connect_or_explain(o, st))
         co_return rc;
-    auto [ec, was_held] = co_await b.st->async_force_release(store_name(o), use_tuple);
+    auto [ec, was_held] = co_await st.async_force_release(store_name(o), use_tuple);
     if (ec) {
         std::cerr << "dlock: release of '" << o.name << "' failed: " << ec.message() << "\n";
         co_return exit_status::unavailable;

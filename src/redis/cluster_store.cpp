@@ -6,6 +6,7 @@
 #include "common/post_completion.hpp"
 #include "redis/cluster_slots.hpp"
 #include "redis/cluster_scripts.hpp"
+#include "redis/describe.hpp"
 #include "redis/script_replies.hpp"
 #include "redis/redis_scripts.hpp"
 
@@ -95,7 +96,7 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
     std::vector<std::function<void(error_code)>> waiters_current, waiters_next;
 
     std::unordered_map<std::string, channel_state> channels;
-    std::map<watch_id, std::pair<std::string, std::function<void(watch_event)>>> watchers;
+    std::map<watch_id, std::pair<std::string, watch_callback>> watchers;
     watch_id next_watch = 1;
 
     std::string prefix(const std::string& name) const { return "{" + slot_tag(key_slot(name)) + "}" + ns; }
@@ -435,7 +436,7 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
             auto w = watchers.find(id);
             if (w != watchers.end()) {
                 auto cb = w->second.second;
-                cb(ev);
+                cb(ev, {});
             }
         }
     }
@@ -608,6 +609,9 @@ std::vector<std::string> cluster_store::masters() const
     return out;
 }
 
+// Connecting is reading the slot map from some seed.
+void cluster_store::do_connect(asio::any_completion_handler<connect_signature> h) { refresh_impl(std::move(h)); }
+
 void cluster_store::refresh_impl(asio::any_completion_handler<void(error_code)> h)
 {
     auto shared = std::make_shared<asio::any_completion_handler<void(error_code)>>(std::move(h));
@@ -635,51 +639,74 @@ std::shared_ptr<op> make_op(script_id sid, unsigned slot, std::vector<std::strin
     return o;
 }
 
-template <class Signature, class Fn>
-auto integer_result(Fn fn)
+// The map of a script's reply: `decode` for a good one, the shared error table for a
+// server error (its text to `keep`).
+template <class Result, class Signature, class Decode>
+auto script_result(Decode decode, std::function<void(std::string)> keep)
 {
-    return [fn](asio::any_completion_handler<Signature> h, error_code ec, const reply& r) {
-        long long v = 0;
-        if (!ec && !as_int(r, v))
-            ec = error::invalid_request;
-        std::move(h)(ec, fn(v));
+    return [decode, keep = std::move(keep)](asio::any_completion_handler<Signature> h, error_code ec, const reply& r) {
+        Result out{};
+        ec = detail::finish_script(ec, r, out, decode, keep);
+        std::move(h)(ec, std::move(out));
     };
 }
 
 }  // namespace
 
-void cluster_store::do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
-                                   asio::any_completion_handler<acquire_signature> h)
+store_traits cluster_store::traits() const noexcept
 {
-    auto p = impl_->prefix(name);
-    std::vector<std::string> keys{p + ":lock:" + name, p + ":fence"};
-    auto slot = key_slot(keys[0]);
-    auto o = make_op(s_acquire, slot, std::move(keys), {token, std::to_string(ttl.count())}, std::move(h),
-                     [ttl](asio::any_completion_handler<acquire_signature> h, error_code ec, const reply& r) {
-                         acquire_result out;
-                         if (!ec)
-                             ec = detail::decode_acquire(r, ttl, out);
-                         std::move(h)(ec, out);
-                     });
-    impl_->start(std::move(o));
+    store_traits t;
+    t.max_ttl = detail::redis_max_ttl;
+    return t;
 }
 
-void cluster_store::do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+std::string cluster_store::describe() const
+{
+    std::string out = "redis-cluster ";
+    for (std::size_t i = 0; i < impl_->seeds.size(); ++i)
+        out += (i ? "," : "") + detail::config_address(impl_->seeds[i]);
+    return out + " ns=" + impl_->ns;
+}
+
+std::function<void(std::string)> cluster_store::text_keeper()
+{
+    return [this, alive = lifetime()](std::string text) {
+        if (!alive.expired())
+            set_error_text(std::move(text));
+    };
+}
+
+void cluster_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
+{
+    if (req.kind != lease_kind::mutex)
+        return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), acquire_result{});
+    if (!detail::valid_redis_ttl(req.ttl))
+        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), acquire_result{});
+    auto p = impl_->prefix(req.name);
+    std::vector<std::string> keys{p + ":lock:" + req.name, p + ":fence"};
+    auto slot = key_slot(keys[0]);
+    auto decode = [ttl = req.ttl](const reply& r, acquire_result& out) { return detail::decode_acquire(r, ttl, out); };
+    impl_->start(make_op(s_acquire, slot, std::move(keys), {req.token, std::to_string(req.ttl.count())}, std::move(h),
+                         script_result<acquire_result, acquire_signature>(decode, text_keeper())));
+}
+
+void cluster_store::do_renew(const lease_key& k, std::chrono::milliseconds ttl,
                              asio::any_completion_handler<renew_signature> h)
 {
-    auto key = lock_key(name);
+    if (!detail::valid_redis_ttl(ttl))
+        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), renew_result{});
+    auto key = lock_key(k.name);
     auto slot = key_slot(key);
-    impl_->start(make_op(s_renew, slot, {std::move(key)}, {token, std::to_string(ttl.count())}, std::move(h),
-                         integer_result<renew_signature>([](long long v) { return renew_result{v >= 1, v == 2}; })));
+    impl_->start(make_op(s_renew, slot, {std::move(key)}, {k.token, std::to_string(ttl.count())}, std::move(h),
+                         script_result<renew_result, renew_signature>(detail::decode_renew, text_keeper())));
 }
 
-void cluster_store::do_release(const std::string& name, const std::string& token,
-                               asio::any_completion_handler<bool_signature> h)
+void cluster_store::do_release(const lease_key& k, asio::any_completion_handler<bool_signature> h)
 {
-    auto key = lock_key(name);
+    auto key = lock_key(k.name);
     auto slot = key_slot(key);
-    impl_->start(make_op(s_release, slot, {std::move(key)}, {token, channel(name)}, std::move(h),
-                         integer_result<bool_signature>([](long long v) { return v == 1; })));
+    impl_->start(make_op(s_release, slot, {std::move(key)}, {k.token, channel(k.name)}, std::move(h),
+                         script_result<bool, bool_signature>(detail::decode_release, text_keeper())));
 }
 
 void cluster_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
@@ -687,7 +714,7 @@ void cluster_store::do_force_release(const std::string& name, asio::any_completi
     auto key = lock_key(name);
     auto slot = key_slot(key);
     impl_->start(make_op(s_force_release, slot, {std::move(key)}, {channel(name)}, std::move(h),
-                         integer_result<bool_signature>([](long long v) { return v == 1; })));
+                         script_result<bool, bool_signature>(detail::decode_release, text_keeper())));
 }
 
 void cluster_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
@@ -695,17 +722,20 @@ void cluster_store::do_status(const std::string& name, asio::any_completion_hand
     auto p = impl_->prefix(name);
     std::vector<std::string> keys{p + ":lock:" + name, p + ":fence"};
     auto slot = key_slot(keys[0]);
+    auto decode = [key = keys[0]](const reply& r, lock_status& st) {
+        auto ec = detail::decode_status(r, st);
+        st.key = key;
+        return ec;
+    };
     impl_->start(make_op(s_status, slot, std::move(keys), {}, std::move(h),
-                         [](asio::any_completion_handler<status_signature> h, error_code ec, const reply& r) {
-                             lock_status st;
-                             if (!ec)
-                                 ec = detail::decode_status(r, st);
-                             std::move(h)(ec, std::move(st));
-                         }));
+                         script_result<lock_status, status_signature>(decode, text_keeper())));
 }
 
-store::watch_id cluster_store::watch(const std::string& name, std::function<void(watch_event)> cb)
+// Callbacks run only from notify() and the posted `ready`, and both look the watch up
+// first: none reaches a watch after unwatch() erased it.
+store::watch_id cluster_store::watch(const std::string& name, const std::string& token, watch_callback cb)
 {
+    (void)token;  // no direct hand-off: a watch only hears releases
     auto& s = *impl_;
     auto id = s.next_watch++;
     auto ch_name = channel(name);
@@ -730,7 +760,7 @@ store::watch_id cluster_store::watch(const std::string& name, std::function<void
             auto w = self->watchers.find(id);
             if (w != self->watchers.end()) {
                 auto f = w->second.second;
-                f(watch_event::ready);
+                f(watch_event::ready, {});
             }
         });
     }

@@ -2,6 +2,7 @@
 #include <dlock/redis/store.hpp>
 
 #include "common/post_completion.hpp"
+#include "redis/describe.hpp"
 #include "redis/redis_scripts.hpp"
 #include "redis/script_replies.hpp"
 
@@ -9,6 +10,7 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 
 #include <array>
+#include <map>
 #include <span>
 #include <sstream>
 #include <memory>
@@ -24,7 +26,7 @@ using redis::reply_type;
 
 struct redis_store::impl {
     impl(asio::any_io_executor e, redis::config cfg, redis_store_options o)
-        : ex(e), conn(e, cfg), sub(e, cfg), ns(std::move(o.ns)), wait_replicas(o.wait_replicas),
+        : ex(e), address(detail::config_address(cfg)), conn(e, cfg), sub(e, cfg), ns(std::move(o.ns)), wait_replicas(o.wait_replicas),
           wait_timeout(std::max(o.wait_timeout, std::chrono::milliseconds(1)))
     {
         if (!cfg.sentinel.master_name.empty())
@@ -52,12 +54,16 @@ struct redis_store::impl {
         }
     }
     asio::any_io_executor ex;
+    std::string address;
     redis::connection conn;
     redis::subscriber sub;
     std::string ns;
     int wait_replicas;
     std::chrono::milliseconds wait_timeout;
     std::vector<std::unique_ptr<redis::subscriber>> sentinel_watchers;
+    // A watch's subscriptions: the name's channel, and with a token its grant channel.
+    std::map<watch_id, std::vector<redis::subscriber::listener_id>> watches;
+    watch_id next_watch = 1;
 
     // "<old ip> <old port> <new ip> <new port>": every sentinel announces it, so reconnect
     // only a connection that is not already on the new master.
@@ -146,41 +152,64 @@ std::string redis_store::grant_channel(const std::string& name, const std::strin
     return key_set::grants(impl_->prefix(name), name) + token;
 }
 
+store_traits redis_store::traits() const noexcept
+{
+    store_traits t;
+    // WAIT after acquire cannot cover a hand-off made inside another client's release.
+    t.direct_handoff = impl_->wait_replicas <= 0;
+    t.max_ttl = detail::redis_max_ttl;
+    return t;
+}
+
+std::string redis_store::describe() const { return "redis " + impl_->address + " ns=" + impl_->ns; }
+
+std::function<void(std::string)> redis_store::text_keeper()
+{
+    return [this, alive = lifetime()](std::string text) {
+        if (!alive.expired())
+            set_error_text(std::move(text));
+    };
+}
+
+void redis_store::do_connect(asio::any_completion_handler<connect_signature> h)
+{
+    impl_->conn.async_connect([this, alive = lifetime(), h = std::move(h)](error_code ec) mutable {
+        if (ec && !alive.expired())
+            set_error_text(impl_->conn.last_server_message());
+        std::move(h)(ec);
+    });
+}
+
 namespace {
 
 using detail::as_int;
 
-// The completion for a script answering one integer: `map` turns it into the result, and
-// the caller's cancellation slot follows the request.
-template <class Signature, class Map>
-auto on_integer(asio::any_completion_handler<Signature> h, Map map)
+// The completion of one script call: `decode` turns a good reply into the result, a
+// server error becomes its code (text kept); the caller's cancellation slot follows.
+template <class Result, class Signature, class Decode>
+auto script_completion(asio::any_completion_handler<Signature> h, Decode decode, std::function<void(std::string)> keep)
 {
     auto slot = asio::get_associated_cancellation_slot(h);
-    return asio::bind_cancellation_slot(slot, [h = std::move(h), map](error_code ec, reply r) mutable {
-        long long v = 0;
-        if (!ec && !as_int(r, v))
-            ec = error::invalid_request;
-        std::move(h)(ec, map(v));
-    });
+    return asio::bind_cancellation_slot(
+        slot, [h = std::move(h), decode, keep = std::move(keep)](error_code ec, reply r) mutable {
+            Result out{};
+            ec = detail::finish_script(ec, r, out, decode, keep);
+            std::move(h)(ec, std::move(out));
+        });
 }
 
 }  // namespace
 
-void redis_store::do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
-                                 asio::any_completion_handler<acquire_signature> h)
+void redis_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
-    attempt(name, token, ttl, false, std::move(h));
-}
-
-void redis_store::do_try_acquire_queued(const std::string& name, const std::string& token,
-                                        std::chrono::milliseconds ttl, asio::any_completion_handler<acquire_signature> h)
-{
-    attempt(name, token, ttl, direct_handoff(), std::move(h));
-}
-
-void redis_store::attempt(const std::string& name, const std::string& token, std::chrono::milliseconds ttl, bool queue,
-                          asio::any_completion_handler<acquire_signature> h)
-{
+    if (req.kind != lease_kind::mutex)
+        return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), acquire_result{});
+    if (!detail::valid_redis_ttl(req.ttl))
+        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), acquire_result{});
+    const auto& name = req.name;
+    const auto& token = req.token;
+    auto ttl = req.ttl;
+    bool queue = req.queue && traits().direct_handoff;
     auto prefix = impl_->prefix(name);
     key_set k(prefix, name);
     std::array<std::string, 4> all_keys{std::move(k.lock), std::move(k.fence)};
@@ -192,54 +221,52 @@ void redis_store::attempt(const std::string& name, const std::string& token, std
     }
     std::span<const std::string> keys(all_keys.data(), queue ? 4 : 2);
     std::span<const std::string> args(all_args.data(), queue ? 3 : 2);
-    auto slot = asio::get_associated_cancellation_slot(h);
-    // Decodes the script's reply, then hands the result to `next`.
-    auto eval = [&](auto next) {
-        impl_->conn.async_eval(impl_->acquire, keys, args,
-                               asio::bind_cancellation_slot(slot, [next = std::move(next), ttl](error_code ec, reply r) mutable {
-                                   acquire_result out;
-                                   if (!ec)
-                                       ec = detail::decode_acquire(r, ttl, out);
-                                   std::move(next)(ec, out);
-                               }));
-    };
+    auto decode = [ttl](const reply& r, acquire_result& out) { return detail::decode_acquire(r, ttl, out); };
     if (impl_->wait_replicas <= 0)
-        return eval(std::move(h));
+        return impl_->conn.async_eval(impl_->acquire, keys, args,
+                                      script_completion<acquire_result>(std::move(h), decode, text_keeper()));
     // Then WAIT on the same connection: it covers every write this client made before it.
-    eval([this, alive = lifetime(), name, token, h = std::move(h)](error_code ec, acquire_result out) mutable {
-        if (ec || !out.acquired || alive.expired())
-            return std::move(h)(ec, out);
-        redis::request req;
-        req.push("WAIT", impl_->wait_replicas, impl_->wait_timeout.count());
-        impl_->conn.async_exec(req, [this, alive, name, token, out, h = std::move(h)](error_code ec,
-                                                                                    redis::response r) mutable {
-            long long acked = 0;
-            if (!ec && !(r.size() == 1 && as_int(r[0], acked)))
-                ec = error::invalid_request;
-            if (!ec && acked < impl_->wait_replicas)
-                ec = error::not_replicated;
-            if (ec) {
-                if (!alive.expired())  // not replicated, or unknown: give the lease back
-                    async_release(name, token, [](error_code, bool) {});
-                out = acquire_result{};
-            }
-            std::move(h)(ec, out);
-        });
-    });
+    asio::any_completion_handler<acquire_signature> then =
+        [this, alive = lifetime(), name, token, h = std::move(h)](error_code ec, acquire_result out) mutable {
+            if (ec || !out.acquired || alive.expired())
+                return std::move(h)(ec, out);
+            redis::request wait;
+            wait.push("WAIT", impl_->wait_replicas, impl_->wait_timeout.count());
+            impl_->conn.async_exec(wait, [this, alive, name, token, out, h = std::move(h)](error_code ec,
+                                                                                         redis::response r) mutable {
+                long long acked = 0;
+                if (ec && r.size() == 1 && !alive.expired())
+                    ec = detail::script_failure(ec, r[0], text_keeper());
+                if (!ec && !(r.size() == 1 && as_int(r[0], acked)))
+                    ec = error::invalid_request;
+                if (!ec && acked < impl_->wait_replicas)
+                    ec = error::not_replicated;
+                if (ec) {
+                    if (!alive.expired())  // not replicated, or unknown: give the lease back
+                        async_release(lease_key{name, token, {}}, [](error_code, bool) {});
+                    out = acquire_result{};
+                }
+                std::move(h)(ec, out);
+            });
+        };
+    impl_->conn.async_eval(impl_->acquire, keys, args,
+                           script_completion<acquire_result>(std::move(then), decode, text_keeper()));
 }
 
-void redis_store::do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+void redis_store::do_renew(const lease_key& key, std::chrono::milliseconds ttl,
                            asio::any_completion_handler<renew_signature> h)
 {
-    std::array<std::string, 1> keys{lock_key(name)};
-    std::array<std::string, 2> args{token, std::to_string(ttl.count())};
-    impl_->conn.async_eval(impl_->renew, keys, args, on_integer(std::move(h), [](long long v) { return renew_result{v >= 1, v == 2}; }));
+    if (!detail::valid_redis_ttl(ttl))
+        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), renew_result{});
+    std::array<std::string, 1> keys{lock_key(key.name)};
+    std::array<std::string, 2> args{key.token, std::to_string(ttl.count())};
+    impl_->conn.async_eval(impl_->renew, keys, args,
+                           script_completion<renew_result>(std::move(h), detail::decode_renew, text_keeper()));
 }
 
-void redis_store::do_release(const std::string& name, const std::string& token,
-                             asio::any_completion_handler<bool_signature> h)
+void redis_store::do_release(const lease_key& key, asio::any_completion_handler<bool_signature> h)
 {
-    release(name, token, false, std::move(h));
+    release(key.name, key.token, false, std::move(h));
 }
 
 // The release script with the force flag: frees the name whoever holds it (and hands it on).
@@ -259,61 +286,110 @@ void redis_store::release(const std::string& name, const std::string& token, boo
     if (force)
         args[3].push_back('1');
     std::span<const std::string> argv(args.data(), force ? 4 : 3);
-    impl_->conn.async_eval(impl_->release, keys, argv, on_integer(std::move(h), [](long long v) { return v == 1; }));
+    impl_->conn.async_eval(impl_->release, keys, argv,
+                           script_completion<bool>(std::move(h), detail::decode_release, text_keeper()));
 }
 
 void redis_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
 {
     auto prefix = impl_->prefix(name);
     key_set k(prefix, name);
-    std::array<std::string, 3> keys{std::move(k.lock), std::move(k.fence), key_set::queue(prefix, name)};
-    impl_->conn.async_eval(impl_->status, keys, {}, [h = std::move(h)](error_code ec, reply r) mutable {
-        lock_status st;
-        if (!ec)
-            ec = detail::decode_status(r, st);
-        std::move(h)(ec, std::move(st));
-    });
+    std::array<std::string, 3> keys{k.lock, std::move(k.fence), key_set::queue(prefix, name)};
+    auto decode = [key = k.lock](const reply& r, lock_status& st) {
+        auto ec = detail::decode_status(r, st);
+        st.key = key;
+        return ec;
+    };
+    impl_->conn.async_eval(impl_->status, keys, {}, script_completion<lock_status>(std::move(h), decode, text_keeper()));
 }
 
-store::watch_id redis_store::watch(const std::string& name, std::function<void(watch_event)> cb)
+namespace {
+
+// What one watch's subscriptions share: `ready` waits for all of them.
+struct watch_state {
+    store::watch_callback cb;
+    int unconfirmed = 0;
+    bool ready = false;
+
+    void on_subscribed()
+    {
+        if (!ready && --unconfirmed == 0) {
+            ready = true;
+            cb(watch_event::ready, {});
+        }
+    }
+};
+
+// "<fence> <ttl_ms>", both positive; anything else is not ours to trust.
+bool parse_grant(const std::string& payload, grant_notice& g)
 {
-    return impl_->sub.listen(channel(name), [cb = std::move(cb)](const redis::event& ev) {
+    long long fence = 0, ttl = 0;
+    std::istringstream in(payload);
+    if (!(in >> fence >> ttl) || fence < 1 || ttl < 1)
+        return false;
+    g.fencing_token = static_cast<std::uint64_t>(fence);
+    g.ttl = std::chrono::milliseconds(ttl);
+    return true;
+}
+
+}  // namespace
+
+// The subscriber calls no listener after unlisten() returns, so neither does a watch after
+// unwatch(): no generation check is needed on this side.
+store::watch_id redis_store::watch(const std::string& name, const std::string& token, watch_callback cb)
+{
+    auto state = std::make_shared<watch_state>();
+    state->cb = std::move(cb);
+    state->unconfirmed = token.empty() ? 1 : 2;
+    std::vector<redis::subscriber::listener_id> ids;
+    ids.push_back(impl_->sub.listen(channel(name), [state](const redis::event& ev) {
         switch (ev.kind) {
-        case redis::event_kind::subscribed: cb(watch_event::ready); break;
-        case redis::event_kind::message: cb(watch_event::released); break;
-        case redis::event_kind::resubscribed: cb(watch_event::resync); break;
+        case redis::event_kind::subscribed: state->on_subscribed(); break;
+        case redis::event_kind::message:
+            if (state->ready)
+                state->cb(watch_event::released, {});
+            break;
+        case redis::event_kind::resubscribed:
+            if (state->ready)
+                state->cb(watch_event::resync, {});
+            break;
         case redis::event_kind::disconnected: break;  // resubscribed follows the reconnect
         }
-    });
+    }));
+    if (!token.empty()) {
+        ids.push_back(impl_->sub.listen(grant_channel(name, token), [state](const redis::event& ev) {
+            switch (ev.kind) {
+            case redis::event_kind::subscribed: state->on_subscribed(); break;
+            case redis::event_kind::message: {
+                grant_notice g;
+                if (parse_grant(ev.payload, g))
+                    state->cb(watch_event::granted, g);
+                else if (state->ready)
+                    state->cb(watch_event::resync, {});  // re-check at the store
+                break;
+            }
+            case redis::event_kind::resubscribed:
+                if (state->ready)
+                    state->cb(watch_event::resync, {});
+                break;
+            case redis::event_kind::disconnected: break;
+            }
+        }));
+    }
+    auto id = impl_->next_watch++;
+    impl_->watches.emplace(id, std::move(ids));
+    return id;
 }
 
-void redis_store::unwatch(watch_id id) { impl_->sub.unlisten(id); }
-
-// WAIT after acquire cannot cover a hand-off made inside another client's release.
-bool redis_store::direct_handoff() const noexcept { return impl_->wait_replicas <= 0; }
-
-store::watch_id redis_store::watch_grant(const std::string& name, const std::string& token,
-                                         std::function<void(watch_event, grant_notice)> cb)
+void redis_store::unwatch(watch_id id)
 {
-    return impl_->sub.listen(grant_channel(name, token), [cb = std::move(cb)](const redis::event& ev) {
-        switch (ev.kind) {
-        case redis::event_kind::subscribed: cb(watch_event::ready, {}); break;
-        case redis::event_kind::message: {
-            // "<fence> <ttl_ms>"; anything else is not ours to trust: re-check at the store.
-            grant_notice g;
-            long long ttl = 0;
-            std::istringstream in(ev.payload);
-            if (in >> g.fencing_token >> ttl && ttl > 0) {
-                g.ttl = std::chrono::milliseconds(ttl);
-                cb(watch_event::granted, g);
-            } else
-                cb(watch_event::resync, {});
-            break;
-        }
-        case redis::event_kind::resubscribed: cb(watch_event::resync, {}); break;
-        case redis::event_kind::disconnected: break;
-        }
-    });
+    auto it = impl_->watches.find(id);
+    if (it == impl_->watches.end())
+        return;
+    auto ids = std::move(it->second);
+    impl_->watches.erase(it);
+    for (auto l : ids)
+        impl_->sub.unlisten(l);
 }
 
 }  // namespace dlock

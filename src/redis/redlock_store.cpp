@@ -3,7 +3,9 @@
 
 #include "common/post_completion.hpp"
 #include "redis/node_list.hpp"
+#include "redis/describe.hpp"
 #include "redis/redlock_scripts.hpp"
+#include "redis/script_replies.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -30,6 +32,7 @@ struct detail::redlock_core {
         : ex(e), opts(o)
     {
         for (auto& c : cfgs) {
+            address += (address.empty() ? "" : ", ") + detail::config_address(c);
             if (opts.node_timeout.count() > 0)
                 c.request_timeout = opts.node_timeout;
             nodes.push_back(std::make_unique<redis_store>(e, std::move(c), ns));
@@ -43,12 +46,15 @@ struct detail::redlock_core {
     std::vector<std::unique_ptr<redis_store>> nodes;
     std::size_t n = 0, q = 0;
     bool closed = false;
+    std::string address;  // every node's, for describe()
+    // Sets the store's last_error_text; emptied when the store goes (the core may outlive it).
+    std::function<void(std::string)> keep_text;
     redis::script raise{scripts::raise_fence};
     // Contended reports that came after a renewal was decided, for the next renewal.
     std::unordered_set<std::string> late_contended;
 
     struct watch_state {
-        std::function<void(watch_event)> cb;
+        store::watch_callback cb;
         std::vector<char> confirmed;  // per node: its subscription was confirmed once
         std::size_t confirmed_count = 0;
         bool ready_sent = false;
@@ -74,11 +80,17 @@ struct detail::redlock_core {
     void release_everywhere(const std::string& name, const std::string& token)
     {
         for (auto& node : nodes)
-            node->async_release(name, token, [](error_code, bool) {});
+            node->async_release(dlock::lease_key{name, token, {}}, [](error_code, bool) {});
     }
 };
 
 namespace {
+
+// error::closed once the store is closed or gone, else no_quorum.
+error_code quorum_error(const std::shared_ptr<detail::redlock_core>& c)
+{
+    return (!c || c->closed) ? error_code(error::closed) : error_code(error::no_quorum);
+}
 
 // The state every fan-out operation shares: the caller's handler, completed once, either
 // when the outcome is decided or at once on cancellation. Replies after that only finish
@@ -99,6 +111,27 @@ struct op_base {
 
     bool completed() const noexcept { return !handler; }
     std::size_t outstanding() const noexcept { return n - replies; }
+
+    // A node's permanent failure (an ACL refusal, a foreign key type): when no majority is
+    // reached, reporting it beats no_quorum, which the caller would retry forever.
+    error_code permanent;
+    void note_failure(error_code ec, const std::shared_ptr<detail::redlock_core>& c, std::size_t node)
+    {
+        if (c && node < c->nodes.size())
+            note_failure(ec, c, c->nodes[node]->last_error_text());
+    }
+    void note_failure(error_code ec, const std::shared_ptr<detail::redlock_core>& c, const std::string& text)
+    {
+        if (!ec || is_transient(ec) || permanent || ec == error::closed || ec == asio::error::operation_aborted)
+            return;
+        permanent = ec;
+        if (c && c->keep_text)
+            c->keep_text(text);
+    }
+    error_code no_majority(const std::shared_ptr<detail::redlock_core>& c) const
+    {
+        return permanent && c && !c->closed ? permanent : quorum_error(c);
+    }
 
     // Terminal and partial cancellation complete at once; the node requests run on.
     template <class Self>
@@ -150,11 +183,6 @@ vote tally(std::size_t n, std::size_t yes, std::size_t no, std::size_t outstandi
     return vote::pending;
 }
 
-// error::closed once the store is closed or gone, else no_quorum.
-error_code quorum_error(const std::shared_ptr<detail::redlock_core>& c)
-{
-    return (!c || c->closed) ? error_code(error::closed) : error_code(error::no_quorum);
-}
 
 // try_acquire: phase 1 asks every node for the lease; with a quorum of grants, phase 2
 // raises every node's counter to the token and waits for a quorum holding the lease.
@@ -224,6 +252,7 @@ struct acquire_op : op_base<store::acquire_signature> {
             s.refused_ttls.push_back(r.holder_ttl.count());
         }
         auto c = s.core.lock();
+        s.note_failure(ec, c, node);
         switch (tally(s.n, s.granted, s.refused_ttls.size(), s.outstanding())) {
         case vote::pending: return;
         case vote::yes:
@@ -238,7 +267,7 @@ struct acquire_op : op_base<store::acquire_signature> {
                 return s.fail(c, {}, milliseconds(-1));
             return s.start_raise(self, *c);
         case vote::no: return s.fail(c, {}, s.hint(s.n / 2 + 1));
-        case vote::no_quorum: return s.fail(c, quorum_error(c), milliseconds(-1));
+        case vote::no_quorum: return s.fail(c, s.no_majority(c), milliseconds(-1));
         }
     }
 
@@ -255,7 +284,7 @@ struct acquire_op : op_base<store::acquire_signature> {
     {
         raising = true;
         for (std::size_t i = 0; i < c.n; ++i)
-            send_raise(c, i, [self](error_code ec, redis::reply r) { on_raised(self, ec, r); });
+            send_raise(c, i, [self, i](error_code ec, redis::reply r) { on_raised(self, i, ec, r); });
     }
 
     // A quorum holds the lease and has counters at or above the token.
@@ -268,28 +297,31 @@ struct acquire_op : op_base<store::acquire_signature> {
         acquire_result res;
         res.acquired = true;
         res.fencing_token = fence;
-        res.holder_ttl = ttl;
+        res.granted_ttl = ttl;
         complete({}, res);
     }
 
-    static void on_raised(const std::shared_ptr<acquire_op>& self, error_code ec, const redis::reply& r)
+    static void on_raised(const std::shared_ptr<acquire_op>& self, std::size_t node, error_code ec,
+                          const redis::reply& r)
     {
         auto& s = *self;
         ++s.raise_replies;
         if (s.decided)
             return;
-        if (!ec && r.type != redis::reply_type::integer)
-            ec = error::invalid_request;
-        if (!ec)
-            ++(r.integer == 1 ? s.confirmed : s.not_held);
         auto c = s.core.lock();
+        bool held = false;
+        (void)node;
+        ec = detail::finish_script(ec, r, held, detail::decode_release, [](const std::string&) {});
+        if (!ec)
+            ++(held ? s.confirmed : s.not_held);
+        s.note_failure(ec, c, r.is_error() ? r.str : std::string());
         auto outcome = tally(s.n, s.confirmed, s.not_held, s.n - s.raise_replies);
         if (outcome == vote::yes) {
             s.succeed(c);
         } else if (outcome == vote::no) {
             s.fail(c, {}, milliseconds(-1));  // the lease ended on too many nodes meanwhile
         } else if (outcome == vote::no_quorum) {
-            s.fail(c, quorum_error(c), milliseconds(-1));
+            s.fail(c, s.no_majority(c), milliseconds(-1));
         }
     }
 
@@ -309,11 +341,13 @@ struct renew_op : op_base<store::renew_signature> {
     bool contended = false;
     bool decided_owned = false;
 
-    static void on_reply(const std::shared_ptr<renew_op>& self, error_code ec, const renew_result& r)
+    static void on_reply(const std::shared_ptr<renew_op>& self, std::size_t node, error_code ec,
+                         const renew_result& r)
     {
         auto& s = *self;
         ++s.replies;
         auto c = s.core.lock();
+        s.note_failure(ec, c, node);
         if (s.decided) {
             // The node cleared its flag as it reported it: if the decided result did not say
             // contended, the next renewal will.
@@ -330,7 +364,7 @@ struct renew_op : op_base<store::renew_signature> {
         case vote::pending: return;
         case vote::yes: s.decided_owned = true; return s.complete({}, renew_result{true, s.contended});
         case vote::no: return s.complete({}, renew_result{false, s.contended});
-        case vote::no_quorum: return s.complete(quorum_error(c), renew_result{});
+        case vote::no_quorum: return s.complete(s.no_majority(c), renew_result{});
         }
     }
 };
@@ -344,12 +378,13 @@ struct release_op : op_base<store::bool_signature> {
     bool forced = false;  // force_release: waits for every node, true if any held it
     bool any = false;
 
-    static void on_reply(const std::shared_ptr<release_op>& self, error_code ec, bool ok)
+    static void on_reply(const std::shared_ptr<release_op>& self, std::size_t node, error_code ec, bool ok)
     {
         auto& s = *self;
         ++s.replies;
         if (s.decided)
             return;
+        s.note_failure(ec, s.core.lock(), node);
         if (ec)
             ++s.failed;
         else {
@@ -363,14 +398,14 @@ struct release_op : op_base<store::bool_signature> {
             if (s.outstanding() > 0)
                 return;
             if (s.failed > s.n - q || !c || c->closed)
-                return s.complete(quorum_error(c), false);
+                return s.complete(s.no_majority(c), false);
             return s.complete({}, s.any);
         }
         switch (tally(s.n, s.released, s.not_released, s.outstanding())) {
         case vote::pending: return;
         case vote::yes: return s.complete({}, true);
         case vote::no: return s.complete({}, false);
-        case vote::no_quorum: return s.complete(quorum_error(c), false);
+        case vote::no_quorum: return s.complete(s.no_majority(c), false);
         }
     }
 };
@@ -395,6 +430,7 @@ struct status_op : op_base<store::status_signature> {
         if (s.answers.size() < q || !c || c->closed)
             return s.complete(quorum_error(c), lock_status{});
         lock_status out;
+        out.key = s.answers.front().key;  // every node names the same key
         for (auto& a : s.answers)
             out.last_fencing_token = std::max(out.last_fencing_token, a.last_fencing_token);
         for (auto& a : s.answers) {
@@ -430,15 +466,30 @@ redlock_store::redlock_store(asio::any_io_executor ex, std::vector<redis::config
     if (nodes.empty())
         throw std::invalid_argument("dlock::redlock_store needs at least one node");
     core_ = std::make_shared<detail::redlock_core>(ex, std::move(nodes), ns, opts);
+    core_->keep_text = [this](std::string text) { set_error_text(std::move(text)); };
 }
 
-redlock_store::~redlock_store() = default;
+redlock_store::~redlock_store() { core_->keep_text = nullptr; }
 
 asio::any_io_executor redlock_store::get_executor() const { return core_->ex; }
 std::size_t redlock_store::size() const noexcept { return core_->n; }
 std::size_t redlock_store::quorum() const noexcept { return core_->q; }
 milliseconds redlock_store::drift(milliseconds ttl) const noexcept { return core_->drift(ttl); }
 redis_store& redlock_store::node(std::size_t i) { return *core_->nodes.at(i); }
+
+store_traits redlock_store::traits() const noexcept
+{
+    store_traits t;
+    t.max_ttl = detail::redis_max_ttl;
+    // A node restarted without its data can repeat a token (see the class comment).
+    t.durable_fencing = false;
+    return t;
+}
+
+std::string redlock_store::describe() const
+{
+    return "redlock " + std::to_string(core_->n) + " nodes: " + core_->address;
+}
 
 void redlock_store::close()
 {
@@ -447,45 +498,78 @@ void redlock_store::close()
         node->close();
 }
 
-void redlock_store::do_try_acquire(const std::string& name, const std::string& token, milliseconds ttl,
-                                   asio::any_completion_handler<acquire_signature> h)
+// Every node is tried at once; a quorum must connect. The failures' reasons, per node, go
+// to last_error_text().
+void redlock_store::do_connect(asio::any_completion_handler<connect_signature> h)
+{
+    struct connect_op {
+        asio::any_completion_handler<connect_signature> h;
+        std::size_t ok = 0, replies = 0;
+        std::string detail;
+    };
+    auto& c = *core_;
+    auto op = std::make_shared<connect_op>();
+    op->h = std::move(h);
+    for (std::size_t i = 0; i < c.n; ++i)
+        c.nodes[i]->async_connect([this, alive = lifetime(), op, i, n = c.n, q = c.q](error_code ec) {
+            ++op->replies;
+            if (!ec)
+                ++op->ok;
+            else
+                op->detail += (op->detail.empty() ? "" : "; ") + std::string("node ") + std::to_string(i + 1) + ": " +
+                              ec.message();
+            if (op->replies < n)
+                return;
+            if (op->ok < q && !alive.expired())
+                set_error_text(op->detail);
+            std::move(op->h)(op->ok >= q ? error_code() : error_code(error::no_quorum));
+        });
+}
+
+void redlock_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
     auto& c = *core_;
+    if (req.kind != lease_kind::mutex)
+        return detail::post_completion(c.ex, std::move(h), error_code(error::not_supported), acquire_result{});
+    if (!detail::valid_redis_ttl(req.ttl))
+        return detail::post_completion(c.ex, std::move(h), error_code(error::invalid_lease), acquire_result{});
     auto op = std::make_shared<acquire_op>(c.ex, std::move(h), c.n);
     op->core = core_;
-    op->name = name;
-    op->token = token;
-    op->ttl = ttl;
+    op->name = req.name;
+    op->token = req.token;
+    op->ttl = req.ttl;
     acquire_op::arm_cancellation(op);
     op->sent = clock_type::now();  // the leases start counting no earlier than this
     for (std::size_t i = 0; i < c.n; ++i)
-        c.nodes[i]->async_try_acquire(
-            name, token, ttl, [op, i](error_code ec, acquire_result r) { acquire_op::on_grant(op, i, ec, r); });
+        c.nodes[i]->async_try_acquire(req.name, req.token, req.ttl,
+                                      [op, i](error_code ec, acquire_result r) { acquire_op::on_grant(op, i, ec, r); });
 }
 
-void redlock_store::do_renew(const std::string& name, const std::string& token, milliseconds ttl,
-                             asio::any_completion_handler<renew_signature> h)
+void redlock_store::do_renew(const lease_key& key, milliseconds ttl, asio::any_completion_handler<renew_signature> h)
 {
     auto& c = *core_;
+    if (!detail::valid_redis_ttl(ttl))
+        return detail::post_completion(c.ex, std::move(h), error_code(error::invalid_lease), renew_result{});
     auto op = std::make_shared<renew_op>(c.ex, std::move(h), c.n);
     op->core = core_;
-    op->key = detail::redlock_core::lease_key(name, token);
+    op->key = detail::redlock_core::lease_key(key.name, key.token);
     op->contended = c.late_contended.erase(op->key) > 0;
     renew_op::arm_cancellation(op);
-    for (auto& node : c.nodes)
-        node->async_renew(name, token, ttl, [op](error_code ec, renew_result r) { renew_op::on_reply(op, ec, r); });
+    for (std::size_t i = 0; i < c.n; ++i)
+        c.nodes[i]->async_renew(key, ttl,
+                                [op, i](error_code ec, renew_result r) { renew_op::on_reply(op, i, ec, r); });
 }
 
-void redlock_store::do_release(const std::string& name, const std::string& token,
-                               asio::any_completion_handler<bool_signature> h)
+void redlock_store::do_release(const lease_key& key, asio::any_completion_handler<bool_signature> h)
 {
     auto& c = *core_;
-    c.late_contended.erase(detail::redlock_core::lease_key(name, token));
+    c.late_contended.erase(detail::redlock_core::lease_key(key.name, key.token));
     auto op = std::make_shared<release_op>(c.ex, std::move(h), c.n);
     op->core = core_;
     release_op::arm_cancellation(op);
-    for (auto& node : c.nodes)
-        node->async_release(name, token, [op](error_code ec, bool ok) { release_op::on_reply(op, ec, ok); });
+    for (std::size_t i = 0; i < c.n; ++i)
+        c.nodes[i]->async_release(key,
+                                  [op, i](error_code ec, bool ok) { release_op::on_reply(op, i, ec, ok); });
 }
 
 void redlock_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
@@ -495,8 +579,8 @@ void redlock_store::do_force_release(const std::string& name, asio::any_completi
     op->core = core_;
     op->forced = true;
     release_op::arm_cancellation(op);
-    for (auto& node : c.nodes)
-        node->async_force_release(name, [op](error_code ec, bool ok) { release_op::on_reply(op, ec, ok); });
+    for (std::size_t i = 0; i < c.n; ++i)
+        c.nodes[i]->async_force_release(name, [op, i](error_code ec, bool ok) { release_op::on_reply(op, i, ec, ok); });
 }
 
 void redlock_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
@@ -509,8 +593,11 @@ void redlock_store::do_status(const std::string& name, asio::any_completion_hand
         node->async_status(name, [op](error_code ec, lock_status st) { status_op::on_reply(op, ec, std::move(st)); });
 }
 
-store::watch_id redlock_store::watch(const std::string& name, std::function<void(watch_event)> cb)
+// Each node's store calls nothing after its unwatch(), and `active` covers a node callback
+// that unwatches this watch while its siblings' calls are still to come.
+store::watch_id redlock_store::watch(const std::string& name, const std::string& token, watch_callback cb)
 {
+    (void)token;  // no direct hand-off: a watch only hears releases
     auto& c = *core_;
     auto state = std::make_shared<detail::redlock_core::watch_state>();
     state->cb = std::move(cb);
@@ -524,7 +611,7 @@ store::watch_id redlock_store::watch(const std::string& name, std::function<void
             if (!s.active)
                 return;
             if (ev == watch_event::released)
-                return s.cb(ev);
+                return s.cb(ev, {});
             bool first = !s.confirmed[i];
             if (first) {
                 s.confirmed[i] = 1;
@@ -535,10 +622,10 @@ store::watch_id redlock_store::watch(const std::string& name, std::function<void
             if (!s.ready_sent) {
                 if (s.confirmed_count >= q) {
                     s.ready_sent = true;
-                    s.cb(watch_event::ready);
+                    s.cb(watch_event::ready, {});
                 }
             } else if (ev == watch_event::resync) {
-                s.cb(watch_event::resync);
+                s.cb(watch_event::resync, {});
             }
         }));
     }

@@ -1,10 +1,13 @@
 // Decoding the lock scripts' replies: shared by every store that runs them (redis_store,
-// cluster_store), so a reply means the same thing whichever store got it.
+// cluster_store, and redlock_store through its nodes), so a reply means the same thing
+// whichever store got it.
 #pragma once
 
 #include <dlock/error.hpp>
 #include <dlock/redis/reply.hpp>
 #include <dlock/store.hpp>
+
+#include "redis/reply_errors.hpp"
 
 #include <boost/system/error_code.hpp>
 
@@ -12,6 +15,17 @@
 #include <cstdint>
 
 namespace dlock::detail {
+
+/// The longest lease the scripts set: Redis refuses a PEXPIRE whose deadline overflows
+/// (now + ttl past 2^63 ms), and the queue's expiry adds two leases in Lua doubles (exact
+/// to 2^53). 2^46 ms (about 2,200 years) stays far from both.
+inline constexpr std::chrono::milliseconds redis_max_ttl{std::int64_t{1} << 46};
+
+/// A lease the scripts can set: 1 ms up to redis_max_ttl.
+inline bool valid_redis_ttl(std::chrono::milliseconds ttl) noexcept
+{
+    return ttl.count() >= 1 && ttl <= redis_max_ttl;
+}
 
 inline bool as_int(const redis::reply& r, long long& out)
 {
@@ -22,7 +36,8 @@ inline bool as_int(const redis::reply& r, long long& out)
 }
 
 /// The acquire script: {1, fencing token} when taken (the lease is `ttl`), {0, holder's
-/// PTTL} when not. Another shape is error::invalid_request.
+/// PTTL} when not. Another shape is error::invalid_request; a token below 1 (the counter
+/// starts at 1 and only grows) is error::protocol_error, never a huge unsigned.
 inline boost::system::error_code decode_acquire(const redis::reply& r, std::chrono::milliseconds ttl,
                                                 acquire_result& out)
 {
@@ -33,15 +48,38 @@ inline boost::system::error_code decode_acquire(const redis::reply& r, std::chro
     out = acquire_result{};
     out.acquired = flag == 1;
     if (out.acquired) {
+        if (value < 1)
+            return error::protocol_error;
         out.fencing_token = static_cast<std::uint64_t>(value);
-        out.holder_ttl = ttl;
+        out.granted_ttl = ttl;
     } else {
-        out.holder_ttl = std::chrono::milliseconds(value);
+        out.holder_ttl = std::chrono::milliseconds(value < 0 ? -1 : value);
     }
     return {};
 }
 
-/// The status script: {holder or nil, fence, PTTL, counter}.
+/// The renew script: 0 not ours, 1 ours, 2 ours and contended.
+inline boost::system::error_code decode_renew(const redis::reply& r, renew_result& out)
+{
+    long long v = 0;
+    if (!as_int(r, v))
+        return error::invalid_request;
+    out = renew_result{v >= 1, v == 2};
+    return {};
+}
+
+/// The release scripts: 1 if the lease (or, forced, any lease) was freed.
+inline boost::system::error_code decode_release(const redis::reply& r, bool& out)
+{
+    long long v = 0;
+    if (!as_int(r, v))
+        return error::invalid_request;
+    out = v == 1;
+    return {};
+}
+
+/// The status script: {holder or nil, fence, PTTL, counter[, queued]}. Negative fences or
+/// counters are error::protocol_error.
 inline boost::system::error_code decode_status(const redis::reply& r, lock_status& out)
 {
     long long fence = 0, pttl = 0, counter = 0, queued = 0;
@@ -50,6 +88,8 @@ inline boost::system::error_code decode_status(const redis::reply& r, lock_statu
           as_int(r.elements[1], fence) && as_int(r.elements[2], pttl) && as_int(r.elements[3], counter) &&
           (r.elements.size() == 4 || as_int(r.elements[4], queued))))
         return error::invalid_request;
+    if (fence < 0 || counter < 0)
+        return error::protocol_error;
     out = lock_status{};
     out.held = r.elements[0].type == redis::reply_type::string;
     out.holder = r.elements[0].str;
@@ -58,6 +98,21 @@ inline boost::system::error_code decode_status(const redis::reply& r, lock_statu
     out.last_fencing_token = static_cast<std::uint64_t>(counter);
     out.queued = static_cast<std::size_t>(queued < 0 ? 0 : queued);
     return {};
+}
+
+/// One script call's outcome as a store completes it: the connection's error (a server
+/// error reply mapped by script_failure, its text to `keep`), else `decode`'s verdict.
+template <class Result, class Decode, class Keep>
+boost::system::error_code finish_script(boost::system::error_code ec, const redis::reply& r, Result& out,
+                                        Decode&& decode, Keep&& keep)
+{
+    if (!ec)
+        ec = decode(r, out);
+    else
+        ec = script_failure(ec, r, keep);
+    if (ec)
+        out = Result{};  // a half-decoded reply says nothing
+    return ec;
 }
 
 }  // namespace dlock::detail

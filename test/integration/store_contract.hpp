@@ -4,6 +4,9 @@
 
 #include <dlock/store.hpp>
 
+#include <dlock/error.hpp>
+
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -12,6 +15,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,6 +24,124 @@ namespace dlock::test {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
+
+// Polls `pred` every 2 ms for up to a second (the store's callbacks run meanwhile).
+template <class Pred>
+asio::awaitable<bool> eventually_true(Pred pred)
+{
+    asio::steady_timer t(co_await asio::this_coro::executor);
+    for (int i = 0; i < 500 && !pred(); ++i) {
+        t.expires_after(2ms);
+        co_await t.async_wait(asio::use_awaitable);
+    }
+    co_return pred();
+}
+
+// What every store must describe about itself, and the lease limits it announces.
+inline asio::awaitable<void> check_traits(dlock::store& st, const std::string& name)
+{
+    BOOST_TEST(!st.describe().empty());
+    BOOST_TEST(st.describe().find('\n') == std::string::npos);
+    auto tr = st.traits();
+    BOOST_TEST((tr.kinds & static_cast<unsigned>(dlock::lease_kind::mutex)) != 0u);
+    BOOST_TEST(tr.min_ttl.count() >= 1);
+    BOOST_TEST(tr.max_ttl >= tr.min_ttl);
+    BOOST_TEST(st.direct_handoff() == tr.direct_handoff);
+    if (tr.max_ttl < std::chrono::milliseconds::max()) {
+        // Refused before anything is sent, and nothing was taken.
+        auto [ec, r] = co_await st.async_try_acquire(name, "too-long", tr.max_ttl + 1ms,
+                                                     asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST(ec == dlock::error::invalid_lease);
+        BOOST_TEST(!r.acquired);
+        auto [ec2, r2] = co_await st.async_try_acquire(name, "too-long", std::chrono::milliseconds::max() / 2,
+                                                       asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST(ec2 == dlock::error::invalid_lease);
+        auto s = co_await st.async_status(name, asio::use_awaitable);
+        BOOST_TEST(!s.held);
+    }
+}
+
+// No callback reaches a watch after unwatch() returned: not the posted `ready` of a watch
+// just made, not a release already on its way.
+inline asio::awaitable<void> check_unwatch(dlock::store& st, const std::string& name)
+{
+    int early = 0;
+    st.unwatch(st.watch(name, [&](dlock::watch_event) { ++early; }));
+    int late = 0;
+    bool ready = false, stopped = false;
+    auto id = st.watch(name, [&](dlock::watch_event ev) {
+        BOOST_TEST(!stopped);
+        ready = ready || ev == dlock::watch_event::ready;
+        ++late;
+    });
+    BOOST_REQUIRE(co_await eventually_true([&] { return ready; }));
+    BOOST_TEST((co_await st.async_try_acquire(name, "unwatch-a", 5s, asio::use_awaitable)).acquired);
+    BOOST_TEST((co_await st.async_release(name, "unwatch-a", asio::use_awaitable)));
+    st.unwatch(id);  // the release's notification may still be on its way
+    stopped = true;
+    int seen = late;
+    co_await eventually_true([] { return false; });  // a second for any stray callback
+    BOOST_TEST(early == 0);
+    BOOST_TEST(late == seen);
+}
+
+// The direct hand-off half: a queued, watched token gets the name at the holder's release.
+inline asio::awaitable<void> check_handoff(dlock::store& st, const std::string& name)
+{
+    auto a = co_await st.async_try_acquire(name, "hold-a", 5s, asio::use_awaitable);
+    BOOST_REQUIRE(a.acquired);
+    std::vector<std::pair<dlock::watch_event, dlock::grant_notice>> got;
+    auto w = st.watch(name, "wait-w", [&](dlock::watch_event ev, const dlock::grant_notice& g) {
+        got.emplace_back(ev, g);
+    });
+    BOOST_REQUIRE(co_await eventually_true([&] { return !got.empty(); }));
+    BOOST_TEST((got.front().first == dlock::watch_event::ready));
+    dlock::lease_request q{name, "wait-w", 4s};
+    q.queue = true;
+    auto r = co_await st.async_try_acquire(q, asio::use_awaitable);
+    BOOST_TEST(!r.acquired);
+    BOOST_TEST((co_await st.async_status(name, asio::use_awaitable)).queued == 1u);
+    // The holder's release hands the name on with a new, larger fencing token.
+    BOOST_TEST((co_await st.async_release(name, "hold-a", asio::use_awaitable)));
+    auto granted = [&]() -> const dlock::grant_notice* {
+        for (auto& [ev, g] : got)
+            if (ev == dlock::watch_event::granted)
+                return &g;
+        return nullptr;
+    };
+    BOOST_REQUIRE(co_await eventually_true([&] { return granted() != nullptr; }));
+    auto notice = *granted();
+    BOOST_TEST(notice.fencing_token > a.fencing_token);
+    BOOST_TEST(notice.ttl.count() == 4000);
+    auto s = co_await st.async_status(name, asio::use_awaitable);
+    BOOST_TEST(s.held);
+    BOOST_TEST(s.holder == "wait-w");
+    BOOST_TEST(s.fencing_token == notice.fencing_token);
+    BOOST_TEST(s.queued == 0u);
+    // The new holder confirms it with the same token.
+    auto mine = co_await st.async_try_acquire(q, asio::use_awaitable);
+    BOOST_TEST(mine.acquired);
+    BOOST_TEST(mine.fencing_token == notice.fencing_token);
+
+    // A queued token that releases without holding is withdrawn: nobody gets the name.
+    std::vector<dlock::watch_event> x_events;
+    auto x = st.watch(name, "wait-x", [&](dlock::watch_event ev, const dlock::grant_notice&) { x_events.push_back(ev); });
+    BOOST_REQUIRE(co_await eventually_true([&] { return !x_events.empty(); }));
+    dlock::lease_request qx{name, "wait-x", 4s};
+    qx.queue = true;
+    BOOST_TEST(!(co_await st.async_try_acquire(qx, asio::use_awaitable)).acquired);
+    BOOST_TEST((co_await st.async_status(name, asio::use_awaitable)).queued == 1u);
+    BOOST_TEST(!(co_await st.async_release(name, "wait-x", asio::use_awaitable)));
+    BOOST_TEST((co_await st.async_status(name, asio::use_awaitable)).queued == 0u);
+    BOOST_TEST((co_await st.async_release(name, "wait-w", asio::use_awaitable)));
+    BOOST_TEST(co_await eventually_true([&] {
+        return std::count(x_events.begin(), x_events.end(), dlock::watch_event::released) > 0;
+    }));
+    BOOST_TEST(std::count(x_events.begin(), x_events.end(), dlock::watch_event::granted) == 0);
+    BOOST_TEST(!(co_await st.async_status(name, asio::use_awaitable)).held);
+    st.unwatch(x);
+    st.unwatch(w);
+}
 
 inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void()> stop)
 {
@@ -38,6 +160,7 @@ inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void
     auto a = co_await st.async_try_acquire(name, "owner-a", 5s, asio::use_awaitable);
     BOOST_TEST(a.acquired);
     BOOST_TEST(a.fencing_token > 0u);
+    BOOST_TEST(a.granted_ttl.count() == 5000);
     // The same token again (a retry after a lost reply): still ours, same fencing token.
     auto again = co_await st.async_try_acquire(name, "owner-a", 5s, asio::use_awaitable);
     BOOST_TEST(again.acquired);
@@ -61,6 +184,7 @@ inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void
     BOOST_TEST(s.holder == "owner-a");
     BOOST_TEST(s.fencing_token == a.fencing_token);
     BOOST_TEST(s.last_fencing_token >= a.fencing_token);
+    BOOST_TEST(!s.key.empty());
     // Release: never someone else's; our own once, then no longer ours.
     BOOST_TEST(!(co_await st.async_release(name, "owner-b", asio::use_awaitable)));
     BOOST_TEST((co_await st.async_release(name, "owner-a", asio::use_awaitable)));
@@ -89,6 +213,10 @@ inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void
     BOOST_TEST(e.fencing_token > d.fencing_token);  // never reset by expiry
     co_await st.async_release(name, "owner-d", asio::use_awaitable);
     st.unwatch(id);
+    co_await check_traits(st, name + ":traits");
+    co_await check_unwatch(st, name + ":unwatch");
+    if (st.traits().direct_handoff)
+        co_await check_handoff(st, name + ":handoff");
     stop();
 }
 

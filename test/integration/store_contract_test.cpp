@@ -25,6 +25,13 @@ BOOST_AUTO_TEST_CASE(memory_store)
     run_contract(io, st, [] {});
 }
 
+BOOST_AUTO_TEST_CASE(memory_store_direct_handoff)
+{
+    asio::io_context io;
+    dlock::memory_store st(io.get_executor(), true);
+    run_contract(io, st, [] {});
+}
+
 BOOST_AUTO_TEST_CASE(redis_store)
 {
     dlock::test::redis_server srv;

@@ -85,11 +85,18 @@ public:
     cluster_store& operator=(const cluster_store&) = delete;
 
     boost::asio::any_io_executor get_executor() const override;
-    watch_id watch(const std::string& name, std::function<void(watch_event)> cb) override;
+    /// No direct hand-off (waiters are woken to retry); mutex leases up to 2^46 ms, as
+    /// redis_store.
+    store_traits traits() const noexcept override;
+    /// "redis-cluster <seeds> ns=<ns>", passwords never shown.
+    std::string describe() const override;
+    using store::watch;
+    /// The token is ignored: there is no direct hand-off.
+    watch_id watch(const std::string& name, const std::string& token, watch_callback cb) override;
     void unwatch(watch_id id) override;
 
     /// Closes every connection: pending operations complete with error::closed.
-    void close();
+    void close() override;
 
     /// Re-reads the slot map now (it is also re-read by itself after MOVED and lost
     /// connections). Completion: void(error_code), on the store's executor: connect_failed
@@ -114,14 +121,15 @@ public:
     std::string channel(const std::string& name) const;
 
 private:
-    void do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
-                        boost::asio::any_completion_handler<acquire_signature> h) override;
-    void do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+    void do_try_acquire(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h) override;
+    void do_renew(const lease_key& key, std::chrono::milliseconds ttl,
                   boost::asio::any_completion_handler<renew_signature> h) override;
-    void do_release(const std::string& name, const std::string& token,
-                    boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) override;
+    // Keeps a server's error text on this store if it still exists when the reply comes.
+    std::function<void(std::string)> text_keeper();
     void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
+    void do_connect(boost::asio::any_completion_handler<connect_signature> h) override;
     void refresh_impl(boost::asio::any_completion_handler<void(boost::system::error_code)> h);
 
     struct impl;

@@ -95,7 +95,9 @@ struct redlock_options {
 ///
 /// An acquisition costs one round trip to all nodes in parallel while their counters are in
 /// step, and a second one (the counter update) when they differ, e.g. after a node missed
-/// leases; that update brings them back in step. Errors: error::no_quorum (too few nodes answered), error::closed (the store
+/// leases; that update brings them back in step. Errors: error::no_quorum (too few nodes answered; if a node failed
+/// permanently, e.g. permission_denied, that error instead, its text in last_error_text()),
+/// error::invalid_lease (a ttl above 2^46 ms, before sending), error::closed (the store
 /// was closed or destroyed). Cancellation of any operation (terminal, partial): completes
 /// with operation_aborted at once; the requests already sent finish in the background, and
 /// a lease an aborted try_acquire obtained is released. Executor: one single-threaded
@@ -108,7 +110,14 @@ public:
     ~redlock_store() override;
 
     boost::asio::any_io_executor get_executor() const override;
-    watch_id watch(const std::string& name, std::function<void(watch_event)> cb) override;
+    /// No direct hand-off; mutex leases up to 2^46 ms (as redis_store); fencing not durable
+    /// (see fencing tokens below).
+    store_traits traits() const noexcept override;
+    /// "redlock N nodes: <node>, <node>, ..." (passwords never shown).
+    std::string describe() const override;
+    using store::watch;
+    /// The token is ignored: there is no direct hand-off.
+    watch_id watch(const std::string& name, const std::string& token, watch_callback cb) override;
     void unwatch(watch_id id) override;
 
     std::size_t size() const noexcept;    ///< N, the number of nodes
@@ -119,15 +128,14 @@ public:
     redis_store& node(std::size_t i);
 
     /// Closes every node's connections: pending operations complete with error::closed.
-    void close();
+    void close() override;
 
 private:
-    void do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
-                        boost::asio::any_completion_handler<acquire_signature> h) override;
-    void do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+    void do_connect(boost::asio::any_completion_handler<connect_signature> h) override;
+    void do_try_acquire(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h) override;
+    void do_renew(const lease_key& key, std::chrono::milliseconds ttl,
                   boost::asio::any_completion_handler<renew_signature> h) override;
-    void do_release(const std::string& name, const std::string& token,
-                    boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
 

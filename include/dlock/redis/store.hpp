@@ -43,12 +43,17 @@ public:
     ~redis_store() override;
 
     boost::asio::any_io_executor get_executor() const override;
-    watch_id watch(const std::string& name, std::function<void(watch_event)> cb) override;
+    /// direct_handoff unless wait_replicas is set (a hand-off inside a release cannot be
+    /// WAITed for); mutex leases of 1 ms up to 2^46 ms (Redis refuses expiry times that
+    /// overflow; longer ones fail with error::invalid_lease before anything is sent).
+    store_traits traits() const noexcept override;
+    /// "redis redis://host:port/db" (or the Sentinel master), password never shown.
+    std::string describe() const override;
+    using store::watch;
+    /// With a token: subscribes the name's channel and the token's grant channel; `ready`
+    /// once both are confirmed.
+    watch_id watch(const std::string& name, const std::string& token, watch_callback cb) override;
     void unwatch(watch_id id) override;
-    /// True unless wait_replicas is set (a hand-off inside a release cannot be WAITed for).
-    bool direct_handoff() const noexcept override;
-    watch_id watch_grant(const std::string& name, const std::string& token,
-                         std::function<void(watch_event, grant_notice)> cb) override;
 
     /// The command connection (shared by every lock; usable for your own commands).
     redis::connection& connection() noexcept;
@@ -57,7 +62,7 @@ public:
 
     /// Closes both connections: pending operations complete with error::closed and the
     /// io_context runs out of work once the locks are idle.
-    void close();
+    void close() override;
 
     /// Key names for `name`, for tools and tests.
     std::string lock_key(const std::string& name) const;
@@ -68,18 +73,15 @@ public:
     std::string grant_channel(const std::string& name, const std::string& token) const;
 
 private:
-    void do_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
-                        boost::asio::any_completion_handler<acquire_signature> h) override;
-    void do_try_acquire_queued(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
-                               boost::asio::any_completion_handler<acquire_signature> h) override;
-    void attempt(const std::string& name, const std::string& token, std::chrono::milliseconds ttl, bool queue,
-                 boost::asio::any_completion_handler<acquire_signature> h);
+    void do_connect(boost::asio::any_completion_handler<connect_signature> h) override;
+    void do_try_acquire(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h) override;
     void release(const std::string& name, const std::string& token, bool force,
                  boost::asio::any_completion_handler<bool_signature> h);
-    void do_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
+    void do_renew(const lease_key& key, std::chrono::milliseconds ttl,
                   boost::asio::any_completion_handler<renew_signature> h) override;
-    void do_release(const std::string& name, const std::string& token,
-                    boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) override;
+    // Keeps a server's error text on this store if it still exists when the reply comes.
+    std::function<void(std::string)> text_keeper();
     void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
 
