@@ -657,9 +657,10 @@ asio::awaitable<void> engine::drive(std::shared_ptr<engine> self, next_step step
             e.queued_since_ = sent;
         // Two statements, not a ?: inside co_await: g++ 12 destroys that temporary twice.
         std::tuple<error_code, acquire_result> reply;
+        // A named request: g++ 12 destroys a temporary inside co_await twice.
+        lease_request queued{e.store_name_, token, r.cfg.lease, lease_kind::mutex, 1, true};
         if (queue)
-            reply = co_await r.st.async_try_acquire(lease_request{e.store_name_, token, r.cfg.lease, lease_kind::mutex, 1, true},
-                                                    use_tuple);
+            reply = co_await r.st.async_try_acquire(queued, use_tuple);
         else
             reply = co_await r.st.async_try_acquire(e.store_name_, token, r.cfg.lease, use_tuple);
         auto [ec, res] = reply;

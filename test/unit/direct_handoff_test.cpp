@@ -120,8 +120,8 @@ BOOST_AUTO_TEST_CASE(a_dead_waiter_is_skipped)
     spawn([&]() -> asio::awaitable<void> {
         auto g = co_await a.obtain("n").acquire();
         fence_a = g.fencing_token();
-        auto r = co_await store.async_try_acquire(
-            dlock::lease_request{.name = "dlock:n", .token = "ghost", .ttl = 5000ms, .queue = true}, asio::use_awaitable);
+        dlock::lease_request ghost{.name = "dlock:n", .token = "ghost", .ttl = 5000ms, .queue = true};
+        auto r = co_await store.async_try_acquire(ghost, asio::use_awaitable);
         BOOST_TEST(!r.acquired);
         spawn([&]() -> asio::awaitable<void> {
             auto gb = co_await b.obtain("n").acquire();
