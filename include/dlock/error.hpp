@@ -81,7 +81,8 @@ enum class error {
 
 /// Whether a failed store operation may succeed if tried again unchanged (the connection
 /// dropped, the server was busy, no majority answered). Anything else is permanent: a
-/// waiting acquire fails with it instead of retrying.
+/// waiting acquire fails with it instead of retrying. protocol_error is permanent: a
+/// server (or proxy) that answers nonsense will go on doing so.
 bool is_transient(const boost::system::error_code& ec) noexcept;
 
 /// The `dlock` error category.

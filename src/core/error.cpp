@@ -69,7 +69,6 @@ bool is_transient(const boost::system::error_code& ec) noexcept
     case error::no_quorum:
     case error::not_replicated:
     case error::server_busy:
-    case error::protocol_error:  // the connection is reset; the next one may be sane
         return true;
     default: return false;
     }

@@ -422,9 +422,9 @@ void lock_fsm::on_watch(watch_event ev, const grant_notice& g, time_point now)
         return;
     if (ev == watch_event::granted) {
         if (wait_.sleeping) {
+            ++stats_.woken_by_notification;  // a grant is a notification too
             if (take_grant(g, now))
                 return;
-            ++stats_.woken_by_notification;
             return start_attempt(now);  // confirm it
         }
         if (attempt_ && take_grant(g, now))
