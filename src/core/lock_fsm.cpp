@@ -478,8 +478,13 @@ void lock_fsm::on_renew_done(error_code ec, const renew_result& res, time_point 
     auto r = std::move(*renew_);
     renew_.reset();
     observe(now);
-    if (!lease_ || lease_->lost || lease_->token != r.token)
-        return;  // released or lost meanwhile
+    if (!lease_ || lease_->lost || lease_->token != r.token) {
+        // Released or lost meanwhile. A newer lease taken while this renewal was in flight
+        // armed only its end (arm_lease_timer waits while a renewal runs): arm its renewal
+        // now, or it would be lost at its end without ever being renewed.
+        arm_lease_timer();
+        return;
+    }
     if (ec) {
         ++stats_.store_errors;
         if (!lease_->suspect) {
@@ -546,8 +551,15 @@ void lock_fsm::on_release(std::uint64_t hold, std::uint64_t release_id, time_poi
     }
     yield_next_ = false;
     handoffs_ = 0;
-    releases_.push_back({release_id, lease_->token, lease_->ref, lease_->valid_until, 0});
-    push({.t = act::release, .token = lease_->token, .ref = lease_->ref, .id = release_id});
+    if (release_id == 0) {
+        // Nobody waits for the outcome: a background release. In releases_ under id 0 it was
+        // never found again (the driver answers id 0 as a background release), so it stayed
+        // in flight for good and the machine never became idle.
+        background_release(lease_->token, lease_->ref);
+    } else {
+        releases_.push_back({release_id, lease_->token, lease_->ref, lease_->valid_until, 0});
+        push({.t = act::release, .token = lease_->token, .ref = lease_->ref, .id = release_id});
+    }
     drop_lease();
     // The next local waiter's attempt goes right behind the release on the same connection.
     schedule(now);
