@@ -9,6 +9,10 @@ namespace dlock::detail {
 using boost::system::error_code;
 using act = fsm_action::type;
 
+// A release meeting transient errors (a restart, a reload) is asked again this many times,
+// with backoff up to backoff_max: with the defaults, for about 9 s or until the lease's end.
+constexpr int max_release_attempts = 14;
+
 lock_fsm::lock_fsm(fsm_config cfg, lock_stats& stats, std::minstd_rand& rng, std::string token_prefix,
                    std::uint64_t& token_seq)
     : cfg_(cfg), stats_(stats), rng_(rng), prefix_(std::move(token_prefix)), token_seq_(token_seq),
@@ -84,6 +88,10 @@ void lock_fsm::drop_lease()
 {
     lease_.reset();
     check_now_ = false;
+    // Requests about this lease end with it: a yield asked by a contended renewal of a lease
+    // that was then lost must not send the next lease back to the store at its first release.
+    yield_next_ = false;
+    handoffs_ = 0;
     if (timer_) {
         timer_.reset();
         push({.t = act::cancel_timer});
@@ -581,7 +589,7 @@ void lock_fsm::on_release_done(std::uint64_t release_id, error_code ec, bool own
         ++stats_.store_errors;
         // A transient failure (connection lost, server loading, no majority): ask again,
         // with backoff, while the lease could still be ours; asking again is safe.
-        if (is_transient(ec) && now < it->deadline && it->attempt < 8) {
+        if (is_transient(ec) && now < it->deadline && it->attempt < max_release_attempts) {
             ++it->attempt;
             auto delay = equal_jitter(std::min(cfg_.backoff_min * (1 << it->attempt), cfg_.backoff_max), rng_);
             push({.t = act::release, .token = it->token, .ref = it->ref, .id = release_id, .at = now + delay});

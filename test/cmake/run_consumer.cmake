@@ -45,7 +45,7 @@ if(MODE STREQUAL "find_package")
 
   file(GLOB_RECURSE config_files "${prefix}/*dlock-config.cmake")
   file(GLOB_RECURSE headers "${prefix}/*/dlock/redis/connection.hpp")
-  file(GLOB_RECURSE libs "${prefix}/*/libdlock.*")
+  file(GLOB_RECURSE libs "${prefix}/*/libdlock_core.*")
   if(NOT config_files OR NOT headers OR NOT libs)
     message(FATAL_ERROR "install is missing files: config='${config_files}' headers='${headers}' lib='${libs}'")
   endif()
@@ -78,3 +78,4 @@ endif()
 
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/build" --parallel 2)
 run("${WORK_DIR}/build/consumer")
+run("${WORK_DIR}/build/core_consumer")

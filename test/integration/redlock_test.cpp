@@ -98,7 +98,7 @@ BOOST_AUTO_TEST_CASE(node_lists)
     BOOST_TEST(!dlock::parse_node_list("redis://a:1,redis://u:secret@b:99999", nodes, err));
     BOOST_TEST(err.code == dlock::error::invalid_port);
     BOOST_TEST(err.message.find("element 2 of 2") != std::string::npos, err.message);
-    BOOST_TEST(err.message.find("redis://***@b:99999") != std::string::npos, err.message);
+    BOOST_TEST(err.message.find("redis://u:***@b:99999") != std::string::npos, err.message);
     BOOST_TEST(err.message.find("secret") == std::string::npos, err.message);
     BOOST_TEST(!dlock::parse_node_list("redis://a:1,,redis://b:2", nodes, err));
     BOOST_TEST(err.message.find("element 2 of 3 is empty") != std::string::npos, err.message);
