@@ -227,8 +227,10 @@ void redis_store::do_try_acquire(const lease_request& req, asio::any_completion_
         return impl_->conn.async_eval(impl_->acquire, keys, args,
                                       script_completion<acquire_result>(std::move(h), decode, text_keeper()));
     // Then WAIT on the same connection: it covers every write this client made before it.
-    asio::any_completion_handler<acquire_signature> then =
-        [this, alive = lifetime(), name, token, h = std::move(h)](error_code ec, acquire_result out) mutable {
+    // The caller's cancellation slot still follows the script.
+    auto slot = asio::get_associated_cancellation_slot(h);
+    asio::any_completion_handler<acquire_signature> then = asio::bind_cancellation_slot(
+        slot, [this, alive = lifetime(), name, token, h = std::move(h)](error_code ec, acquire_result out) mutable {
             if (ec || !out.acquired || alive.expired())
                 return std::move(h)(ec, out);
             redis::request wait;
@@ -249,7 +251,7 @@ void redis_store::do_try_acquire(const lease_request& req, asio::any_completion_
                 }
                 std::move(h)(ec, out);
             });
-        };
+        });
     impl_->conn.async_eval(impl_->acquire, keys, args,
                            script_completion<acquire_result>(std::move(then), decode, text_keeper()));
 }
