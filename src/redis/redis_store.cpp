@@ -13,6 +13,7 @@
 #include <map>
 #include <span>
 #include <sstream>
+#include <utility>
 #include <memory>
 #include <vector>
 
@@ -226,8 +227,10 @@ void redis_store::do_try_acquire(const lease_request& req, asio::any_completion_
         return impl_->conn.async_eval(impl_->acquire, keys, args,
                                       script_completion<acquire_result>(std::move(h), decode, text_keeper()));
     // Then WAIT on the same connection: it covers every write this client made before it.
-    asio::any_completion_handler<acquire_signature> then =
-        [this, alive = lifetime(), name, token, h = std::move(h)](error_code ec, acquire_result out) mutable {
+    // The caller's cancellation slot still follows the script.
+    auto slot = asio::get_associated_cancellation_slot(h);
+    asio::any_completion_handler<acquire_signature> then = asio::bind_cancellation_slot(
+        slot, [this, alive = lifetime(), name, token, h = std::move(h)](error_code ec, acquire_result out) mutable {
             if (ec || !out.acquired || alive.expired())
                 return std::move(h)(ec, out);
             redis::request wait;
@@ -248,7 +251,7 @@ void redis_store::do_try_acquire(const lease_request& req, asio::any_completion_
                 }
                 std::move(h)(ec, out);
             });
-        };
+        });
     impl_->conn.async_eval(impl_->acquire, keys, args,
                            script_completion<acquire_result>(std::move(then), decode, text_keeper()));
 }
@@ -305,15 +308,24 @@ void redis_store::do_status(const std::string& name, asio::any_completion_handle
 
 namespace {
 
-// What one watch's subscriptions share: `ready` waits for all of them.
+// What one watch's subscriptions (0: the name's channel, 1: the grant channel) share:
+// `ready` waits for each to be confirmed once.
 struct watch_state {
     store::watch_callback cb;
+    std::array<bool, 2> confirmed{};
     int unconfirmed = 0;
     bool ready = false;
 
-    void on_subscribed()
+    // A listener that joins a channel being resubscribed hears `resubscribed` first: before
+    // `ready` it counts as the confirmation, after it as a resync.
+    void on_confirmed(std::size_t i, bool again)
     {
-        if (!ready && --unconfirmed == 0) {
+        if (ready) {
+            if (again)
+                cb(watch_event::resync, {});
+            return;
+        }
+        if (!std::exchange(confirmed[i], true) && --unconfirmed == 0) {
             ready = true;
             cb(watch_event::ready, {});
         }
@@ -344,22 +356,19 @@ store::watch_id redis_store::watch(const std::string& name, const std::string& t
     std::vector<redis::subscriber::listener_id> ids;
     ids.push_back(impl_->sub.listen(channel(name), [state](const redis::event& ev) {
         switch (ev.kind) {
-        case redis::event_kind::subscribed: state->on_subscribed(); break;
+        case redis::event_kind::subscribed: state->on_confirmed(0, false); break;
         case redis::event_kind::message:
             if (state->ready)
                 state->cb(watch_event::released, {});
             break;
-        case redis::event_kind::resubscribed:
-            if (state->ready)
-                state->cb(watch_event::resync, {});
-            break;
+        case redis::event_kind::resubscribed: state->on_confirmed(0, true); break;
         case redis::event_kind::disconnected: break;  // resubscribed follows the reconnect
         }
     }));
     if (!token.empty()) {
         ids.push_back(impl_->sub.listen(grant_channel(name, token), [state](const redis::event& ev) {
             switch (ev.kind) {
-            case redis::event_kind::subscribed: state->on_subscribed(); break;
+            case redis::event_kind::subscribed: state->on_confirmed(1, false); break;
             case redis::event_kind::message: {
                 grant_notice g;
                 if (parse_grant(ev.payload, g))
@@ -368,10 +377,7 @@ store::watch_id redis_store::watch(const std::string& name, const std::string& t
                     state->cb(watch_event::resync, {});  // re-check at the store
                 break;
             }
-            case redis::event_kind::resubscribed:
-                if (state->ready)
-                    state->cb(watch_event::resync, {});
-                break;
+            case redis::event_kind::resubscribed: state->on_confirmed(1, true); break;
             case redis::event_kind::disconnected: break;
             }
         }));

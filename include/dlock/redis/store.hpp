@@ -35,6 +35,14 @@ struct redis_store_options {
     std::chrono::milliseconds wait_timeout{100};
 };
 
+/// The store contract over one Redis (direct or through Sentinel).
+///
+/// Errors: the connection's (connection_lost, timeout, closed, ...); a server error reply
+/// as its own code, with the server's text in last_error_text(): NOPERM → permission_denied
+/// (e.g. an ACL without EVAL/EVALSHA), WRONGTYPE → wrong_type (a key of the namespace holds
+/// another type), LOADING/BUSY/MASTERDOWN/READONLY/... → server_busy (transient), anything
+/// else → server_error; a lease outside 1 ms..2^46 ms → invalid_lease, before sending.
+/// Watches: no callback after unwatch() returns (the subscriber guarantees it per listener).
 class redis_store final : public store {
 public:
     /// Opens two connections: one for commands, one subscriber. `ns` namespaces all keys.
