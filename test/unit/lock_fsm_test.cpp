@@ -1657,6 +1657,93 @@ BOOST_DATA_TEST_CASE_F(fixture, release_with_id_0_is_a_background_release, modes
     check_idle();
 }
 
+// Inputs with nothing to answer: no attempt, renewal or watch in flight.
+BOOST_DATA_TEST_CASE_F(fixture, stray_inputs_do_nothing, modes, direct)
+{
+    make(direct);
+    f().on_attempt_done(ok, won(1), t0);
+    f().on_renew_done(ok, {.owned = true}, t0);
+    f().on_watch(watch_event::released, {}, t0);
+    f().on_watch(watch_event::granted, grant(1), t0);
+    f().on_session(session_event::lost, {}, t0);
+    f().on_cancel(1, aborted, t0);
+    f().on_deadline(1, t0);
+    f().on_release_done(5, ok, true, t0);
+    BOOST_TEST(take().empty());
+    check_idle();
+    auto h = hold_lease();
+    f().on_attempt_done(ok, won(1), at(20ms));
+    f().on_renew_done(transient, {}, at(20ms));
+    BOOST_TEST(take().empty());
+    BOOST_TEST(f().state() == fsm_state::held);
+    f().on_release(h, 3, at(30ms));
+    take();
+    f().on_release_done(3, ok, true, at(31ms));
+    take();
+    check_idle();
+}
+
+// Renewing × acquire and local hand-off: the renewal in flight is of the same lease.
+BOOST_AUTO_TEST_CASE(handoff_while_renewing)
+{
+    auto h = hold_lease();
+    fire();
+    BOOST_TEST(seq_is(take(), {act::renew, act::set_timer}));
+    f().on_acquire(2, 10, false, at(1011ms));  // re-entry while renewing
+    BOOST_TEST(is_granted(take().at(0), 2, h + 1, 7));
+    f().on_acquire(3, 20, false, at(1012ms));
+    BOOST_TEST(take().empty());
+    f().on_release(h + 1, 0, at(1013ms));
+    BOOST_TEST(seq_is(take(), {act::complete_release}));
+    f().on_release(h, 0, at(1014ms));
+    auto v = take();
+    BOOST_TEST(seq_is(v, {act::event, act::complete_release, act::event, act::complete_waiter}));
+    BOOST_TEST(is_granted(v.at(3), 3, h + 2, 7));
+    BOOST_TEST(f().state() == fsm_state::renewing);
+    f().on_renew_done(ok, {.owned = true}, at(1020ms));
+    v = take();
+    BOOST_TEST(seq_is(v, {act::event, act::set_timer}));
+    BOOST_TEST(is_event(v.at(0), lock_event_kind::renewed, 7));
+    BOOST_TEST(f().valid_until() == at(1010ms + 2968ms));
+    f().on_release(h + 2, 0, at(1030ms));
+    take();
+    f().on_release_done(0, ok, true, at(1031ms));
+    check_idle();
+}
+
+// A contended renewal asks to yield the lease at its next release; if that lease is lost
+// first, the next lease must not inherit the request.
+BOOST_AUTO_TEST_CASE(yield_request_does_not_outlive_its_lease)
+{
+    auto h = hold_lease();
+    fire();
+    take();
+    f().on_renew_done(ok, {.owned = true, .contended = true}, at(1015ms));
+    take();
+    fire();
+    take();
+    f().on_renew_done(ok, {.owned = false}, at(2015ms));
+    BOOST_TEST(seq_is(take(), {act::event, act::lost, act::cancel_timer}));
+    f().on_release(h, 0, at(2020ms));
+    BOOST_TEST(is_released(take().at(0), 0, dlock::error::lock_lost));
+    check_idle();
+    // a new lease, uncontended: a release with a local waiter hands off locally
+    f().on_acquire(2, 10, false, at(3000ms));
+    take();
+    f().on_attempt_done(ok, won(8), at(3010ms));
+    h = take().at(2).hold;
+    f().on_acquire(3, 20, false, at(3020ms));
+    f().on_release(h, 0, at(3030ms));
+    auto v = take();
+    BOOST_TEST(seq_is(v, {act::event, act::complete_release, act::event, act::complete_waiter}));
+    BOOST_TEST(stats.yielded == 0u);
+    BOOST_TEST(stats.handed_off == 1u);
+    f().on_release(h + 1, 0, at(3040ms));
+    take();
+    f().on_release_done(0, ok, true, at(3041ms));
+    check_idle();
+}
+
 // ======================================================================================
 // per-session stores: session events
 // ======================================================================================
