@@ -320,6 +320,7 @@ void lock_fsm::on_cancel(std::uint64_t waiter, error_code why, time_point now)
 
 void lock_fsm::on_deadline(std::uint64_t waiter, time_point now)
 {
+    observe(now);
     auto it = std::find_if(waiters_.begin(), waiters_.end(), [&](auto& w) { return w.id == waiter; });
     if (it == waiters_.end())
         return;

@@ -1,0 +1,17 @@
+// redis_store on a throwaway redis-server as a contract subject.
+#include <dlock/redis/store.hpp>
+
+#include "common/redis_server.hpp"
+#include "integration/contract_subject.hpp"
+
+namespace dlock::test {
+
+contract_subject make_contract_subject(boost::asio::io_context& io)
+{
+    auto srv = std::make_shared<redis_server>();
+    auto st = std::make_unique<dlock::redis_store>(io.get_executor(), srv->config());
+    auto* raw = st.get();
+    return {srv, std::move(st), [raw] { raw->close(); }};
+}
+
+}  // namespace dlock::test

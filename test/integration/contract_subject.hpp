@@ -1,0 +1,23 @@
+// What a backend gives the contract suite: a store on the test's io_context, the servers it
+// started (kept alive for the test), and how to close it.
+#pragma once
+
+#include <dlock/store.hpp>
+
+#include <boost/asio/io_context.hpp>
+
+#include <functional>
+#include <memory>
+
+namespace dlock::test {
+
+struct contract_subject {
+    std::shared_ptr<void> servers;  // whatever the store needs running; stopped when freed
+    std::unique_ptr<dlock::store> store;
+    std::function<void()> stop;  // closes the store at the end of the suite
+};
+
+/// Implemented once per backend, in the source given to dlock_add_contract_test().
+contract_subject make_contract_subject(boost::asio::io_context& io);
+
+}  // namespace dlock::test
