@@ -146,13 +146,23 @@ bool tcp_proxy::wait_for_evals(std::size_t n, std::chrono::milliseconds limit)
     return evals_changed_.wait_for(lk, limit, [&] { return evals_ >= n; });
 }
 
+void tcp_proxy::on_eval_forwarded(std::function<void()> fn)
+{
+    std::lock_guard lk(mutex_);
+    on_eval_ = std::move(fn);
+}
+
 void tcp_proxy::count_eval()
 {
+    std::function<void()> fn;
     {
         std::lock_guard lk(mutex_);
         ++evals_;
+        fn = on_eval_;
     }
     evals_changed_.notify_all();
+    if (fn)
+        fn();
 }
 
 // The coroutines below use `this` freely: the destructor joins the thread before it goes.

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -44,6 +45,9 @@ public:
     std::size_t evals_forwarded() const;
     /// Blocks until evals_forwarded() >= n; false if that did not happen within `limit`.
     bool wait_for_evals(std::size_t n, std::chrono::milliseconds limit = std::chrono::seconds(30));
+    /// Calls `fn` on the proxy's thread after each EVAL or EVALSHA is written to the server
+    /// (for a test whose own thread runs the client's io_context and so cannot block).
+    void on_eval_forwarded(std::function<void()> fn);
 
 private:
     struct session;
@@ -66,6 +70,7 @@ private:
     mutable std::mutex mutex_;
     std::condition_variable evals_changed_;
     std::size_t evals_ = 0;
+    std::function<void()> on_eval_;
 
     std::thread thread_;  // last: starts once everything above exists
 };
