@@ -13,6 +13,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <utility>
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using namespace asio::experimental::awaitable_operators;
@@ -44,11 +46,17 @@ BOOST_AUTO_TEST_CASE(a_cancelled_acquire_in_flight_is_released_before_drain_comp
     dlock::redis_store st(io.get_executor(), cfg);
     dlock::registry reg(st, {.lease = 30s});
     asio::cancellation_signal cancel;
-    bool key_seen = false;
-    // Cancel on the client's thread once the EVAL has reached the server (and taken the lock).
+    bool fired = false, key_seen = false;
+    // Cancel on the client's thread once the first EVAL (the attempt; the release is the
+    // second) has reached the server and taken the lock.
     proxy.on_eval_forwarded([&] {
         asio::post(io, [&] {
-            key_seen = lock_count(srv) == "1";
+            if (std::exchange(fired, true))
+                return;
+            // Redis runs the EVAL moments after it arrives; its reply then waits in the proxy.
+            auto deadline = std::chrono::steady_clock::now() + 1s;
+            while (!(key_seen = lock_count(srv) == "1") && std::chrono::steady_clock::now() < deadline) {
+            }
             cancel.emit(asio::cancellation_type::terminal);
         });
     });
