@@ -1,9 +1,6 @@
 // The dlock tool run as a user runs it, against a redis-server the test starts.
-#include "cli/child_process.hpp"
-#include "common/child.hpp"
-#include "common/redis_server.hpp"
+#include "cli/cli_support.hpp"
 
-#include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>
@@ -17,37 +14,9 @@
 using namespace std::chrono_literals;
 using dlock::test::child;
 using dlock::test::redis_server;
+using namespace dlock::test::cli_tool;
 
 namespace {
-
-struct outcome {
-    int status = -1;
-    std::string out;  // stdout and stderr together
-};
-
-// Runs dlock to completion (capped by timeout(1) so a hang fails instead of blocking).
-outcome dlock_cli(std::vector<std::string> args)
-{
-    std::vector<std::string> argv{"/bin/sh", "-c", "exec timeout -s KILL 60 \"$0\" \"$@\" 2>&1", DLOCK_CLI_PATH};
-    argv.insert(argv.end(), args.begin(), args.end());
-    int st = 0;
-    outcome r;
-    r.out = dlock::test::run_capture(argv, &st);
-    r.status = dlock::cli::exit_status_of(st);
-    return r;
-}
-
-// A dlock process whose stdout (and its command's) the test reads line by line.
-std::unique_ptr<child> start_dlock(std::vector<std::string> args)
-{
-    args.insert(args.begin(), DLOCK_CLI_PATH);
-    return std::make_unique<child>(args);
-}
-
-// The child's next stdout line, "<eof>" if none came within the limit.
-std::string next_line(child& c) { return c.read_line().value_or("<eof>"); }
-
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 std::string temp_dir()
 {
@@ -62,13 +31,6 @@ std::string slurp(const std::string& path)
     std::ostringstream s;
     s << in.rdbuf();
     return s.str();
-}
-
-boost::json::object status_json(const redis_server& srv, const std::string& name)
-{
-    auto r = dlock_cli({"status", "--url", srv.url(), "--json", name});
-    BOOST_TEST_REQUIRE(r.status == 0, r.out);
-    return boost::json::parse(r.out).as_object();
 }
 
 // A command that says "held" once it runs and exits 3 on SIGTERM.
