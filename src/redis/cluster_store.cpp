@@ -3,6 +3,7 @@
 #include <dlock/redis/connection.hpp>
 #include <dlock/redis/store.hpp>
 
+#include "common/backoff.hpp"
 #include "common/post_completion.hpp"
 #include "redis/cluster_slots.hpp"
 #include "redis/cluster_scripts.hpp"
@@ -19,6 +20,7 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <random>
 #include <unordered_map>
 
 namespace dlock {
@@ -92,7 +94,9 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
     std::map<std::string, node> nodes;
 
     bool refreshing = false, refresh_again = false;
-    int failed_refreshes = 0;  // in a row, for the retry backoff
+    // Spacing of the re-reads after failures; reset by a good read.
+    detail::backoff refresh_backoff{std::chrono::milliseconds(25), std::chrono::milliseconds(2000)};
+    std::minstd_rand rng{std::random_device{}()};
     std::vector<std::function<void(error_code)>> waiters_current, waiters_next;
 
     std::unordered_map<std::string, channel_state> channels;
@@ -241,11 +245,10 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
     {
         refreshing = false;
         if (!ec) {
-            failed_refreshes = 0;
+            refresh_backoff.reset();
             reassign_channels();
         } else if (ec != error::closed) {
             ++st.refresh_failures;
-            ++failed_refreshes;
         }
         auto waiters = std::move(waiters_current);
         waiters_current.clear();
@@ -273,9 +276,7 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
     {
         if (closed)
             return;
-        auto shift = std::min(failed_refreshes, 6);
-        auto delay = std::min(std::chrono::milliseconds(25 << shift), std::chrono::milliseconds(2000));
-        retry_timer.expires_after(delay);
+        retry_timer.expires_after(refresh_backoff.next(rng));
         std::weak_ptr<impl> weak = weak_from_this();
         retry_timer.async_wait([weak](error_code ec) {
             auto s = weak.lock();

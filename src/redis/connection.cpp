@@ -4,6 +4,7 @@
 #include "redis/request_queue.hpp"
 #include "redis/sentinel.hpp"
 #include "redis/stream.hpp"
+#include "common/backoff.hpp"
 #include "common/post_completion.hpp"
 #include "redis/resp/decoder.hpp"
 
@@ -313,7 +314,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
 
     static asio::awaitable<void> run(std::shared_ptr<impl> self)
     {
-        auto delay = self->cfg.reconnect_min;
+        dlock::detail::backoff delay(self->cfg.reconnect_min, self->cfg.reconnect_max);
         while (!self->closed) {
             error_code ec;
             try {
@@ -326,7 +327,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
             if (!ec) {
                 ++self->st.connects;
                 self->connected = true;
-                delay = self->cfg.reconnect_min;
+                delay.reset();
                 if (self->push && self->push->on_connected)
                     self->push->on_connected();
                 self->finish_connect_waiters({});
@@ -353,12 +354,10 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                     self->sock->close();
                 self->finish_connect_waiters(ec);
             }
-            // Full jitter spreads the herd of clients that lost the same server.
-            std::uniform_int_distribution<long long> pick(0, delay.count());
-            self->backoff.expires_after(std::chrono::milliseconds(pick(self->rng)));
+            // Jitter spreads the herd of clients that lost the same server.
+            self->backoff.expires_after(delay.next(self->rng));
             error_code ignored;
             co_await self->backoff.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-            delay = std::min(delay * 2, self->cfg.reconnect_max);
         }
         self->running = false;
     }

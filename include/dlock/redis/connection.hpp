@@ -40,7 +40,8 @@ struct connection_stats {
 ///   single write; replies are matched to requests in FIFO order.
 /// - Reconnection: after any I/O error the requests on the wire fail with
 ///   error::connection_lost; queued ones wait for the next connection (bounded by their
-///   timeout); reconnects back off exponentially with full jitter.
+///   timeout); reconnects back off exponentially, each wait drawn from
+///   [d/2, d] (equal jitter).
 /// - Lifetime: the destructor closes the connection; pending operations then complete with
 ///   error::closed. Background work keeps internal state alive, never the user's objects.
 class connection {
