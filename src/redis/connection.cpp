@@ -115,9 +115,13 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         asio::co_spawn(ex, run(shared_from_this()), asio::detached);
     }
 
-    // `from_io`: called from our own I/O loop, not from a user's call, so the handler may
-    // run at once; elsewhere (cancel, close) it is posted.
-    void complete(exec_op& op, error_code ec, bool from_io = false)
+    // What ended a request, which decides how its handler runs (one rule, per operation):
+    // I/O (its reply, or the loss of the connection it was written on) ends it from our own
+    // read loop, so the handler runs at once; anything else (rejected, cancelled, timed out,
+    // closed) can happen inside a caller's frame, so the handler is posted.
+    enum class ended_by { io, no_io };
+
+    void complete(exec_op& op, error_code ec, ended_by how)
     {
         if (!op.handler)
             return;
@@ -131,7 +135,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         if (ec == asio::error::operation_aborted) ++st.cancelled;
         if (!ec && std::any_of(op.replies.begin(), op.replies.end(), [](const reply& r) { return r.is_error(); }))
             ec = error::server_error;
-        if (from_io)
+        if (how == ended_by::io)
             asio::dispatch(ex, asio::append(std::move(op.handler), ec, std::move(op.replies)));
         else
             post_completion(ex, std::move(op.handler), ec, std::move(op.replies));
@@ -140,7 +144,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     void give_up(exec_op& op, error_code ec)
     {
         queue.cancel(op);
-        complete(op, ec);
+        complete(op, ec, ended_by::no_io);
     }
 
     void finish_connect_waiters(error_code ec)
@@ -153,11 +157,11 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         }
     }
 
-    void fail_all(std::vector<std::shared_ptr<detail::pending>> ops, error_code ec)
+    void fail_all(std::vector<std::shared_ptr<detail::pending>> ops, error_code ec, ended_by how)
     {
         for (auto& p : ops) {
             if (auto* op = dynamic_cast<exec_op*>(p.get()))
-                complete(*op, ec);
+                complete(*op, ec, how);
         }
     }
 
@@ -173,7 +177,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         if (ec)
             throw boost::system::system_error(ec);
         if (done && done->state == detail::pending_state::done)
-            complete(static_cast<exec_op&>(*done), {}, true);
+            complete(static_cast<exec_op&>(*done), {}, ended_by::io);
     }
 
     asio::awaitable<void> reader()
@@ -345,7 +349,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                 self->sock->close();
                 if (!self->closed && self->push && self->push->on_disconnected)
                     self->push->on_disconnected(ec);
-                self->fail_all(self->queue.take_written(), error::connection_lost);
+                self->fail_all(self->queue.take_written(), error::connection_lost, ended_by::io);
                 if (self->closed)
                     break;
             } else {
@@ -372,7 +376,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
             sock->close();
         backoff.cancel();
         deadline_timer.cancel();
-        fail_all(queue.take_all(), error::closed);
+        fail_all(queue.take_all(), error::closed, ended_by::no_io);
         finish_connect_waiters(error::closed);
     }
 };
@@ -499,10 +503,11 @@ void connection::eval_impl(const script& s, std::span<const std::string> keys, s
         by_sha.push_range("EVALSHA", *tail);
     }
 
-    // Runs on the connection's executor (exec_impl posted it there); hop to the caller's.
+    // exec's completion already follows the rule (posted unless I/O ended it), so this one
+    // adds no hop of its own; dispatch only moves to the caller's associated executor.
     auto finish = [ex = self->ex](asio::any_completion_handler<script_signature> h, error_code ec, response r) {
         reply out = r.empty() ? reply() : std::move(r.front());
-        post_completion(ex, std::move(h), ec, std::move(out));
+        asio::dispatch(ex, asio::append(std::move(h), ec, std::move(out)));
     };
     exec_impl(by_sha, self->cfg.request_timeout,
               asio::bind_cancellation_slot(
