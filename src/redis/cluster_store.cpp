@@ -8,6 +8,7 @@
 #include "redis/cluster_slots.hpp"
 #include "redis/cluster_scripts.hpp"
 #include "redis/describe.hpp"
+#include "redis/eval_request.hpp"
 #include "redis/script_replies.hpp"
 #include "redis/redis_scripts.hpp"
 
@@ -348,43 +349,25 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
     void eval_asking(const node_address& at, const redis::script& sc, const std::vector<std::string>& keys,
                      const std::vector<std::string>& args, reply_handler h)
     {
-        auto tail = std::make_shared<std::vector<std::string>>();
-        tail->push_back(sc.sha1());
-        tail->push_back(std::to_string(keys.size()));
-        tail->insert(tail->end(), keys.begin(), keys.end());
-        tail->insert(tail->end(), args.begin(), args.end());
-        redis::request req;
-        req.push("ASKING");
-        req.push_range("EVALSHA", *tail);
+        auto call = std::make_shared<redis::detail::eval_request>(sc, keys, args, true);
         auto slot = asio::get_associated_cancellation_slot(h);
-        auto script_reply = [](error_code ec, redis::response& resp) {
-            reply out;
-            if (resp.size() == 2) {
-                out = std::move(resp[1]);
-                if (ec == error::server_error && !out.is_error() && !resp[0].is_error())
-                    ec = {};
-            }
-            return std::make_pair(ec, std::move(out));
-        };
         std::weak_ptr<impl> weak = weak_from_this();
         cmd_conn(at).async_exec(
-            req, asio::bind_cancellation_slot(slot, [weak, at, slot, tail, body = sc.shared_body(), script_reply,
-                                                     h = std::move(h)](error_code ec, redis::response resp) mutable {
-                auto [e, out] = script_reply(ec, resp);
-                if (!(e == error::server_error && out.is_error() && out.str.rfind("NOSCRIPT", 0) == 0))
+            call->first(false),
+            asio::bind_cancellation_slot(slot, [weak, at, slot, call, h = std::move(h)](error_code ec,
+                                                                                     redis::response resp) mutable {
+                auto [e, out] = call->take_reply(ec, resp);
+                if (!redis::detail::is_noscript(e, out))
                     return std::move(h)(e, std::move(out));
                 auto s = weak.lock();
                 if (!s || s->closed)
                     return std::move(h)(error::closed, reply{});
-                (*tail)[0] = *body;
-                redis::request again;
-                again.push("ASKING");
-                again.push_range("EVAL", *tail);
-                s->cmd_conn(at).async_exec(again, asio::bind_cancellation_slot(slot, [script_reply, h = std::move(h)](
-                                                                              error_code ec, redis::response resp) mutable {
-                    auto [e, out] = script_reply(ec, resp);
-                    std::move(h)(e, std::move(out));
-                }));
+                s->cmd_conn(at).async_exec(
+                    call->reload(), asio::bind_cancellation_slot(slot, [call, h = std::move(h)](
+                                                                           error_code ec, redis::response resp) mutable {
+                        auto [e, out] = call->take_reply(ec, resp);
+                        std::move(h)(e, std::move(out));
+                    }));
             }));
     }
 

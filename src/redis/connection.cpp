@@ -1,6 +1,7 @@
 #include <dlock/error.hpp>
 #include <dlock/redis/connection.hpp>
 
+#include "redis/eval_request.hpp"
 #include "redis/request_queue.hpp"
 #include "redis/sentinel.hpp"
 #include "redis/stream.hpp"
@@ -482,48 +483,29 @@ void connection::exec_impl(const request& req, std::chrono::milliseconds timeout
 void connection::eval_impl(const script& s, std::span<const std::string> keys, std::span<const std::string> args,
                            asio::any_completion_handler<script_signature> h)
 {
-    // numkeys, keys..., args...: shared by the EVALSHA attempt and the rare EVAL fallback.
-    auto tail = std::make_shared<std::vector<std::string>>();
-    tail->reserve(2 + keys.size() + args.size());
-    tail->push_back(s.sha1());
-    tail->push_back(std::to_string(keys.size()));
-    tail->insert(tail->end(), keys.begin(), keys.end());
-    tail->insert(tail->end(), args.begin(), args.end());
+    auto call = std::make_shared<detail::eval_request>(s, keys, args);
     auto slot = asio::get_associated_cancellation_slot(h);
     auto self = impl_;
     // A script's first use on this connection goes as EVAL, which loads it: an EVALSHA
     // refused with NOSCRIPT would be retried *after* requests pipelined behind it, and so
     // reorder them (a release overtaken by the next acquire).
-    request by_sha;
-    if (self->scripts_sent.insert(s.sha1()).second) {
-        (*tail)[0] = s.body();
-        by_sha.push_range("EVAL", *tail);
-        (*tail)[0] = s.sha1();
-    } else {
-        by_sha.push_range("EVALSHA", *tail);
-    }
+    request first = call->first(self->scripts_sent.insert(s.sha1()).second);
 
     // exec's completion already follows the rule (posted unless I/O ended it), so this one
     // adds no hop of its own; dispatch only moves to the caller's associated executor.
-    auto finish = [ex = self->ex](asio::any_completion_handler<script_signature> h, error_code ec, response r) {
-        reply out = r.empty() ? reply() : std::move(r.front());
-        asio::dispatch(ex, asio::append(std::move(h), ec, std::move(out)));
+    auto finish = [ex = self->ex, call](asio::any_completion_handler<script_signature> h, error_code ec, response r) {
+        auto [e, out] = call->take_reply(ec, r);
+        asio::dispatch(ex, asio::append(std::move(h), e, std::move(out)));
     };
-    exec_impl(by_sha, self->cfg.request_timeout,
+    exec_impl(first, self->cfg.request_timeout,
               asio::bind_cancellation_slot(
-                  slot, [this, self, slot, tail, body = s.shared_body(), finish, h = std::move(h)](error_code ec,
-                                                                                           response r) mutable {
-                      bool noscript = ec == error::server_error && r.size() == 1 &&
-                                      r.front().str.rfind("NOSCRIPT", 0) == 0;
-                      if (!noscript)
+                  slot, [this, self, slot, call, finish, h = std::move(h)](error_code ec, response r) mutable {
+                      if (!(r.size() == 1 && detail::is_noscript(ec, r.front())))
                           return finish(std::move(h), ec, std::move(r));
                       ++self->st.noscript_reloads;
                       if (self->closed)  // also true once the connection object is gone
                           return finish(std::move(h), error::closed, {});
-                      (*tail)[0] = *body;
-                      request by_body;
-                      by_body.push_range("EVAL", *tail);
-                      exec_impl(by_body, self->cfg.request_timeout,
+                      exec_impl(call->reload(), self->cfg.request_timeout,
                                 asio::bind_cancellation_slot(
                                     slot, [finish, h = std::move(h)](error_code ec, response r) mutable {
                                         finish(std::move(h), ec, std::move(r));
