@@ -10,6 +10,7 @@
 #include "redis/cluster_scripts.hpp"
 #include "redis/describe.hpp"
 #include "redis/eval_request.hpp"
+#include "redis/keys.hpp"
 #include "redis/script_replies.hpp"
 #include "redis/redis_scripts.hpp"
 
@@ -103,7 +104,7 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
     std::map<watch_id, std::pair<std::string, watch_callback>> watchers;
     watch_id next_watch = 1;
 
-    std::string prefix(const std::string& name) const { return "{" + slot_tag(key_slot(name)) + "}" + ns; }
+    redis::detail::keys names(const std::string& name) const { return {ns, name}; }
 
     // ---- nodes ----
 
@@ -557,12 +558,9 @@ asio::any_io_executor cluster_store::get_executor() const { return impl_->ex; }
 void cluster_store::close() { impl_->close(); }
 const cluster_stats& cluster_store::stats() const noexcept { return impl_->st; }
 
-std::string cluster_store::lock_key(const std::string& name) const { return impl_->prefix(name) + ":lock:" + name; }
-std::string cluster_store::fence_key(const std::string& name) const { return impl_->prefix(name) + ":fence"; }
-std::string cluster_store::channel(const std::string& name) const
-{
-    return impl_->prefix(name) + ":released:" + name;
-}
+std::string cluster_store::lock_key(const std::string& name) const { return impl_->names(name).lock(); }
+std::string cluster_store::fence_key(const std::string& name) const { return impl_->names(name).fence(); }
+std::string cluster_store::channel(const std::string& name) const { return impl_->names(name).released(); }
 
 std::string cluster_store::master_of(const std::string& name) const
 {
@@ -651,8 +649,8 @@ void cluster_store::do_try_acquire(const lease_request& req, asio::any_completio
         return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), acquire_result{});
     if (!detail::valid_redis_ttl(req.ttl))
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), acquire_result{});
-    auto p = impl_->prefix(req.name);
-    std::vector<std::string> keys{p + ":lock:" + req.name, p + ":fence"};
+    auto k = impl_->names(req.name);
+    std::vector<std::string> keys{k.lock(), k.fence()};
     auto slot = key_slot(keys[0]);
     auto decode = [ttl = req.ttl](const reply& r, acquire_result& out) { return detail::decode_acquire(r, ttl, out); };
     impl_->start(make_op(s_acquire, slot, std::move(keys), {req.token, std::to_string(req.ttl.count())}, std::move(h),
@@ -672,24 +670,26 @@ void cluster_store::do_renew(const lease_key& k, std::chrono::milliseconds ttl,
 
 void cluster_store::do_release(const lease_key& k, asio::any_completion_handler<bool_signature> h)
 {
-    auto key = lock_key(k.name);
+    auto n = impl_->names(k.name);
+    auto key = n.lock();
     auto slot = key_slot(key);
-    impl_->start(make_op(s_release, slot, {std::move(key)}, {k.token, channel(k.name)}, std::move(h),
+    impl_->start(make_op(s_release, slot, {std::move(key)}, {k.token, n.released()}, std::move(h),
                          script_result<bool, bool_signature>(detail::decode_release, text_keeper())));
 }
 
 void cluster_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
 {
-    auto key = lock_key(name);
+    auto n = impl_->names(name);
+    auto key = n.lock();
     auto slot = key_slot(key);
-    impl_->start(make_op(s_force_release, slot, {std::move(key)}, {channel(name)}, std::move(h),
+    impl_->start(make_op(s_force_release, slot, {std::move(key)}, {n.released()}, std::move(h),
                          script_result<bool, bool_signature>(detail::decode_release, text_keeper())));
 }
 
 void cluster_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
 {
-    auto p = impl_->prefix(name);
-    std::vector<std::string> keys{p + ":lock:" + name, p + ":fence"};
+    auto k = impl_->names(name);
+    std::vector<std::string> keys{k.lock(), k.fence()};
     auto slot = key_slot(keys[0]);
     auto decode = [key = keys[0]](const reply& r, lock_status& st) {
         auto ec = detail::decode_status(r, st);
