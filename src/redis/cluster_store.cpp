@@ -3,10 +3,14 @@
 #include <dlock/redis/connection.hpp>
 #include <dlock/redis/store.hpp>
 
+#include "common/backoff.hpp"
+#include "common/channel_table.hpp"
 #include "common/post_completion.hpp"
 #include "redis/cluster_slots.hpp"
 #include "redis/cluster_scripts.hpp"
 #include "redis/describe.hpp"
+#include "redis/eval_request.hpp"
+#include "redis/keys.hpp"
 #include "redis/script_replies.hpp"
 #include "redis/redis_scripts.hpp"
 
@@ -19,6 +23,7 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <random>
 #include <unordered_map>
 
 namespace dlock {
@@ -69,13 +74,10 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
         std::unique_ptr<redis::connection> push;
     };
 
-    struct channel_state {
+    // Where a watched channel lives; its watchers and subscription state are in `table`.
+    struct channel_route {
         unsigned slot = 0;
         std::string node;  // "host:port" of the master it is subscribed on; empty: none yet
-        std::vector<watch_id> ids;
-        int pending = 0;   // SSUBSCRIBEs sent and not yet confirmed
-        bool confirmed = false;
-        bool was_confirmed = false;  // confirmed before: the next confirmation is a resync
     };
 
     asio::any_io_executor ex;
@@ -92,14 +94,17 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
     std::map<std::string, node> nodes;
 
     bool refreshing = false, refresh_again = false;
-    int failed_refreshes = 0;  // in a row, for the retry backoff
+    // Spacing of the re-reads after failures; reset by a good read.
+    detail::backoff refresh_backoff{std::chrono::milliseconds(25), std::chrono::milliseconds(2000)};
+    std::minstd_rand rng{std::random_device{}()};
     std::vector<std::function<void(error_code)>> waiters_current, waiters_next;
 
-    std::unordered_map<std::string, channel_state> channels;
+    detail::channel_table table;
+    std::unordered_map<std::string, channel_route> routes;  // the same channels as `table`
     std::map<watch_id, std::pair<std::string, watch_callback>> watchers;
     watch_id next_watch = 1;
 
-    std::string prefix(const std::string& name) const { return "{" + slot_tag(key_slot(name)) + "}" + ns; }
+    redis::detail::keys names(const std::string& name) const { return {ns, name}; }
 
     // ---- nodes ----
 
@@ -241,11 +246,10 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
     {
         refreshing = false;
         if (!ec) {
-            failed_refreshes = 0;
+            refresh_backoff.reset();
             reassign_channels();
         } else if (ec != error::closed) {
             ++st.refresh_failures;
-            ++failed_refreshes;
         }
         auto waiters = std::move(waiters_current);
         waiters_current.clear();
@@ -264,7 +268,7 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
     // Something still waits for a (better) map: watched channels without a master.
     bool needs_map() const
     {
-        return std::any_of(channels.begin(), channels.end(), [](const auto& c) { return c.second.node.empty(); });
+        return std::any_of(routes.begin(), routes.end(), [](const auto& c) { return c.second.node.empty(); });
     }
 
     // A re-read later, with backoff: after failures, or errors that a re-read at once
@@ -273,9 +277,7 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
     {
         if (closed)
             return;
-        auto shift = std::min(failed_refreshes, 6);
-        auto delay = std::min(std::chrono::milliseconds(25 << shift), std::chrono::milliseconds(2000));
-        retry_timer.expires_after(delay);
+        retry_timer.expires_after(refresh_backoff.next(rng));
         std::weak_ptr<impl> weak = weak_from_this();
         retry_timer.async_wait([weak](error_code ec) {
             auto s = weak.lock();
@@ -347,43 +349,25 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
     void eval_asking(const node_address& at, const redis::script& sc, const std::vector<std::string>& keys,
                      const std::vector<std::string>& args, reply_handler h)
     {
-        auto tail = std::make_shared<std::vector<std::string>>();
-        tail->push_back(sc.sha1());
-        tail->push_back(std::to_string(keys.size()));
-        tail->insert(tail->end(), keys.begin(), keys.end());
-        tail->insert(tail->end(), args.begin(), args.end());
-        redis::request req;
-        req.push("ASKING");
-        req.push_range("EVALSHA", *tail);
+        auto call = std::make_shared<redis::detail::eval_request>(sc, keys, args, true);
         auto slot = asio::get_associated_cancellation_slot(h);
-        auto script_reply = [](error_code ec, redis::response& resp) {
-            reply out;
-            if (resp.size() == 2) {
-                out = std::move(resp[1]);
-                if (ec == error::server_error && !out.is_error() && !resp[0].is_error())
-                    ec = {};
-            }
-            return std::make_pair(ec, std::move(out));
-        };
         std::weak_ptr<impl> weak = weak_from_this();
         cmd_conn(at).async_exec(
-            req, asio::bind_cancellation_slot(slot, [weak, at, slot, tail, body = sc.shared_body(), script_reply,
-                                                     h = std::move(h)](error_code ec, redis::response resp) mutable {
-                auto [e, out] = script_reply(ec, resp);
-                if (!(e == error::server_error && out.is_error() && out.str.rfind("NOSCRIPT", 0) == 0))
+            call->first(false),
+            asio::bind_cancellation_slot(slot, [weak, at, slot, call, h = std::move(h)](error_code ec,
+                                                                                     redis::response resp) mutable {
+                auto [e, out] = call->take_reply(ec, resp);
+                if (!redis::detail::is_noscript(e, out))
                     return std::move(h)(e, std::move(out));
                 auto s = weak.lock();
                 if (!s || s->closed)
                     return std::move(h)(error::closed, reply{});
-                (*tail)[0] = *body;
-                redis::request again;
-                again.push("ASKING");
-                again.push_range("EVAL", *tail);
-                s->cmd_conn(at).async_exec(again, asio::bind_cancellation_slot(slot, [script_reply, h = std::move(h)](
-                                                                              error_code ec, redis::response resp) mutable {
-                    auto [e, out] = script_reply(ec, resp);
-                    std::move(h)(e, std::move(out));
-                }));
+                s->cmd_conn(at).async_exec(
+                    call->reload(), asio::bind_cancellation_slot(slot, [call, h = std::move(h)](
+                                                                           error_code ec, redis::response resp) mutable {
+                        auto [e, out] = call->take_reply(ec, resp);
+                        std::move(h)(e, std::move(out));
+                    }));
             }));
     }
 
@@ -426,12 +410,9 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
 
     // ---- sharded pub/sub ----
 
-    void notify(const std::string& channel, watch_event ev)
+    // Watchers may watch or unwatch from inside the callback: `ids` is a copy.
+    void tell(const std::vector<watch_id>& ids, watch_event ev)
     {
-        auto it = channels.find(channel);
-        if (it == channels.end())
-            return;
-        auto ids = it->second.ids;  // callbacks may watch or unwatch
         for (auto id : ids) {
             auto w = watchers.find(id);
             if (w != watchers.end()) {
@@ -441,10 +422,10 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
         }
     }
 
-    void subscribe(const std::string& channel, channel_state& ch, const node_address& owner)
+    void subscribe(const std::string& channel, channel_route& r, const node_address& owner)
     {
-        ch.node = owner.to_string();
-        ch.pending = 1;
+        r.node = owner.to_string();
+        table.on_resubscribe(channel);
         redis::request req;
         req.push("SSUBSCRIBE", channel);
         push_conn(owner).send(req);
@@ -453,15 +434,13 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
     // Every channel not subscribed where the map says its slot lives moves there.
     void reassign_channels()
     {
-        for (auto& [name, ch] : channels) {
-            const node_address* owner = map.master_of(ch.slot);
-            if (!owner || ch.node == owner->to_string())
+        for (auto& [name, r] : routes) {
+            const node_address* owner = map.master_of(r.slot);
+            if (!owner || r.node == owner->to_string())
                 continue;
-            if (!ch.node.empty())
+            if (!r.node.empty())
                 ++st.resubscribes;
-            ch.was_confirmed = ch.was_confirmed || ch.confirmed;
-            ch.confirmed = false;
-            subscribe(name, ch, *owner);
+            subscribe(name, r, *owner);
         }
     }
 
@@ -471,11 +450,11 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
             // An SSUBSCRIBE refused: MOVED (the slot left this master) or a down cluster.
             auto at = nodes.find(node);
             auto rd = redis::detail::parse_redirect(r.str, at != nodes.end() ? at->second.addr.host : "");
-            for (auto& [name, ch] : channels)
-                if (ch.node == node && !ch.confirmed &&
-                    (rd.kind != redis::detail::redirect_kind::moved || ch.slot == rd.slot)) {
-                    ch.node.clear();
-                    ch.pending = 0;
+            for (auto& [name, route] : routes)
+                if (route.node == node && !table.is_confirmed(name) &&
+                    (rd.kind != redis::detail::redirect_kind::moved || route.slot == rd.slot)) {
+                    route.node.clear();
+                    table.on_lost(name);
                 }
             if (rd.kind == redis::detail::redirect_kind::moved) {
                 ++st.moved;
@@ -491,32 +470,27 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
             return;
         const std::string& kind = r.elements[0].str;
         const std::string& channel = r.elements[1].str;
-        auto it = channels.find(channel);
-        if (it == channels.end())
+        auto it = routes.find(channel);
+        if (it == routes.end())
             return;
-        auto& ch = it->second;
+        auto& route = it->second;
         if (kind == "smessage") {
-            notify(channel, watch_event::released);
+            tell(table.watchers(channel), watch_event::released);
         } else if (kind == "ssubscribe") {
-            if (ch.node != node)
+            if (route.node != node)
                 return;  // a late answer from a master the channel has left
-            if (ch.pending > 0)
-                --ch.pending;
-            if (ch.pending == 0 && !ch.confirmed) {
-                ch.confirmed = true;
-                bool again = ch.was_confirmed;
-                ch.was_confirmed = true;
-                notify(channel, again ? watch_event::resync : watch_event::ready);
-            }
+            auto c = table.on_confirm(channel);
+            if (c.kind != detail::channel_table::confirm_kind::none)
+                tell(c.watchers, c.kind == detail::channel_table::confirm_kind::resync ? watch_event::resync
+                                                                                       : watch_event::ready);
         } else if (kind == "sunsubscribe") {
             // Ours come before the re-subscribe that follows them (pending > 0); one with
             // nothing pending is the server dropping the channel as its slot moved away.
-            if (ch.node != node || ch.pending > 0)
+            if (route.node != node || table.pending(channel) > 0)
                 return;
             ++st.server_unsubscribes;
-            ch.was_confirmed = ch.was_confirmed || ch.confirmed;
-            ch.confirmed = false;
-            ch.node.clear();
+            table.on_lost(channel);
+            route.node.clear();
             request_refresh();
         }
     }
@@ -527,11 +501,10 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
         if (n == nodes.end() || !n->second.push)
             return;
         redis::request req;
-        for (auto& [name, ch] : channels) {
-            if (ch.node != node)
+        for (auto& [name, route] : routes) {
+            if (route.node != node)
                 continue;
-            ch.pending = 1;
-            ch.confirmed = false;
+            table.on_resubscribe(name);
             req.push("SSUBSCRIBE", name);  // one per command: channels of different slots
         }
         if (req.size() > 0)
@@ -540,12 +513,9 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
 
     void on_disconnected(const std::string& node)
     {
-        for (auto& [name, ch] : channels) {
-            if (ch.node != node)
-                continue;
-            ch.was_confirmed = ch.was_confirmed || ch.confirmed;
-            ch.confirmed = false;
-            ch.pending = 0;
+        for (auto& [name, route] : routes) {
+            if (route.node == node)
+                table.on_lost(name);
         }
         request_refresh();  // the master may be gone for good (failover)
     }
@@ -588,12 +558,9 @@ asio::any_io_executor cluster_store::get_executor() const { return impl_->ex; }
 void cluster_store::close() { impl_->close(); }
 const cluster_stats& cluster_store::stats() const noexcept { return impl_->st; }
 
-std::string cluster_store::lock_key(const std::string& name) const { return impl_->prefix(name) + ":lock:" + name; }
-std::string cluster_store::fence_key(const std::string& name) const { return impl_->prefix(name) + ":fence"; }
-std::string cluster_store::channel(const std::string& name) const
-{
-    return impl_->prefix(name) + ":released:" + name;
-}
+std::string cluster_store::lock_key(const std::string& name) const { return impl_->names(name).lock(); }
+std::string cluster_store::fence_key(const std::string& name) const { return impl_->names(name).fence(); }
+std::string cluster_store::channel(const std::string& name) const { return impl_->names(name).released(); }
 
 std::string cluster_store::master_of(const std::string& name) const
 {
@@ -682,8 +649,8 @@ void cluster_store::do_try_acquire(const lease_request& req, asio::any_completio
         return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), acquire_result{});
     if (!detail::valid_redis_ttl(req.ttl))
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), acquire_result{});
-    auto p = impl_->prefix(req.name);
-    std::vector<std::string> keys{p + ":lock:" + req.name, p + ":fence"};
+    auto k = impl_->names(req.name);
+    std::vector<std::string> keys{k.lock(), k.fence()};
     auto slot = key_slot(keys[0]);
     auto decode = [ttl = req.ttl](const reply& r, acquire_result& out) { return detail::decode_acquire(r, ttl, out); };
     impl_->start(make_op(s_acquire, slot, std::move(keys), {req.token, std::to_string(req.ttl.count())}, std::move(h),
@@ -703,24 +670,26 @@ void cluster_store::do_renew(const lease_key& k, std::chrono::milliseconds ttl,
 
 void cluster_store::do_release(const lease_key& k, asio::any_completion_handler<bool_signature> h)
 {
-    auto key = lock_key(k.name);
+    auto n = impl_->names(k.name);
+    auto key = n.lock();
     auto slot = key_slot(key);
-    impl_->start(make_op(s_release, slot, {std::move(key)}, {k.token, channel(k.name)}, std::move(h),
+    impl_->start(make_op(s_release, slot, {std::move(key)}, {k.token, n.released()}, std::move(h),
                          script_result<bool, bool_signature>(detail::decode_release, text_keeper())));
 }
 
 void cluster_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
 {
-    auto key = lock_key(name);
+    auto n = impl_->names(name);
+    auto key = n.lock();
     auto slot = key_slot(key);
-    impl_->start(make_op(s_force_release, slot, {std::move(key)}, {channel(name)}, std::move(h),
+    impl_->start(make_op(s_force_release, slot, {std::move(key)}, {n.released()}, std::move(h),
                          script_result<bool, bool_signature>(detail::decode_release, text_keeper())));
 }
 
 void cluster_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
 {
-    auto p = impl_->prefix(name);
-    std::vector<std::string> keys{p + ":lock:" + name, p + ":fence"};
+    auto k = impl_->names(name);
+    std::vector<std::string> keys{k.lock(), k.fence()};
     auto slot = key_slot(keys[0]);
     auto decode = [key = keys[0]](const reply& r, lock_status& st) {
         auto ec = detail::decode_status(r, st);
@@ -731,7 +700,7 @@ void cluster_store::do_status(const std::string& name, asio::any_completion_hand
                          script_result<lock_status, status_signature>(decode, text_keeper())));
 }
 
-// Callbacks run only from notify() and the posted `ready`, and both look the watch up
+// Callbacks run only from tell() and the posted `ready`, and both look the watch up
 // first: none reaches a watch after unwatch() erased it.
 store::watch_id cluster_store::watch(const std::string& name, const std::string& token, watch_callback cb)
 {
@@ -740,18 +709,20 @@ store::watch_id cluster_store::watch(const std::string& name, const std::string&
     auto id = s.next_watch++;
     auto ch_name = channel(name);
     s.watchers.emplace(id, std::make_pair(ch_name, std::move(cb)));
-    auto [it, inserted] = s.channels.try_emplace(ch_name);
-    auto& ch = it->second;
-    ch.ids.push_back(id);
-    if (inserted) {
-        ch.slot = key_slot(ch_name);
-        if (s.closed)
+    if (s.table.add(ch_name, id)) {
+        auto& route = s.routes[ch_name];
+        route.slot = key_slot(ch_name);
+        if (s.closed) {
+            s.table.on_lost(ch_name);  // nothing sent
             return id;
-        if (const auto* owner = s.have_map ? s.map.master_of(ch.slot) : nullptr)
-            s.subscribe(ch_name, ch, *owner);
-        else
-            s.request_refresh();  // reassign_channels() subscribes it once the map is in
-    } else if (ch.confirmed) {
+        }
+        if (const auto* owner = s.have_map ? s.map.master_of(route.slot) : nullptr) {
+            s.subscribe(ch_name, route, *owner);
+        } else {
+            s.table.on_lost(ch_name);  // nothing sent yet:
+            s.request_refresh();       // reassign_channels() subscribes it once the map is in
+        }
+    } else if (s.table.is_confirmed(ch_name)) {
         std::weak_ptr<impl> weak = impl_;
         asio::post(s.ex, [weak, id] {
             auto self = weak.lock();
@@ -775,14 +746,13 @@ void cluster_store::unwatch(watch_id id)
         return;
     std::string ch_name = std::move(w->second.first);
     s.watchers.erase(w);
-    auto it = s.channels.find(ch_name);
-    if (it == s.channels.end())
+    if (!s.table.remove(ch_name, id))
         return;
-    std::erase(it->second.ids, id);
-    if (!it->second.ids.empty())
+    auto it = s.routes.find(ch_name);
+    if (it == s.routes.end())
         return;
-    auto node = it->second.node;
-    s.channels.erase(it);
+    auto node = std::move(it->second.node);
+    s.routes.erase(it);
     auto n = s.nodes.find(node);
     if (!node.empty() && n != s.nodes.end() && n->second.push && !s.closed) {
         redis::request req;

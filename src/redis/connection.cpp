@@ -1,9 +1,11 @@
 #include <dlock/error.hpp>
 #include <dlock/redis/connection.hpp>
 
+#include "redis/eval_request.hpp"
 #include "redis/request_queue.hpp"
 #include "redis/sentinel.hpp"
 #include "redis/stream.hpp"
+#include "common/backoff.hpp"
 #include "common/post_completion.hpp"
 #include "redis/resp/decoder.hpp"
 
@@ -114,9 +116,13 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         asio::co_spawn(ex, run(shared_from_this()), asio::detached);
     }
 
-    // `from_io`: called from our own I/O loop, not from a user's call, so the handler may
-    // run at once; elsewhere (cancel, close) it is posted.
-    void complete(exec_op& op, error_code ec, bool from_io = false)
+    // What ended a request, which decides how its handler runs (one rule, per operation):
+    // I/O (its reply, or the loss of the connection it was written on) ends it from our own
+    // read loop, so the handler runs at once; anything else (rejected, cancelled, timed out,
+    // closed) can happen inside a caller's frame, so the handler is posted.
+    enum class ended_by { io, no_io };
+
+    void complete(exec_op& op, error_code ec, ended_by how)
     {
         if (!op.handler)
             return;
@@ -130,7 +136,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         if (ec == asio::error::operation_aborted) ++st.cancelled;
         if (!ec && std::any_of(op.replies.begin(), op.replies.end(), [](const reply& r) { return r.is_error(); }))
             ec = error::server_error;
-        if (from_io)
+        if (how == ended_by::io)
             asio::dispatch(ex, asio::append(std::move(op.handler), ec, std::move(op.replies)));
         else
             post_completion(ex, std::move(op.handler), ec, std::move(op.replies));
@@ -139,7 +145,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     void give_up(exec_op& op, error_code ec)
     {
         queue.cancel(op);
-        complete(op, ec);
+        complete(op, ec, ended_by::no_io);
     }
 
     void finish_connect_waiters(error_code ec)
@@ -152,11 +158,11 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         }
     }
 
-    void fail_all(std::vector<std::shared_ptr<detail::pending>> ops, error_code ec)
+    void fail_all(std::vector<std::shared_ptr<detail::pending>> ops, error_code ec, ended_by how)
     {
         for (auto& p : ops) {
             if (auto* op = dynamic_cast<exec_op*>(p.get()))
-                complete(*op, ec);
+                complete(*op, ec, how);
         }
     }
 
@@ -172,7 +178,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         if (ec)
             throw boost::system::system_error(ec);
         if (done && done->state == detail::pending_state::done)
-            complete(static_cast<exec_op&>(*done), {}, true);
+            complete(static_cast<exec_op&>(*done), {}, ended_by::io);
     }
 
     asio::awaitable<void> reader()
@@ -313,7 +319,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
 
     static asio::awaitable<void> run(std::shared_ptr<impl> self)
     {
-        auto delay = self->cfg.reconnect_min;
+        dlock::detail::backoff delay(self->cfg.reconnect_min, self->cfg.reconnect_max);
         while (!self->closed) {
             error_code ec;
             try {
@@ -326,7 +332,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
             if (!ec) {
                 ++self->st.connects;
                 self->connected = true;
-                delay = self->cfg.reconnect_min;
+                delay.reset();
                 if (self->push && self->push->on_connected)
                     self->push->on_connected();
                 self->finish_connect_waiters({});
@@ -344,7 +350,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                 self->sock->close();
                 if (!self->closed && self->push && self->push->on_disconnected)
                     self->push->on_disconnected(ec);
-                self->fail_all(self->queue.take_written(), error::connection_lost);
+                self->fail_all(self->queue.take_written(), error::connection_lost, ended_by::io);
                 if (self->closed)
                     break;
             } else {
@@ -353,12 +359,10 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                     self->sock->close();
                 self->finish_connect_waiters(ec);
             }
-            // Full jitter spreads the herd of clients that lost the same server.
-            std::uniform_int_distribution<long long> pick(0, delay.count());
-            self->backoff.expires_after(std::chrono::milliseconds(pick(self->rng)));
+            // Jitter spreads the herd of clients that lost the same server.
+            self->backoff.expires_after(delay.next(self->rng));
             error_code ignored;
             co_await self->backoff.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-            delay = std::min(delay * 2, self->cfg.reconnect_max);
         }
         self->running = false;
     }
@@ -373,7 +377,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
             sock->close();
         backoff.cancel();
         deadline_timer.cancel();
-        fail_all(queue.take_all(), error::closed);
+        fail_all(queue.take_all(), error::closed, ended_by::no_io);
         finish_connect_waiters(error::closed);
     }
 };
@@ -479,47 +483,29 @@ void connection::exec_impl(const request& req, std::chrono::milliseconds timeout
 void connection::eval_impl(const script& s, std::span<const std::string> keys, std::span<const std::string> args,
                            asio::any_completion_handler<script_signature> h)
 {
-    // numkeys, keys..., args...: shared by the EVALSHA attempt and the rare EVAL fallback.
-    auto tail = std::make_shared<std::vector<std::string>>();
-    tail->reserve(2 + keys.size() + args.size());
-    tail->push_back(s.sha1());
-    tail->push_back(std::to_string(keys.size()));
-    tail->insert(tail->end(), keys.begin(), keys.end());
-    tail->insert(tail->end(), args.begin(), args.end());
+    auto call = std::make_shared<detail::eval_request>(s, keys, args);
     auto slot = asio::get_associated_cancellation_slot(h);
     auto self = impl_;
     // A script's first use on this connection goes as EVAL, which loads it: an EVALSHA
     // refused with NOSCRIPT would be retried *after* requests pipelined behind it, and so
     // reorder them (a release overtaken by the next acquire).
-    request by_sha;
-    if (self->scripts_sent.insert(s.sha1()).second) {
-        (*tail)[0] = s.body();
-        by_sha.push_range("EVAL", *tail);
-        (*tail)[0] = s.sha1();
-    } else {
-        by_sha.push_range("EVALSHA", *tail);
-    }
+    request first = call->first(self->scripts_sent.insert(s.sha1()).second);
 
-    // Runs on the connection's executor (exec_impl posted it there); hop to the caller's.
-    auto finish = [ex = self->ex](asio::any_completion_handler<script_signature> h, error_code ec, response r) {
-        reply out = r.empty() ? reply() : std::move(r.front());
-        post_completion(ex, std::move(h), ec, std::move(out));
+    // exec's completion already follows the rule (posted unless I/O ended it), so this one
+    // adds no hop of its own; dispatch only moves to the caller's associated executor.
+    auto finish = [ex = self->ex, call](asio::any_completion_handler<script_signature> h, error_code ec, response r) {
+        auto [e, out] = call->take_reply(ec, r);
+        asio::dispatch(ex, asio::append(std::move(h), e, std::move(out)));
     };
-    exec_impl(by_sha, self->cfg.request_timeout,
+    exec_impl(first, self->cfg.request_timeout,
               asio::bind_cancellation_slot(
-                  slot, [this, self, slot, tail, body = s.shared_body(), finish, h = std::move(h)](error_code ec,
-                                                                                           response r) mutable {
-                      bool noscript = ec == error::server_error && r.size() == 1 &&
-                                      r.front().str.rfind("NOSCRIPT", 0) == 0;
-                      if (!noscript)
+                  slot, [this, self, slot, call, finish, h = std::move(h)](error_code ec, response r) mutable {
+                      if (!(r.size() == 1 && detail::is_noscript(ec, r.front())))
                           return finish(std::move(h), ec, std::move(r));
                       ++self->st.noscript_reloads;
                       if (self->closed)  // also true once the connection object is gone
                           return finish(std::move(h), error::closed, {});
-                      (*tail)[0] = *body;
-                      request by_body;
-                      by_body.push_range("EVAL", *tail);
-                      exec_impl(by_body, self->cfg.request_timeout,
+                      exec_impl(call->reload(), self->cfg.request_timeout,
                                 asio::bind_cancellation_slot(
                                     slot, [finish, h = std::move(h)](error_code ec, response r) mutable {
                                         finish(std::move(h), ec, std::move(r));

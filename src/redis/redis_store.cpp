@@ -3,6 +3,7 @@
 
 #include "common/post_completion.hpp"
 #include "redis/describe.hpp"
+#include "redis/keys.hpp"
 #include "redis/redis_scripts.hpp"
 #include "redis/script_replies.hpp"
 
@@ -88,10 +89,7 @@ struct redis_store::impl {
     redis::script release{scripts::release};
     redis::script status{scripts::status};
 
-    std::string prefix(const std::string& name) const
-    {
-        return "{" + slot_tag(key_slot(name)) + "}" + ns;
-    }
+    redis::detail::keys names(const std::string& name) const { return {ns, name}; }
 };
 
 redis_store::redis_store(asio::any_io_executor ex, redis::config cfg, std::string ns)
@@ -118,39 +116,14 @@ void redis_store::close()
         s->close();
 }
 
-namespace {
-
-// The key names of one lock name, from one slot computation.
-struct key_set {
-    key_set(const std::string& prefix, const std::string& name)
-        : lock(prefix + ":lock:" + name), fence(prefix + ":fence"), channel(prefix + ":released:" + name)
-    {
-    }
-    std::string lock, fence, channel;
-    static std::string queue(const std::string& prefix, const std::string& name) { return prefix + ":queue:" + name; }
-    static std::string queue_ttls(const std::string& prefix, const std::string& name)
-    {
-        return prefix + ":queue-ttl:" + name;
-    }
-    static std::string grants(const std::string& prefix, const std::string& name)
-    {
-        return prefix + ":granted:" + name + ":";
-    }
-};
-
-}  // namespace
-
-std::string redis_store::lock_key(const std::string& name) const { return impl_->prefix(name) + ":lock:" + name; }
-std::string redis_store::fence_key(const std::string& name) const { return impl_->prefix(name) + ":fence"; }
-std::string redis_store::channel(const std::string& name) const { return impl_->prefix(name) + ":released:" + name; }
-std::string redis_store::queue_key(const std::string& name) const { return key_set::queue(impl_->prefix(name), name); }
-std::string redis_store::queue_ttl_key(const std::string& name) const
-{
-    return key_set::queue_ttls(impl_->prefix(name), name);
-}
+std::string redis_store::lock_key(const std::string& name) const { return impl_->names(name).lock(); }
+std::string redis_store::fence_key(const std::string& name) const { return impl_->names(name).fence(); }
+std::string redis_store::channel(const std::string& name) const { return impl_->names(name).released(); }
+std::string redis_store::queue_key(const std::string& name) const { return impl_->names(name).queue(); }
+std::string redis_store::queue_ttl_key(const std::string& name) const { return impl_->names(name).queue_ttl(); }
 std::string redis_store::grant_channel(const std::string& name, const std::string& token) const
 {
-    return key_set::grants(impl_->prefix(name), name) + token;
+    return impl_->names(name).grant(token);
 }
 
 store_traits redis_store::traits() const noexcept
@@ -211,13 +184,12 @@ void redis_store::do_try_acquire(const lease_request& req, asio::any_completion_
     const auto& token = req.token;
     auto ttl = req.ttl;
     bool queue = req.queue && traits().direct_handoff;
-    auto prefix = impl_->prefix(name);
-    key_set k(prefix, name);
-    std::array<std::string, 4> all_keys{std::move(k.lock), std::move(k.fence)};
+    auto k = impl_->names(name);
+    std::array<std::string, 4> all_keys{k.lock(), k.fence()};
     std::array<std::string, 3> all_args{token, std::to_string(ttl.count())};
     if (queue) {
-        all_keys[2] = key_set::queue(prefix, name);
-        all_keys[3] = key_set::queue_ttls(prefix, name);
+        all_keys[2] = k.queue();
+        all_keys[3] = k.queue_ttl();
         all_args[2].push_back('1');
     }
     std::span<const std::string> keys(all_keys.data(), queue ? 4 : 2);
@@ -281,11 +253,9 @@ void redis_store::do_force_release(const std::string& name, asio::any_completion
 void redis_store::release(const std::string& name, const std::string& token, bool force,
                           asio::any_completion_handler<bool_signature> h)
 {
-    auto prefix = impl_->prefix(name);
-    key_set k(prefix, name);
-    std::array<std::string, 4> keys{std::move(k.lock), std::move(k.fence), key_set::queue(prefix, name),
-                                    key_set::queue_ttls(prefix, name)};
-    std::array<std::string, 4> args{token, std::move(k.channel), key_set::grants(prefix, name)};
+    auto k = impl_->names(name);
+    std::array<std::string, 4> keys{k.lock(), k.fence(), k.queue(), k.queue_ttl()};
+    std::array<std::string, 4> args{token, k.released(), k.grant_prefix()};
     if (force)
         args[3].push_back('1');
     std::span<const std::string> argv(args.data(), force ? 4 : 3);
@@ -295,10 +265,9 @@ void redis_store::release(const std::string& name, const std::string& token, boo
 
 void redis_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
 {
-    auto prefix = impl_->prefix(name);
-    key_set k(prefix, name);
-    std::array<std::string, 3> keys{k.lock, std::move(k.fence), key_set::queue(prefix, name)};
-    auto decode = [key = k.lock](const reply& r, lock_status& st) {
+    auto k = impl_->names(name);
+    std::array<std::string, 3> keys{k.lock(), k.fence(), k.queue()};
+    auto decode = [key = keys[0]](const reply& r, lock_status& st) {
         auto ec = detail::decode_status(r, st);
         st.key = key;
         return ec;

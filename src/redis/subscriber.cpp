@@ -1,6 +1,7 @@
 #include <dlock/error.hpp>
 #include <dlock/redis/subscriber.hpp>
 
+#include "common/channel_table.hpp"
 #include "common/post_completion.hpp"
 
 #include <boost/asio/append.hpp>
@@ -18,26 +19,15 @@ using dlock::detail::post_completion;
 using boost::system::error_code;
 
 struct subscriber::state {
-    struct channel_state {
-        std::vector<listener_id> listeners;
-        int pending_subscribes = 0;  // SUBSCRIBEs sent whose confirmation has not arrived
-        bool confirmed = false;
-        bool resubscribing = false;
-    };
     asio::any_io_executor ex;
     connection* conn = nullptr;
-    std::unordered_map<std::string, channel_state> channels;
+    dlock::detail::channel_table channels;
     std::map<listener_id, std::pair<std::string, listener>> listeners;
     listener_id next_id = 1;
 
-    void notify(const std::string& channel, event_kind kind, const std::string& payload = {})
+    // Listeners may unlisten (or listen) from inside the callback: `ids` is a copy.
+    void tell(const std::vector<listener_id>& ids, const event& ev)
     {
-        auto it = channels.find(channel);
-        if (it == channels.end())
-            return;
-        // Listeners may unlisten (or listen) from inside the callback: iterate over a copy.
-        auto ids = it->second.listeners;
-        event ev{kind, channel, payload};
         for (auto id : ids) {
             auto l = listeners.find(id);
             if (l != listeners.end()) {
@@ -45,6 +35,13 @@ struct subscriber::state {
                 cb(ev);
             }
         }
+    }
+
+    void notify(const std::string& channel, event_kind kind, const std::string& payload = {})
+    {
+        auto ids = channels.watchers(channel);
+        if (!ids.empty())
+            tell(ids, event{kind, channel, payload});
     }
 
     void on_push(reply&& r)
@@ -56,17 +53,10 @@ struct subscriber::state {
         if (kind == "message") {
             notify(channel, event_kind::message, r.elements[2].str);
         } else if (kind == "subscribe") {
-            auto it = channels.find(channel);
-            if (it == channels.end())
-                return;
-            auto& ch = it->second;
-            if (ch.pending_subscribes > 0)
-                --ch.pending_subscribes;
-            if (ch.pending_subscribes == 0 && !ch.confirmed) {
-                ch.confirmed = true;
-                bool again = ch.resubscribing;
-                ch.resubscribing = false;
-                notify(channel, again ? event_kind::resubscribed : event_kind::subscribed);
+            auto c = channels.on_confirm(channel);
+            if (c.kind != dlock::detail::channel_table::confirm_kind::none) {
+                bool again = c.kind == dlock::detail::channel_table::confirm_kind::resync;
+                tell(c.watchers, event{again ? event_kind::resubscribed : event_kind::subscribed, channel, {}});
             }
         }
         // "unsubscribe" confirmations need no action: the channel state is already gone.
@@ -74,32 +64,17 @@ struct subscriber::state {
 
     void on_connected()
     {
-        if (channels.empty())
+        if (channels.size() == 0)
             return;
-        std::vector<std::string> names;
-        for (auto& [name, ch] : channels) {
-            names.push_back(name);
-            ch.pending_subscribes = 1;
-            ch.confirmed = false;
-        }
         request req;
-        req.push_range("SUBSCRIBE", names);
+        req.push_range("SUBSCRIBE", channels.resubscribe_all());
         conn->send(req, true);
     }
 
     void on_disconnected()
     {
-        std::vector<std::string> names;
-        for (auto& [name, ch] : channels) {
-            // Only a channel that was confirmed is "re"-subscribed later; one listened to
-            // before the first connection (or never confirmed) just becomes subscribed.
-            ch.resubscribing = ch.resubscribing || ch.confirmed;
-            ch.confirmed = false;
-            ch.pending_subscribes = 0;
-            // SUBSCRIBE commands still queued will be re-sent by on_connected.
-            names.push_back(name);
-        }
-        for (auto& n : names)
+        // SUBSCRIBE commands still queued will be re-sent by on_connected.
+        for (auto& n : channels.on_disconnect())
             notify(n, event_kind::disconnected);
     }
 };
@@ -120,7 +95,7 @@ subscriber::subscriber(asio::any_io_executor ex, config cfg)
 subscriber::~subscriber()
 {
     state_->listeners.clear();
-    state_->channels.clear();
+    state_->channels = dlock::detail::channel_table();
     conn_.close();
 }
 
@@ -131,15 +106,11 @@ subscriber::listener_id subscriber::listen(const std::string& channel, listener 
     auto& s = *state_;
     listener_id id = s.next_id++;
     s.listeners.emplace(id, std::make_pair(channel, std::move(cb)));
-    auto [it, inserted] = s.channels.try_emplace(channel);
-    auto& ch = it->second;
-    ch.listeners.push_back(id);
-    if (inserted) {
-        ch.pending_subscribes = 1;
+    if (s.channels.add(channel, id)) {
         request req;
         req.push("SUBSCRIBE", channel);
         conn_.send(req);
-    } else if (ch.confirmed) {
+    } else if (s.channels.is_confirmed(channel)) {
         std::weak_ptr<state> weak = state_;
         asio::post(s.ex, [weak, id, channel] {
             auto self = weak.lock();
@@ -163,12 +134,7 @@ void subscriber::unlisten(listener_id id)
         return;
     std::string channel = std::move(l->second.first);
     s.listeners.erase(l);
-    auto it = s.channels.find(channel);
-    if (it == s.channels.end())
-        return;
-    std::erase(it->second.listeners, id);
-    if (it->second.listeners.empty()) {
-        s.channels.erase(it);
+    if (s.channels.remove(channel, id)) {
         request req;
         req.push("UNSUBSCRIBE", channel);
         conn_.send(req);
@@ -177,8 +143,7 @@ void subscriber::unlisten(listener_id id)
 
 bool subscriber::is_subscribed(const std::string& channel) const
 {
-    auto it = state_->channels.find(channel);
-    return it != state_->channels.end() && it->second.confirmed;
+    return state_->channels.is_confirmed(channel);
 }
 
 std::size_t subscriber::channel_count() const noexcept { return state_->channels.size(); }

@@ -55,7 +55,8 @@ struct config {
     std::chrono::milliseconds connect_timeout{5000};
     /// Default limit for each request, from the call until its reply. Zero: no limit.
     std::chrono::milliseconds request_timeout{5000};
-    /// Reconnect backoff: first delay, doubled per failure with full jitter, capped at the max.
+    /// Reconnect backoff: first delay, doubled per failure up to the max; each
+    /// wait is drawn from [d/2, d] (equal jitter).
     std::chrono::milliseconds reconnect_min{20};
     std::chrono::milliseconds reconnect_max{2000};
 

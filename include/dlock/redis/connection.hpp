@@ -40,7 +40,12 @@ struct connection_stats {
 ///   single write; replies are matched to requests in FIFO order.
 /// - Reconnection: after any I/O error the requests on the wire fail with
 ///   error::connection_lost; queued ones wait for the next connection (bounded by their
-///   timeout); reconnects back off exponentially with full jitter.
+///   timeout); reconnects back off exponentially, each wait drawn from
+///   [d/2, d] (equal jitter).
+/// - Completion: a request ended by I/O (its reply, or the loss of the connection it was
+///   written on) completes from the read loop at once, on the handler's executor; one ended
+///   any other way (rejected, cancelled, timed out, closed) is posted. Never inside the
+///   initiating call.
 /// - Lifetime: the destructor closes the connection; pending operations then complete with
 ///   error::closed. Background work keeps internal state alive, never the user's objects.
 class connection {

@@ -1,0 +1,39 @@
+// The key and channel names of one lock name, shared by the single-node and Cluster stores.
+#pragma once
+
+#include <dlock/redis/store.hpp>
+
+#include <string>
+
+namespace dlock::redis::detail {
+
+/// Every name of a lock starts with "{tag}ns", where `tag` hashes to the lock name's own
+/// slot: all of them land in one Cluster slot, so one script may touch them all. The slot
+/// is computed once per `keys`.
+class keys {
+public:
+    keys(const std::string& ns, const std::string& name) : prefix_("{" + slot_tag(key_slot(name)) + "}" + ns), name_(name)
+    {
+    }
+
+    /// The lock's hash: owner token, fencing token, ttl.
+    std::string lock() const { return prefix_ + ":lock:" + name_; }
+    /// The fencing counter (one per slot tag and namespace).
+    std::string fence() const { return prefix_ + ":fence"; }
+    /// The channel a release is published on.
+    std::string released() const { return prefix_ + ":released:" + name_; }
+    /// The queue of waiting tokens (direct hand-off).
+    std::string queue() const { return prefix_ + ":queue:" + name_; }
+    /// The queued tokens' ttls (direct hand-off).
+    std::string queue_ttl() const { return prefix_ + ":queue-ttl:" + name_; }
+    /// The start of every waiter's grant channel; the token follows.
+    std::string grant_prefix() const { return prefix_ + ":granted:" + name_ + ":"; }
+    /// One waiter's grant channel.
+    std::string grant(const std::string& token) const { return grant_prefix() + token; }
+
+private:
+    std::string prefix_;
+    std::string name_;
+};
+
+}  // namespace dlock::redis::detail
