@@ -112,14 +112,21 @@ inline void print_json(const result& r, double rtt_p50)
 {
     boost::json::object o;
     o["case"] = r.name;
-    if (r.p50_us) o["p50_us"] = *r.p50_us;
-    if (r.p99_us) o["p99_us"] = *r.p99_us;
-    if (r.ops_per_s) o["ops_per_s"] = *r.ops_per_s;
+    if (r.p50_us)
+        o["p50_us"] = *r.p50_us;
+    if (r.p99_us)
+        o["p99_us"] = *r.p99_us;
+    if (r.ops_per_s)
+        o["ops_per_s"] = *r.ops_per_s;
     o["rtt_p50_us"] = rtt_p50;
-    if (r.ratio) o["ratio"] = *r.ratio;
-    if (!r.goal.empty()) o["goal"] = r.goal;
-    if (r.met) o["goal_met"] = *r.met;
-    if (!r.note.empty()) o["note"] = r.note;
+    if (r.ratio)
+        o["ratio"] = *r.ratio;
+    if (!r.goal.empty())
+        o["goal"] = r.goal;
+    if (r.met)
+        o["goal_met"] = *r.met;
+    if (!r.note.empty())
+        o["note"] = r.note;
     std::printf("%s\n", boost::json::serialize(o).c_str());
 }
 

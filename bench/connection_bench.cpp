@@ -176,9 +176,20 @@ result dlock_pipelined(redis::config cfg, int total, int coroutines, bool with_t
 
 result redis_benchmark(std::uint16_t port, int clients, int pipeline, int requests)
 {
-    std::vector<std::string> argv = {"redis-benchmark", "-h", "127.0.0.1", "-p", std::to_string(port),
-                                     "-c", std::to_string(clients), "-P", std::to_string(pipeline),
-                                     "-t", "ping", "-n", std::to_string(requests), "-q"};
+    std::vector<std::string> argv = {"redis-benchmark",
+                                     "-h",
+                                     "127.0.0.1",
+                                     "-p",
+                                     std::to_string(port),
+                                     "-c",
+                                     std::to_string(clients),
+                                     "-P",
+                                     std::to_string(pipeline),
+                                     "-t",
+                                     "ping",
+                                     "-n",
+                                     std::to_string(requests),
+                                     "-q"};
     int status = 0;
     std::string out = dlock::test::run_capture(argv, &status);
     // -q prints progress lines ending in \r, then "PING_MBULK: 123.45 requests per second,

@@ -34,8 +34,8 @@
 #include "common/child.hpp"
 #include "common/redis_cluster.hpp"
 #include "common/redis_server.hpp"
-#include "redis/resp/decoder.hpp"
 #include "redis/redis_scripts.hpp"
+#include "redis/resp/decoder.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -106,11 +106,14 @@ void with_store(std::uint16_t port, Body body)
 {
     asio::io_context io;
     dlock::redis_store store(io.get_executor(), config_for(port));
-    run_phase(io, [&]() -> asio::awaitable<void> {
-        co_await store.connection().async_connect();
-        co_await body(io, store);
-        store.close();
-    }, "benchmark");
+    run_phase(
+        io,
+        [&]() -> asio::awaitable<void> {
+            co_await store.connection().async_connect();
+            co_await body(io, store);
+            store.close();
+        },
+        "benchmark");
 }
 
 // The lock's own scripts over blocking sockets, no library: the floor under the lock's
@@ -280,20 +283,23 @@ template <class Store>
 std::vector<double> uncontended_on(asio::io_context& io, Store& store, int samples, const char* phase)
 {
     std::vector<double> lat;
-    run_phase(io, [&]() -> asio::awaitable<void> {
-        {
-            dlock::registry reg(store);
-            auto lock = reg.obtain("bench:solo");
-            for (int i = 0; i < samples + 500; ++i) {
-                auto t0 = clock_type::now();
-                auto g = co_await lock.acquire();
-                co_await g.release();
-                if (i >= 500)
-                    lat.push_back(bench::us_since(t0));
+    run_phase(
+        io,
+        [&]() -> asio::awaitable<void> {
+            {
+                dlock::registry reg(store);
+                auto lock = reg.obtain("bench:solo");
+                for (int i = 0; i < samples + 500; ++i) {
+                    auto t0 = clock_type::now();
+                    auto g = co_await lock.acquire();
+                    co_await g.release();
+                    if (i >= 500)
+                        lat.push_back(bench::us_since(t0));
+                }
             }
-        }
-        store.close();
-    }, phase);
+            store.close();
+        },
+        phase);
     return lat;
 }
 
@@ -316,7 +322,8 @@ std::vector<double> uncontended_redlock(std::vector<dlock::redis::config> nodes,
 // `coroutines` coroutines each run `per_coroutine` acquire+release cycles on the lock
 // `name_of(c)`; returns cycles/s and, in `handed_off`, the registry's local hand-offs.
 template <class NameOf>
-double cycle_rate(std::uint16_t port, int coroutines, int per_coroutine, NameOf name_of, std::uint64_t* handed_off = nullptr)
+double cycle_rate(std::uint16_t port, int coroutines, int per_coroutine, NameOf name_of,
+                  std::uint64_t* handed_off = nullptr)
 {
     double rate = 0;
     with_store(port, [&](asio::io_context& io, dlock::redis_store& store) -> asio::awaitable<void> {
@@ -325,15 +332,18 @@ double cycle_rate(std::uint16_t port, int coroutines, int per_coroutine, NameOf 
         asio::steady_timer all_done(io, clock_type::time_point::max());
         auto t0 = clock_type::now();
         for (int c = 0; c < coroutines; ++c) {
-            asio::co_spawn(io, [&, c]() -> asio::awaitable<void> {
-                auto lock = reg.obtain(name_of(c));
-                for (int i = 0; i < per_coroutine; ++i) {
-                    auto g = co_await lock.acquire();
-                    co_await g.release();
-                }
-                if (++finished == coroutines)
-                    all_done.cancel();
-            }, asio::detached);
+            asio::co_spawn(
+                io,
+                [&, c]() -> asio::awaitable<void> {
+                    auto lock = reg.obtain(name_of(c));
+                    for (int i = 0; i < per_coroutine; ++i) {
+                        auto g = co_await lock.acquire();
+                        co_await g.release();
+                    }
+                    if (++finished == coroutines)
+                        all_done.cancel();
+                },
+                asio::detached);
         }
         boost::system::error_code ec;
         co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
@@ -351,7 +361,8 @@ double distinct_names(std::uint16_t port, int cycles)
 
 double local_handoff(std::uint16_t port, int acquisitions, std::uint64_t& handed_off)
 {
-    return cycle_rate(port, 16, acquisitions / 16, [](int) { return std::string("bench:hot"); }, &handed_off);
+    return cycle_rate(
+        port, 16, acquisitions / 16, [](int) { return std::string("bench:hot"); }, &handed_off);
 }
 
 // --peer pingpong PORT ROUNDS: hold 3 ms (the other process queues meanwhile), release,
@@ -390,18 +401,21 @@ int peer(char** argv)
             int finished = 0;
             asio::steady_timer all_done(io, clock_type::time_point::max());
             for (int c = 0; c < coroutines; ++c) {
-                asio::co_spawn(io, [&, c]() -> asio::awaitable<void> {
-                    asio::steady_timer section(io);
-                    while (clock_type::now() < until) {
-                        auto g = co_await lock.acquire();
-                        section.expires_after(1ms);
-                        co_await section.async_wait(asio::use_awaitable);
-                        ++counts[std::size_t(c)];
-                        co_await g.release();
-                    }
-                    if (++finished == coroutines)
-                        all_done.cancel();
-                }, asio::detached);
+                asio::co_spawn(
+                    io,
+                    [&, c]() -> asio::awaitable<void> {
+                        asio::steady_timer section(io);
+                        while (clock_type::now() < until) {
+                            auto g = co_await lock.acquire();
+                            section.expires_after(1ms);
+                            co_await section.async_wait(asio::use_awaitable);
+                            ++counts[std::size_t(c)];
+                            co_await g.release();
+                        }
+                        if (++finished == coroutines)
+                            all_done.cancel();
+                    },
+                    asio::detached);
             }
             boost::system::error_code ec;
             co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
@@ -462,13 +476,16 @@ double timer_sections_ceiling(int ms)
     int n = 0;
     auto until = clock_type::now() + std::chrono::milliseconds(ms);
     auto t0 = clock_type::now();
-    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-        while (clock_type::now() < until) {
-            t.expires_after(1ms);
-            co_await t.async_wait(asio::use_awaitable);
-            ++n;
-        }
-    }, asio::detached);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            while (clock_type::now() < until) {
+                t.expires_after(1ms);
+                co_await t.async_wait(asio::use_awaitable);
+                ++n;
+            }
+        },
+        asio::detached);
     io.run();
     return n / std::chrono::duration<double>(clock_type::now() - t0).count();
 }
@@ -560,7 +577,8 @@ int main(int argc, char** argv)
         double cpu0 = cpu_seconds();
         auto solo = bench::summarize("uncontended_acquire_release", uncontended(port, samples));
         char cpu_note[64];
-        std::snprintf(cpu_note, sizeof cpu_note, "%.1f us CPU per cycle", (cpu_seconds() - cpu0) * 1e6 / (samples + 500));
+        std::snprintf(cpu_note, sizeof cpu_note, "%.1f us CPU per cycle",
+                      (cpu_seconds() - cpu0) * 1e6 / (samples + 500));
         solo.note = cpu_note;
         solo.ratio = *solo.p50_us / rtt_p50;
         solo.goal = "p50 <= 2.2 x RTT";
@@ -581,8 +599,9 @@ int main(int argc, char** argv)
 
         {
             dlock::test::redis_server node2, node3;
-            auto rl = bench::summarize("redlock3_uncontended",
-                                       uncontended_redlock({config_for(port), config_for(node2.port()), config_for(node3.port())}, samples));
+            auto rl = bench::summarize(
+                "redlock3_uncontended",
+                uncontended_redlock({config_for(port), config_for(node2.port()), config_for(node3.port())}, samples));
             rl.ratio = *rl.p50_us / *solo.p50_us;
             rl.note = "ratio to uncontended_acquire_release";
             rs.push_back(rl);
@@ -601,7 +620,8 @@ int main(int argc, char** argv)
         hot.note = std::to_string(handed) + " local hand-offs";
         rs.push_back(hot);
 
-        auto raw_cross = bench::summarize("raw_cross_process_floor", cross_process(port, quick ? 100 : 500, "rawpingpong"));
+        auto raw_cross =
+            bench::summarize("raw_cross_process_floor", cross_process(port, quick ? 100 : 500, "rawpingpong"));
         raw_cross.ratio = *raw_cross.p50_us / rtt_p50;
         raw_cross.note = "the lock's protocol (queued acquire, hand-off message) over blocking sockets, no library";
         rs.push_back(raw_cross);

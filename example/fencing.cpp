@@ -91,8 +91,8 @@ asio::awaitable<bool> demo(dlock::registry& locks_a, dlock::registry& locks_b, s
     std::cout << "A pauses for " << pause.count() << " ms" << std::endl;
     asio::steady_timer gc_pause(co_await asio::this_coro::executor, pause);
     boost::system::error_code ignored;
-    auto token_b = co_await (gc_pause.async_wait(asio::redirect_error(asio::use_awaitable, ignored)) &&
-                             holder_b(locks_b, db));
+    auto token_b =
+        co_await (gc_pause.async_wait(asio::redirect_error(asio::use_awaitable, ignored)) && holder_b(locks_b, db));
 
     // A careful holder checks is_lost() before writing, but a pause can strike between that
     // check and the write: only the storage's token check closes the gap.
@@ -144,12 +144,13 @@ int main(int argc, char** argv)
         },
         [&](std::exception_ptr e, bool fenced) {
             status = fenced ? 0 : 1;
-            if (e) try {
-                std::rethrow_exception(e);
-            } catch (const std::exception& x) {
-                std::cerr << "fencing: " << x.what() << '\n';
-                status = 1;
-            }
+            if (e)
+                try {
+                    std::rethrow_exception(e);
+                } catch (const std::exception& x) {
+                    std::cerr << "fencing: " << x.what() << '\n';
+                    status = 1;
+                }
             if (status == 0)
                 std::cout << "the late write was rejected by its fencing token" << std::endl;
             store_a.close();

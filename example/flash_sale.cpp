@@ -83,8 +83,8 @@ asio::awaitable<long> get_stock(redis::connection& c, const std::string& key)
     co_return v;
 }
 
-asio::awaitable<void> buyer(int id, const settings& cfg, bool locked, dlock::registry& reg,
-                            redis::connection& conn, long& sold)
+asio::awaitable<void> buyer(int id, const settings& cfg, bool locked, dlock::registry& reg, redis::connection& conn,
+                            long& sold)
 {
     const std::string mode = locked ? "locked" : "unlocked";
     std::vector<bool> sold_out(static_cast<std::size_t>(cfg.products), false);
@@ -147,8 +147,8 @@ int run_worker(const settings& cfg, bool locked)
         }
     }
     const auto& s = reg.stats();
-    boost::json::object out{{"sold", sold},       {"acquired", s.acquired}, {"handed_off", s.handed_off},
-                            {"lost", s.lost},     {"wait_count", s.wait.count}, {"wait_max_us", s.wait.max_us}};
+    boost::json::object out{{"sold", sold},   {"acquired", s.acquired},     {"handed_off", s.handed_off},
+                            {"lost", s.lost}, {"wait_count", s.wait.count}, {"wait_max_us", s.wait.max_us}};
     boost::json::array buckets;
     for (auto b : s.wait.buckets)
         buckets.push_back(b);
@@ -319,13 +319,20 @@ int main(int argc, char** argv)
         }
         const char* v = argv[++i];
         long n = 0;
-        if (a == "--url") cfg.url = v;
-        else if (a == "--worker") worker_mode = v;
-        else if (a == "--workers" && parse_int("--workers", v, n, 1, 64)) cfg.workers = static_cast<int>(n);
-        else if (a == "--buyers" && parse_int("--buyers", v, n, 1, 10'000)) cfg.buyers = static_cast<int>(n);
-        else if (a == "--products" && parse_int("--products", v, n, 1, 1'000)) cfg.products = static_cast<int>(n);
-        else if (a == "--stock" && parse_int("--stock", v, n, 1, 10'000'000)) cfg.stock = n;
-        else if (a == "--work-us" && parse_int("--work-us", v, n, 0, 1'000'000)) cfg.work_us = static_cast<int>(n);
+        if (a == "--url")
+            cfg.url = v;
+        else if (a == "--worker")
+            worker_mode = v;
+        else if (a == "--workers" && parse_int("--workers", v, n, 1, 64))
+            cfg.workers = static_cast<int>(n);
+        else if (a == "--buyers" && parse_int("--buyers", v, n, 1, 10'000))
+            cfg.buyers = static_cast<int>(n);
+        else if (a == "--products" && parse_int("--products", v, n, 1, 1'000))
+            cfg.products = static_cast<int>(n);
+        else if (a == "--stock" && parse_int("--stock", v, n, 1, 10'000'000))
+            cfg.stock = n;
+        else if (a == "--work-us" && parse_int("--work-us", v, n, 0, 1'000'000))
+            cfg.work_us = static_cast<int>(n);
         else {
             if (a != "--workers" && a != "--buyers" && a != "--products" && a != "--stock" && a != "--work-us")
                 std::cerr << "flash_sale: unknown option '" << a << "' (try --help)\n";

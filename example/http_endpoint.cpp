@@ -157,8 +157,8 @@ asio::awaitable<std::optional<response>> post_counter(server& srv, tcp::socket& 
     if (ec)
         co_return make_response(http::status::service_unavailable, "lock: " + ec.message() + "\n");
 
-    auto [failure, value] = co_await asio::co_spawn(socket.get_executor(),
-                                                    increment(srv.store.connection(), name), use_tuple);
+    auto [failure, value] =
+        co_await asio::co_spawn(socket.get_executor(), increment(srv.store.connection(), name), use_tuple);
     auto [released] = co_await g.release(use_tuple);
     if (failure) {
         try {
@@ -301,12 +301,13 @@ int main(int argc, char** argv)
                     srv.shutdown();
             });
         asio::co_spawn(io, serve(srv), [&](std::exception_ptr e) {
-            if (e) try {
-                std::rethrow_exception(e);
-            } catch (const std::exception& x) {
-                std::cerr << "http_endpoint: " << x.what() << '\n';
-                status = 1;
-            }
+            if (e)
+                try {
+                    std::rethrow_exception(e);
+                } catch (const std::exception& x) {
+                    std::cerr << "http_endpoint: " << x.what() << '\n';
+                    status = 1;
+                }
             srv.shutdown();
             signals.cancel();
             deadline.cancel();

@@ -43,10 +43,10 @@
 
 #include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -139,9 +139,9 @@ asio::awaitable<long> campaign(dlock::redis_store& store, dlock::registry& locks
         say("leader", o, token);
 
         // The job runs bound to the lease's loss: a lost lease cancels it at its next co_await.
-        auto [failure] = co_await asio::co_spawn(
-            ex, job(g, o, fd, rounds, stop),
-            asio::bind_cancellation_slot(g.lost_slot(), asio::as_tuple(asio::use_awaitable)));
+        auto [failure] =
+            co_await asio::co_spawn(ex, job(g, o, fd, rounds, stop),
+                                    asio::bind_cancellation_slot(g.lost_slot(), asio::as_tuple(asio::use_awaitable)));
         bool lost = g.is_lost() || clock_type::now() >= g.valid_until();
         auto [released] = co_await g.release(asio::as_tuple(asio::use_awaitable));
         if (lost || released == dlock::error::lock_lost) {
@@ -234,12 +234,13 @@ int main(int argc, char** argv)
     int status = -1;  // -1: still running
     asio::co_spawn(io, campaign(store, locks, o, fd, stop), [&](std::exception_ptr e, long rounds) {
         status = 0;
-        if (e) try {
-            std::rethrow_exception(e);
-        } catch (const std::exception& x) {
-            std::cerr << "leader_election: " << x.what() << '\n';
-            status = 1;
-        }
+        if (e)
+            try {
+                std::rethrow_exception(e);
+            } catch (const std::exception& x) {
+                std::cerr << "leader_election: " << x.what() << '\n';
+                status = 1;
+            }
         if (status == 0)
             say("done", o, static_cast<std::uint64_t>(rounds));
         signals.cancel();

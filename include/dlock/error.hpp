@@ -95,11 +95,15 @@ inline boost::system::error_code make_error_code(error e) noexcept
 }
 
 /// Prints the error's message (for logs and test diagnostics).
-inline std::ostream& operator<<(std::ostream& os, error e) { return os << make_error_code(e).message(); }
+inline std::ostream& operator<<(std::ostream& os, error e)
+{
+    return os << make_error_code(e).message();
+}
 
 }  // namespace dlock
 
 namespace boost::system {
 template <>
-struct is_error_code_enum<::dlock::error> : std::true_type {};
+struct is_error_code_enum<::dlock::error> : std::true_type {
+};
 }  // namespace boost::system

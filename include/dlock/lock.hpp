@@ -43,10 +43,7 @@ public:
     /// Waits until held, for a new owner (no re-entry).
     template <class Token = boost::asio::deferred_t>
         requires(!std::is_same_v<std::decay_t<Token>, owner>)
-    auto acquire(Token&& token = {})
-    {
-        return start(owner(), mode::wait, {}, std::forward<Token>(token));
-    }
+    auto acquire(Token&& token = {}) { return start(owner(), mode::wait, {}, std::forward<Token>(token)); }
 
     /// Waits until held by `o`; immediate if `o` already holds it (re-entry).
     template <class Token = boost::asio::deferred_t>
@@ -58,10 +55,7 @@ public:
     /// One attempt, no waiting: an empty guard if the lock is held elsewhere.
     template <class Token = boost::asio::deferred_t>
         requires(!std::is_same_v<std::decay_t<Token>, owner>)
-    auto try_acquire(Token&& token = {})
-    {
-        return start(owner(), mode::try_once, {}, std::forward<Token>(token));
-    }
+    auto try_acquire(Token&& token = {}) { return start(owner(), mode::try_once, {}, std::forward<Token>(token)); }
 
     /// One attempt for `o`; immediate if `o` already holds it (re-entry).
     template <class Token = boost::asio::deferred_t>
@@ -102,7 +96,11 @@ public:
 
 private:
     friend class registry;
-    enum class mode { wait, try_once, bounded };
+    enum class mode {
+        wait,
+        try_once,
+        bounded
+    };
     explicit lock(std::shared_ptr<detail::engine> e) noexcept : e_(std::move(e)) {}
     // A deadline now() + d would overflow the clock and lie in the past (an instant
     // timeout); such a wait is unlimited.

@@ -74,9 +74,9 @@ struct lock_status {
     std::chrono::milliseconds ttl{-1};     ///< remaining lease, -1 if unknown
     std::uint64_t fencing_token = 0;       ///< of the current lease if held
     std::uint64_t last_fencing_token = 0;  ///< the highest token issued in the name's counter
-    std::string holder{};                    ///< the holder's lease token
+    std::string holder{};                  ///< the holder's lease token
     std::size_t queued = 0;                ///< waiters queued for a direct hand-off (0 if the store does not queue)
-    std::string key{};                       ///< where the store keeps the lease (key, node, row), for operators
+    std::string key{};                     ///< where the store keeps the lease (key, node, row), for operators
 };
 
 /// Why a watcher is woken.
@@ -91,7 +91,7 @@ enum class watch_event : std::uint8_t {
 struct grant_notice {
     std::uint64_t fencing_token = 0;
     std::chrono::milliseconds ttl{0};  ///< the lease the store set at the hand-off
-    std::string lease_ref{};             ///< as acquire_result::lease_ref
+    std::string lease_ref{};           ///< as acquire_result::lease_ref
 };
 
 /// How long a store's leases live.
@@ -129,9 +129,9 @@ enum class session_event : std::uint8_t {
 };
 
 struct session_info {
-    std::uint64_t generation = 0;                           ///< session id, lease id, backend pid
-    std::chrono::steady_clock::time_point valid_until{};    ///< last confirmation's send time + ttl - drift
-    std::chrono::milliseconds ttl{0};                       ///< negotiated or granted
+    std::uint64_t generation = 0;                         ///< session id, lease id, backend pid
+    std::chrono::steady_clock::time_point valid_until{};  ///< last confirmation's send time + ttl - drift
+    std::chrono::milliseconds ttl{0};                     ///< negotiated or granted
 };
 
 /// The contract every backend implements.
@@ -176,8 +176,7 @@ public:
     template <class Token = boost::asio::deferred_t>
     auto async_connect(Token&& tok = {})
     {
-        return boost::asio::async_initiate<Token, connect_signature>([this](auto h) { do_connect(std::move(h)); },
-                                                                     tok);
+        return boost::asio::async_initiate<Token, connect_signature>([this](auto h) { do_connect(std::move(h)); }, tok);
     }
 
     /// Takes `req.name` for `req.token` if it is free or already ours (and queues the token
@@ -202,12 +201,11 @@ public:
     auto async_renew(const lease_key& key, std::chrono::milliseconds ttl, Token&& tok = {})
     {
         return boost::asio::async_initiate<Token, renew_signature>(
-            [this](auto h, const lease_key& k, std::chrono::milliseconds ttl) { do_renew(k, ttl, std::move(h)); },
-            tok, key, ttl);
+            [this](auto h, const lease_key& k, std::chrono::milliseconds ttl) { do_renew(k, ttl, std::move(h)); }, tok,
+            key, ttl);
     }
     template <class Token = boost::asio::deferred_t>
-    auto async_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
-                     Token&& tok = {})
+    auto async_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl, Token&& tok = {})
     {
         return async_renew(lease_key{name, token, {}}, ttl, std::forward<Token>(tok));
     }

@@ -2,9 +2,9 @@
 // list of masters, or a Redis Cluster. The tool uses only the store contract.
 #pragma once
 
-#include "cli/options.hpp"
-
 #include <dlock/store.hpp>
+
+#include "cli/options.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 

@@ -42,7 +42,8 @@ spawn_result spawn(const std::vector<std::string>& argv, const std::vector<std::
         ::prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (::getppid() != parent)  // dlock died before prctl took effect
             ::_exit(128 + SIGTERM);
-        struct sigaction dfl {}, ign {};
+        struct sigaction dfl {
+        }, ign{};
         dfl.sa_handler = SIG_DFL;
         ign.sa_handler = SIG_IGN;
         for (int sig = 1; sig < NSIG; ++sig)

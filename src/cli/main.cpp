@@ -32,7 +32,8 @@ int main(int argc, char** argv)
     using namespace dlock::cli;
     dlock::cli::options o;
     parse_error err;
-    if (!parse({argv + 1, argv + argc}, o, err, [](const char* k) { return std::getenv(k); }, read_file)) {
+    if (!parse(
+            {argv + 1, argv + argc}, o, err, [](const char* k) { return std::getenv(k); }, read_file)) {
         std::cerr << "dlock: " << err.message << "\n";
         return exit_status::usage;
     }

@@ -1,8 +1,9 @@
 #include "cli/options.hpp"
-#include "cli/exit_status.hpp"
-#include "redis/node_list.hpp"
 
 #include <dlock/lock.hpp>
+
+#include "cli/exit_status.hpp"
+#include "redis/node_list.hpp"
 
 #include <boost/json.hpp>
 
@@ -27,10 +28,12 @@ struct flag_spec {
 };
 
 constexpr flag_spec flags[] = {
-    {"--url", true, "rse"},      {"--config", true, "rse"},      {"--prefix", true, "rse"},
-    {"--lease", true, "r"},      {"--wait", true, "r"},           {"--no-watchdog", false, "r"},
-    {"--grace", true, "r"},      {"--conflict-exit-code", true, "r"}, {"--json", false, "s"},
-    {"--force", false, "e"},     {"--verbose", false, "rse"}, {"--cluster", false, "rse"},
+    {"--url", true, "rse"},      {"--config", true, "rse"},
+    {"--prefix", true, "rse"},   {"--lease", true, "r"},
+    {"--wait", true, "r"},       {"--no-watchdog", false, "r"},
+    {"--grace", true, "r"},      {"--conflict-exit-code", true, "r"},
+    {"--json", false, "s"},      {"--force", false, "e"},
+    {"--verbose", false, "rse"}, {"--cluster", false, "rse"},
 };
 
 char command_letter(command c)
@@ -78,8 +81,7 @@ bool within_max(std::string_view what, const std::string& text, std::chrono::mil
     return true;
 }
 
-bool bounded_duration(std::string_view what, const std::string& text, std::chrono::milliseconds& out,
-                      parse_error& err)
+bool bounded_duration(std::string_view what, const std::string& text, std::chrono::milliseconds& out, parse_error& err)
 {
     std::chrono::milliseconds d{};
     if (!duration(what, text, d, err) || !within_max(what, text, d, err))
@@ -180,8 +182,9 @@ bool apply_file(const std::string& path, const std::string& text, const std::map
             if (!flag_set("--conflict-exit-code"))
                 out.conflict_exit_code = static_cast<int>(v.as_int64());
         } else {
-            return fail(err, path + ": unknown field \"" + key +
-                                 "\" (known: url, cluster, redis, prefix, lease, wait, watchdog, grace, conflict_exit_code)");
+            return fail(
+                err, path + ": unknown field \"" + key +
+                         "\" (known: url, cluster, redis, prefix, lease, wait, watchdog, grace, conflict_exit_code)");
         }
     }
     return true;
@@ -202,10 +205,14 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
             out.help_topic = args[1];
         return true;
     }
-    if (c == "run") out.cmd = command::run;
-    else if (c == "status") out.cmd = command::status;
-    else if (c == "release") out.cmd = command::release;
-    else return fail(err, "unknown command '" + c + "': expected run, status or release (try dlock --help)");
+    if (c == "run")
+        out.cmd = command::run;
+    else if (c == "status")
+        out.cmd = command::status;
+    else if (c == "release")
+        out.cmd = command::release;
+    else
+        return fail(err, "unknown command '" + c + "': expected run, status or release (try dlock --help)");
 
     // Pass 1: collect flags, the name and the command line.
     std::map<std::string, std::string> set;
@@ -260,7 +267,8 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
         return fail(err, std::string(command_name(out.cmd)) + ": missing lock NAME");
     if (positional.size() > 1) {
         if (out.cmd == command::run)
-            return fail(err, "run: unexpected '" + positional[1] + "' before '--' (usage: dlock run NAME -- COMMAND...)");
+            return fail(err,
+                        "run: unexpected '" + positional[1] + "' before '--' (usage: dlock run NAME -- COMMAND...)");
         return fail(err, std::string(command_name(out.cmd)) + ": unexpected argument '" + positional[1] + "'");
     }
     out.name = positional[0];
@@ -293,10 +301,14 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
         if (out.url != before)
             url_from = config_path + ": \"url\"";
     }
-    if (set.count("--url")) out.url = set["--url"];
-    if (set.count("--prefix")) out.prefix = set["--prefix"];
-    if (set.count("--lease") && !bounded_duration("--lease", set["--lease"], out.lease, err)) return false;
-    if (set.count("--grace") && !bounded_duration("--grace", set["--grace"], out.grace, err)) return false;
+    if (set.count("--url"))
+        out.url = set["--url"];
+    if (set.count("--prefix"))
+        out.prefix = set["--prefix"];
+    if (set.count("--lease") && !bounded_duration("--lease", set["--lease"], out.lease, err))
+        return false;
+    if (set.count("--grace") && !bounded_duration("--grace", set["--grace"], out.grace, err))
+        return false;
     if (set.count("--wait")) {
         std::chrono::milliseconds d{};
         if (!duration("--wait", set["--wait"], d, err))
@@ -306,7 +318,8 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
     // A wait too long for any deadline is no limit: "wait forever", never "held elsewhere".
     if (out.wait && *out.wait > lock::unlimited_after)
         out.wait.reset();
-    if (set.count("--no-watchdog")) out.watchdog = false;
+    if (set.count("--no-watchdog"))
+        out.watchdog = false;
     if (set.count("--conflict-exit-code") &&
         !exit_code("--conflict-exit-code", set["--conflict-exit-code"], out.conflict_exit_code, err))
         return false;

@@ -2,9 +2,9 @@
 // the config file, so every rule is unit-tested.
 #pragma once
 
-#include "cli/exit_status.hpp"
-
 #include <dlock/redis/config.hpp>
+
+#include "cli/exit_status.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -15,11 +15,21 @@
 
 namespace dlock::cli {
 
-enum class command { none, run, status, release, help };
+enum class command {
+    none,
+    run,
+    status,
+    release,
+    help
+};
 
 /// Which store: one Redis (direct or through Sentinel), Redlock over several independent
 /// masters (a URL list), or a Redis Cluster (--cluster; the URLs are seeds).
-enum class topology { single, redlock, cluster };
+enum class topology {
+    single,
+    redlock,
+    cluster
+};
 
 /// The longest --lease or --grace. Redis refuses expiry times that overflow its 64-bit
 /// millisecond clock; 2^46 ms (about 2,230 years) stays far from that and from any timer's.
@@ -27,10 +37,10 @@ inline constexpr std::chrono::milliseconds max_duration{std::int64_t(1) << 46};
 
 struct options {
     command cmd = command::none;
-    std::string name;                     ///< lock name (run, status, release)
-    std::vector<std::string> argv;        ///< run: the command and its arguments
+    std::string name;                            ///< lock name (run, status, release)
+    std::vector<std::string> argv;               ///< run: the command and its arguments
     std::string url = "redis://127.0.0.1:6379";  ///< one URL, or a comma-separated list
-    std::vector<redis::config> servers;   ///< parsed from url (+ "redis" in the config file)
+    std::vector<redis::config> servers;          ///< parsed from url (+ "redis" in the config file)
     dlock::cli::topology topology = topology::single;
     std::string prefix = "dlock";
     std::chrono::milliseconds lease{30'000};
@@ -38,12 +48,12 @@ struct options {
     /// count in milliseconds); 0: one try
     std::optional<std::chrono::milliseconds> wait;
     bool watchdog = true;
-    std::chrono::milliseconds grace{10'000};        ///< SIGTERM → SIGKILL after a lost lease
+    std::chrono::milliseconds grace{10'000};  ///< SIGTERM → SIGKILL after a lost lease
     int conflict_exit_code = exit_status::conflict;
-    bool force = false;                   ///< release
-    bool json = false;                    ///< status
+    bool force = false;  ///< release
+    bool json = false;   ///< status
     bool verbose = false;
-    std::string help_topic;               ///< help: "", "run", "status" or "release"
+    std::string help_topic;  ///< help: "", "run", "status" or "release"
 };
 
 struct parse_error {

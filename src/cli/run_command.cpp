@@ -1,10 +1,10 @@
 // `dlock run NAME -- COMMAND`: acquire, run the command under the lease, release.
+#include <dlock/error.hpp>
+#include <dlock/registry.hpp>
+
 #include "cli/child_process.hpp"
 #include "cli/commands.hpp"
 #include "cli/exit_status.hpp"
-
-#include <dlock/error.hpp>
-#include <dlock/registry.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -233,10 +233,11 @@ asio::awaitable<int> run_command(const options& o, store& st)
     if (o.verbose)
         std::cerr << "dlock: acquired '" << o.name << "', fencing token " << g.fencing_token() << "\n";
 
-    auto sp = spawn(o.argv,
-                    environment_with({"DLOCK_NAME=" + o.name, "DLOCK_FENCING_TOKEN=" + std::to_string(g.fencing_token()),
-                                      "DLOCK_LEASE_MS=" + std::to_string(o.lease.count())}),
-                    sigs.previous_mask, sigs.ignored);
+    auto sp =
+        spawn(o.argv,
+              environment_with({"DLOCK_NAME=" + o.name, "DLOCK_FENCING_TOKEN=" + std::to_string(g.fencing_token()),
+                                "DLOCK_LEASE_MS=" + std::to_string(o.lease.count())}),
+              sigs.previous_mask, sigs.ignored);
     if (sp.pid < 0) {
         co_await g.release(use_tuple);
         std::cerr << "dlock: cannot run '" << o.argv[0] << "': " << std::strerror(sp.error) << "\n";

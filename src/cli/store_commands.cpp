@@ -13,7 +13,10 @@ namespace dlock::cli {
 namespace asio = boost::asio;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
-std::string store_name(const options& o) { return o.prefix.empty() ? o.name : o.prefix + ":" + o.name; }
+std::string store_name(const options& o)
+{
+    return o.prefix.empty() ? o.name : o.prefix + ":" + o.name;
+}
 
 asio::awaitable<int> connect_or_explain(const options&, store& st)
 {
@@ -85,8 +88,9 @@ asio::awaitable<int> release_command(const options& o, store& st)
         std::cerr << "dlock: release of '" << o.name << "' failed: " << ec.message() << "\n";
         co_return exit_status::unavailable;
     }
-    std::cout << o.name << (was_held ? ": released (it was held; its holder loses it at its next renewal)\n"
-                                     : ": was not held\n");
+    std::cout << o.name
+              << (was_held ? ": released (it was held; its holder loses it at its next renewal)\n"
+                           : ": was not held\n");
     co_return exit_status::ok;
 }
 

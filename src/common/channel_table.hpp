@@ -65,7 +65,7 @@ public:
 private:
     struct entry {
         std::vector<watcher_id> watchers;
-        int pending = 0;             // SUBSCRIBEs sent whose confirmation has not arrived
+        int pending = 0;  // SUBSCRIBEs sent whose confirmation has not arrived
         bool confirmed = false;
         bool was_confirmed = false;  // confirmed before: the next confirmation is a resync
     };

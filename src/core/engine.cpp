@@ -276,12 +276,11 @@ void engine::perform(fsm_action& a, bool from_io)
         if (!store_alive())
             return;
         r.request_sent();
-        r.st.async_renew(lease_key{store_name_, a.token, a.ref}, r.cfg.lease,
-                         [self](error_code ec, renew_result res) {
-                             self->reg_->request_done();
-                             self->fsm_.on_renew_done(ec, res, clock_type::now());
-                             self->feed(true);
-                         });
+        r.st.async_renew(lease_key{store_name_, a.token, a.ref}, r.cfg.lease, [self](error_code ec, renew_result res) {
+            self->reg_->request_done();
+            self->fsm_.on_renew_done(ec, res, clock_type::now());
+            self->feed(true);
+        });
         return;
     case act::release:
         if (a.at > clock_type::now()) {

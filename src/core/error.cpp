@@ -17,26 +17,32 @@ public:
         case error::timeout: return "operation timed out; raise the timeout or check the server's load";
         case error::protocol_error: return "server sent invalid RESP data; the connection was reset";
         case error::auth_failed: return "authentication failed: check the user name and password";
-        case error::connect_failed: return "could not connect: check host, port or socket path and that the server runs";
+        case error::connect_failed:
+            return "could not connect: check host, port or socket path and that the server runs";
         case error::resolve_failed: return "could not resolve the host name";
-        case error::tls_failed: return "TLS handshake failed: check the CA file, certificates and that the server speaks TLS";
+        case error::tls_failed:
+            return "TLS handshake failed: check the CA file, certificates and that the server speaks TLS";
         case error::server_error: return "the server answered with an error reply (see the response for its text)";
         case error::handshake_failed: return "connection setup rejected by the server (SELECT or CLIENT SETNAME)";
         case error::closed: return "the object was closed while the operation was pending";
-        case error::invalid_url: return "invalid URL: expected redis://[user:password@]host[:port][/db], rediss://... or unix:///path";
+        case error::invalid_url:
+            return "invalid URL: expected redis://[user:password@]host[:port][/db], rediss://... or unix:///path";
         case error::unsupported_scheme: return "unsupported URL scheme: use redis://, rediss:// or unix://";
         case error::invalid_port: return "invalid port: expected a number from 1 to 65535";
         case error::invalid_database: return "invalid database: expected a non-negative integer";
         case error::invalid_option: return "invalid configuration option: unknown name or bad value";
-        case error::invalid_duration: return "invalid duration: expected a number with unit ms, s, m or h (e.g. 500ms, 30s)";
+        case error::invalid_duration:
+            return "invalid duration: expected a number with unit ms, s, m or h (e.g. 500ms, 30s)";
         case error::invalid_request: return "invalid request or unexpected reply shape";
-        case error::invalid_name: return "invalid lock name: must be non-empty and within the configured maximum length";
+        case error::invalid_name:
+            return "invalid lock name: must be non-empty and within the configured maximum length";
         case error::invalid_lease: return "invalid lease: must be positive and well above the store round-trip time";
         case error::lock_lost: return "the lock's lease was lost (expired or taken) before it was released";
         case error::would_block: return "the lock is held elsewhere";
         case error::not_held: return "the guard holds no lock";
         case error::no_quorum:
-            return "too few lock nodes answered to form a majority: check that most of the Redis nodes are up and reachable";
+            return "too few lock nodes answered to form a majority: check that most of the Redis nodes are up and "
+                   "reachable";
         case error::not_replicated:
             return "too few replicas acknowledged the lock in time: check the replicas, or lower wait_replicas";
         case error::permission_denied:
@@ -68,8 +74,7 @@ bool is_transient(const boost::system::error_code& ec) noexcept
     case error::resolve_failed:
     case error::no_quorum:
     case error::not_replicated:
-    case error::server_busy:
-        return true;
+    case error::server_busy: return true;
     default: return false;
     }
 }

@@ -35,8 +35,7 @@ const std::string& lock::diagnostics() const noexcept
     return e_ ? e_->diagnostics() : empty;
 }
 
-void lock::acquire_impl(owner o, mode m, std::chrono::milliseconds d,
-                        asio::any_completion_handler<acquire_signature> h)
+void lock::acquire_impl(owner o, mode m, std::chrono::milliseconds d, asio::any_completion_handler<acquire_signature> h)
 {
     std::optional<std::chrono::milliseconds> limit;
     if (m == mode::bounded)
@@ -82,7 +81,10 @@ guard::~guard()
         h_->eng->release(h_, {}, true);
 }
 
-bool guard::owns_lock() const noexcept { return h_ && h_->active; }
+bool guard::owns_lock() const noexcept
+{
+    return h_ && h_->active;
+}
 
 const std::string& guard::name() const noexcept
 {
@@ -90,7 +92,10 @@ const std::string& guard::name() const noexcept
     return h_ ? h_->eng->name() : empty;
 }
 
-std::uint64_t guard::fencing_token() const noexcept { return h_ ? h_->fence : 0; }
+std::uint64_t guard::fencing_token() const noexcept
+{
+    return h_ ? h_->fence : 0;
+}
 
 std::chrono::steady_clock::time_point guard::valid_until() const noexcept
 {
@@ -104,9 +109,15 @@ bool guard::is_lost() const noexcept
     return h_ && (h_->eng->is_lost(*h_) || (h_->active && std::chrono::steady_clock::now() >= valid_until()));
 }
 
-dlock::owner guard::owner() const noexcept { return dlock::owner(h_ ? h_->owner : 0); }
+dlock::owner guard::owner() const noexcept
+{
+    return dlock::owner(h_ ? h_->owner : 0);
+}
 
-asio::cancellation_slot guard::lost_slot() noexcept { return h_ ? h_->lost.slot() : asio::cancellation_slot(); }
+asio::cancellation_slot guard::lost_slot() noexcept
+{
+    return h_ ? h_->lost.slot() : asio::cancellation_slot();
+}
 
 void guard::wait_lost_impl(asio::any_completion_handler<void(error_code)> h)
 {

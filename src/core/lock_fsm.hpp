@@ -55,15 +55,15 @@ struct fsm_action {
         event,             ///< lock_config::on_event(kind, fence)
     };
     type t{};
-    std::string token{};  ///< attempt, watch, renew, release
-    std::string ref{};    ///< renew, release: the store's lease reference
-    bool queue = false;          ///< attempt
-    std::uint64_t id = 0;        ///< complete_waiter, complete_release, release (0: nobody waits for it)
-    std::uint64_t hold = 0;      ///< complete_waiter with a hold
-    std::uint64_t fence = 0;     ///< complete_waiter, event
+    std::string token{};      ///< attempt, watch, renew, release
+    std::string ref{};        ///< renew, release: the store's lease reference
+    bool queue = false;       ///< attempt
+    std::uint64_t id = 0;     ///< complete_waiter, complete_release, release (0: nobody waits for it)
+    std::uint64_t hold = 0;   ///< complete_waiter with a hold
+    std::uint64_t fence = 0;  ///< complete_waiter, event
     boost::system::error_code ec{};
-    time_point at{};             ///< set_timer
-    lock_event_kind kind{};      ///< event
+    time_point at{};         ///< set_timer
+    lock_event_kind kind{};  ///< event
 };
 
 /// The phase of the name's store conversation (see docs/ARCHITECTURE.md for the table).
@@ -121,10 +121,10 @@ private:
         std::uint64_t id;
         std::uint64_t owner;
         bool try_once;
-        std::uint64_t seen_from;    // attempts sent before it came
+        std::uint64_t seen_from;  // attempts sent before it came
         time_point started;
-        bool expired = false;       // its bound passed: ends at the next failed attempt
-        bool attempted = false;     // an attempt sent after it came has been answered
+        bool expired = false;    // its bound passed: ends at the next failed attempt
+        bool attempted = false;  // an attempt sent after it came has been answered
     };
     struct lease_state {
         std::string token, ref;
@@ -148,11 +148,11 @@ private:
     struct wait_state {
         bool watching = false;
         bool ready = false;
-        std::string token;                // direct hand-off: one token for the whole wait
+        std::string token;                       // direct hand-off: one token for the whole wait
         std::optional<time_point> queued_since;  // send time of its first queued attempt
         std::optional<grant_notice> grant;       // came while an attempt was in flight
-        bool sleeping = false;  // until the timer or a notification
-        bool notified = false;  // an event came while an attempt was in flight
+        bool sleeping = false;                   // until the timer or a notification
+        bool notified = false;                   // an event came while an attempt was in flight
     };
     struct release_state {
         std::uint64_t id;
@@ -163,7 +163,7 @@ private:
 
     void push(fsm_action a) { actions_.push_back(std::move(a)); }
     void set_timer(time_point at);
-    void observe(time_point now);  // a lease past its deadline is lost, whoever notices first
+    void observe(time_point now);   // a lease past its deadline is lost, whoever notices first
     void schedule(time_point now);  // the one place that starts the next store step
     void start_attempt(time_point now);
     void start_watch();
@@ -193,7 +193,7 @@ private:
 
     std::deque<waiter_entry> waiters_;
     std::vector<std::pair<std::uint64_t, std::uint64_t>> holds_;  // (hold id, owner)
-    std::uint64_t holder_ = 0;                                     // owner of the holds
+    std::uint64_t holder_ = 0;                                    // owner of the holds
 
     std::optional<lease_state> lease_;
     std::optional<attempt_state> attempt_;

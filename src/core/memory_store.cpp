@@ -122,7 +122,10 @@ store_traits memory_store::traits() const noexcept
     return t;
 }
 
-std::string memory_store::describe() const { return impl_->direct ? "memory (direct hand-off)" : "memory"; }
+std::string memory_store::describe() const
+{
+    return impl_->direct ? "memory (direct hand-off)" : "memory";
+}
 
 std::size_t memory_store::queued(const std::string& name) const
 {
@@ -137,7 +140,10 @@ void memory_store::fail_next(error_code ec, std::string text, unsigned count)
     impl_->fail_count = count;
 }
 
-asio::any_io_executor memory_store::get_executor() const { return impl_->ex; }
+asio::any_io_executor memory_store::get_executor() const
+{
+    return impl_->ex;
+}
 
 std::size_t memory_store::size() const
 {
@@ -147,7 +153,10 @@ std::size_t memory_store::size() const
     return n;
 }
 
-void memory_store::expire_now(const std::string& name) { impl_->leases.erase(name); }
+void memory_store::expire_now(const std::string& name)
+{
+    impl_->leases.erase(name);
+}
 
 void memory_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
@@ -281,6 +290,9 @@ store::watch_id memory_store::watch(const std::string& name, const std::string& 
     return id;
 }
 
-void memory_store::unwatch(watch_id id) { impl_->watchers.erase(id); }
+void memory_store::unwatch(watch_id id)
+{
+    impl_->watchers.erase(id);
+}
 
 }  // namespace dlock

@@ -24,10 +24,22 @@ lock registry::obtain(std::string_view name)
     return lock(std::move(e));
 }
 
-const lock_config& registry::config() const noexcept { return state_->cfg; }
-const lock_stats& registry::stats() const noexcept { return state_->stats; }
-std::size_t registry::size() const noexcept { return state_->engines.size(); }
-std::size_t registry::in_flight() const noexcept { return state_->in_flight; }
+const lock_config& registry::config() const noexcept
+{
+    return state_->cfg;
+}
+const lock_stats& registry::stats() const noexcept
+{
+    return state_->stats;
+}
+std::size_t registry::size() const noexcept
+{
+    return state_->engines.size();
+}
+std::size_t registry::in_flight() const noexcept
+{
+    return state_->in_flight;
+}
 
 void registry::drain_impl(boost::asio::any_completion_handler<void(boost::system::error_code)> h)
 {
@@ -42,7 +54,8 @@ void registry::drain_impl(boost::asio::any_completion_handler<void(boost::system
         std::weak_ptr<boost::asio::any_completion_handler<void(boost::system::error_code)>> wd = d;
         slot.assign([wd, ex](boost::asio::cancellation_type) {
             if (auto d = wd.lock(); d && *d)
-                detail::post_completion(ex, std::move(*d), boost::system::error_code(boost::asio::error::operation_aborted));
+                detail::post_completion(ex, std::move(*d),
+                                        boost::system::error_code(boost::asio::error::operation_aborted));
         });
     }
 }

@@ -48,7 +48,10 @@ const reply* field(const reply& m, std::string_view key)
 
 }  // namespace
 
-std::string node_address::to_string() const { return host + ":" + std::to_string(port); }
+std::string node_address::to_string() const
+{
+    return host + ":" + std::to_string(port);
+}
 
 std::optional<node_address> parse_address(std::string_view text, std::string_view fallback_host)
 {
@@ -71,7 +74,10 @@ std::optional<node_address> parse_address(std::string_view text, std::string_vie
 
 // ---- slot_map ----
 
-slot_map::slot_map() { owner_.fill(none); }
+slot_map::slot_map()
+{
+    owner_.fill(none);
+}
 
 const node_address* slot_map::master_of(unsigned slot) const noexcept
 {
@@ -127,7 +133,10 @@ std::vector<node_address> slot_map::masters() const
     return out;
 }
 
-unsigned slot_map::covered() const noexcept { return covered_; }
+unsigned slot_map::covered() const noexcept
+{
+    return covered_;
+}
 
 // ---- topology replies ----
 
@@ -250,8 +259,7 @@ redirect parse_redirect(std::string_view text, std::string_view from_host)
     return out;
 }
 
-step next_step(boost::system::error_code ec, const reply& r, const node_address& from, int attempts,
-               int max_attempts)
+step next_step(boost::system::error_code ec, const reply& r, const node_address& from, int attempts, int max_attempts)
 {
     step s;
     if (!ec)

@@ -1,18 +1,18 @@
-#include <dlock/redis/cluster_store.hpp>
 #include <dlock/error.hpp>
+#include <dlock/redis/cluster_store.hpp>
 #include <dlock/redis/connection.hpp>
 #include <dlock/redis/store.hpp>
 
 #include "common/backoff.hpp"
 #include "common/channel_table.hpp"
 #include "common/post_completion.hpp"
-#include "redis/cluster_slots.hpp"
 #include "redis/cluster_scripts.hpp"
+#include "redis/cluster_slots.hpp"
 #include "redis/describe.hpp"
 #include "redis/eval_request.hpp"
 #include "redis/keys.hpp"
-#include "redis/script_replies.hpp"
 #include "redis/redis_scripts.hpp"
+#include "redis/script_replies.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -38,7 +38,14 @@ using redis::detail::step_kind;
 
 namespace {
 
-enum script_id : std::size_t { s_acquire, s_renew, s_release, s_force_release, s_status, s_count };
+enum script_id : std::size_t {
+    s_acquire,
+    s_renew,
+    s_release,
+    s_force_release,
+    s_status,
+    s_count
+};
 
 using reply_handler = asio::any_completion_handler<void(error_code, reply)>;
 
@@ -59,10 +66,10 @@ using detail::as_int;
 
 struct cluster_store::impl : std::enable_shared_from_this<impl> {
     impl(asio::any_io_executor e, std::vector<redis::config> s, std::string n, cluster_options o)
-        : ex(e), seeds(std::move(s)), ns(std::move(n)), opts(o), retry_timer(e),
-          scripts{redis::script(dlock::scripts::acquire), redis::script(dlock::scripts::renew),
-                  redis::script(cluster_scripts::release), redis::script(cluster_scripts::force_release),
-                  redis::script(dlock::scripts::status)}
+        : ex(e), seeds(std::move(s)), ns(std::move(n)), opts(o),
+          retry_timer(e), scripts{redis::script(dlock::scripts::acquire), redis::script(dlock::scripts::renew),
+                                  redis::script(cluster_scripts::release),
+                                  redis::script(cluster_scripts::force_release), redis::script(dlock::scripts::status)}
     {
         if (seeds.empty())
             seeds.emplace_back();
@@ -295,14 +302,16 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
         if (!have_map) {
             // The first read of the topology; every operation waiting for it goes on after.
             std::weak_ptr<impl> weak = weak_from_this();
-            return request_refresh([weak, o, ex = ex](error_code ec) mutable {
-                auto s = weak.lock();
-                if (!s)
-                    return post_completion(ex, std::move(o->h), error_code(error::closed), reply{});
-                if (ec && !s->have_map)
-                    return post_completion(ex, std::move(o->h), ec, reply{});
-                s->send(std::move(o));
-            }, false);
+            return request_refresh(
+                [weak, o, ex = ex](error_code ec) mutable {
+                    auto s = weak.lock();
+                    if (!s)
+                        return post_completion(ex, std::move(o->h), error_code(error::closed), reply{});
+                    if (ec && !s->have_map)
+                        return post_completion(ex, std::move(o->h), ec, reply{});
+                    s->send(std::move(o));
+                },
+                false);
         }
         send(std::move(o));
     }
@@ -353,9 +362,8 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
         auto slot = asio::get_associated_cancellation_slot(h);
         std::weak_ptr<impl> weak = weak_from_this();
         cmd_conn(at).async_exec(
-            call->first(false),
-            asio::bind_cancellation_slot(slot, [weak, at, slot, call, h = std::move(h)](error_code ec,
-                                                                                     redis::response resp) mutable {
+            call->first(false), asio::bind_cancellation_slot(slot, [weak, at, slot, call, h = std::move(h)](
+                                                                       error_code ec, redis::response resp) mutable {
                 auto [e, out] = call->take_reply(ec, resp);
                 if (!redis::detail::is_noscript(e, out))
                     return std::move(h)(e, std::move(out));
@@ -363,11 +371,11 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
                 if (!s || s->closed)
                     return std::move(h)(error::closed, reply{});
                 s->cmd_conn(at).async_exec(
-                    call->reload(), asio::bind_cancellation_slot(slot, [call, h = std::move(h)](
-                                                                           error_code ec, redis::response resp) mutable {
-                        auto [e, out] = call->take_reply(ec, resp);
-                        std::move(h)(e, std::move(out));
-                    }));
+                    call->reload(), asio::bind_cancellation_slot(
+                                        slot, [call, h = std::move(h)](error_code ec, redis::response resp) mutable {
+                                            auto [e, out] = call->take_reply(ec, resp);
+                                            std::move(h)(e, std::move(out));
+                                        }));
             }));
     }
 
@@ -378,9 +386,7 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
             request_refresh();
         switch (s.kind) {
         case step_kind::done: return std::move(o->h)(ec, std::move(r));
-        case step_kind::fail:
-            ++st.redirect_failures;
-            return std::move(o->h)(s.ec, std::move(r));
+        case step_kind::fail: ++st.redirect_failures; return std::move(o->h)(s.ec, std::move(r));
         case step_kind::retry_moved:
             ++st.moved;
             if (map.assign(o->slot, s.target))
@@ -481,8 +487,8 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
                 return;  // a late answer from a master the channel has left
             auto c = table.on_confirm(channel);
             if (c.kind != detail::channel_table::confirm_kind::none)
-                tell(c.watchers, c.kind == detail::channel_table::confirm_kind::resync ? watch_event::resync
-                                                                                       : watch_event::ready);
+                tell(c.watchers,
+                     c.kind == detail::channel_table::confirm_kind::resync ? watch_event::resync : watch_event::ready);
         } else if (kind == "sunsubscribe") {
             // Ours come before the re-subscribe that follows them (pending > 0); one with
             // nothing pending is the server dropping the channel as its slot moved away.
@@ -552,15 +558,36 @@ cluster_store::cluster_store(asio::any_io_executor ex, redis::config seed, std::
 {
 }
 
-cluster_store::~cluster_store() { impl_->close(); }
+cluster_store::~cluster_store()
+{
+    impl_->close();
+}
 
-asio::any_io_executor cluster_store::get_executor() const { return impl_->ex; }
-void cluster_store::close() { impl_->close(); }
-const cluster_stats& cluster_store::stats() const noexcept { return impl_->st; }
+asio::any_io_executor cluster_store::get_executor() const
+{
+    return impl_->ex;
+}
+void cluster_store::close()
+{
+    impl_->close();
+}
+const cluster_stats& cluster_store::stats() const noexcept
+{
+    return impl_->st;
+}
 
-std::string cluster_store::lock_key(const std::string& name) const { return impl_->names(name).lock(); }
-std::string cluster_store::fence_key(const std::string& name) const { return impl_->names(name).fence(); }
-std::string cluster_store::channel(const std::string& name) const { return impl_->names(name).released(); }
+std::string cluster_store::lock_key(const std::string& name) const
+{
+    return impl_->names(name).lock();
+}
+std::string cluster_store::fence_key(const std::string& name) const
+{
+    return impl_->names(name).fence();
+}
+std::string cluster_store::channel(const std::string& name) const
+{
+    return impl_->names(name).released();
+}
 
 std::string cluster_store::master_of(const std::string& name) const
 {
@@ -577,7 +604,10 @@ std::vector<std::string> cluster_store::masters() const
 }
 
 // Connecting is reading the slot map from some seed.
-void cluster_store::do_connect(asio::any_completion_handler<connect_signature> h) { refresh_impl(std::move(h)); }
+void cluster_store::do_connect(asio::any_completion_handler<connect_signature> h)
+{
+    refresh_impl(std::move(h));
+}
 
 void cluster_store::refresh_impl(asio::any_completion_handler<void(error_code)> h)
 {
@@ -600,9 +630,8 @@ std::shared_ptr<op> make_op(script_id sid, unsigned slot, std::vector<std::strin
     o->args = std::move(args);
     o->cslot = asio::get_associated_cancellation_slot(h);
     // Never move-assign an any_completion_handler (Asio 1.26 recurses): swap it in.
-    detail::assign_handler(o->h, reply_handler([h = std::move(h), map](error_code ec, reply r) mutable {
-                               map(std::move(h), ec, r);
-                           }));
+    detail::assign_handler(
+        o->h, reply_handler([h = std::move(h), map](error_code ec, reply r) mutable { map(std::move(h), ec, r); }));
     return o;
 }
 

@@ -29,8 +29,10 @@ bool parse_int(std::string_view s, Int& out)
 
 bool parse_bool(std::string_view s, bool& out)
 {
-    if (s == "true" || s == "1" || s == "yes") return out = true, true;
-    if (s == "false" || s == "0" || s == "no") return out = false, true;
+    if (s == "true" || s == "1" || s == "yes")
+        return out = true, true;
+    if (s == "false" || s == "0" || s == "no")
+        return out = false, true;
     return false;
 }
 
@@ -66,9 +68,12 @@ std::size_t userinfo_end(std::string_view url, std::size_t authority)
 
 int hex_digit(char c)
 {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
     return -1;
 }
 
@@ -106,20 +111,32 @@ bool apply_option(std::string_view key, std::string_view value, config& out, con
                             "': expected a duration such as 500ms, 5s or 2m");
         return true;
     };
-    if (key == "connect_timeout") return duration(out.connect_timeout);
-    if (key == "request_timeout") return duration(out.request_timeout);
-    if (key == "reconnect_min") return duration(out.reconnect_min);
-    if (key == "reconnect_max") return duration(out.reconnect_max);
-    if (key == "client_name") return out.client_name = value, true;
-    if (key == "sentinel_username") return out.sentinel.username = value, true;
-    if (key == "sentinel_password") return out.sentinel.password = value, true;
-    if (key == "db" || key == "database") return parse_db(value, out, err);
-    if (key == "tls_ca_file") return out.tls_ca_file = value, true;
-    if (key == "tls_cert_file") return out.tls_cert_file = value, true;
-    if (key == "tls_key_file") return out.tls_key_file = value, true;
+    if (key == "connect_timeout")
+        return duration(out.connect_timeout);
+    if (key == "request_timeout")
+        return duration(out.request_timeout);
+    if (key == "reconnect_min")
+        return duration(out.reconnect_min);
+    if (key == "reconnect_max")
+        return duration(out.reconnect_max);
+    if (key == "client_name")
+        return out.client_name = value, true;
+    if (key == "sentinel_username")
+        return out.sentinel.username = value, true;
+    if (key == "sentinel_password")
+        return out.sentinel.password = value, true;
+    if (key == "db" || key == "database")
+        return parse_db(value, out, err);
+    if (key == "tls_ca_file")
+        return out.tls_ca_file = value, true;
+    if (key == "tls_cert_file")
+        return out.tls_cert_file = value, true;
+    if (key == "tls_key_file")
+        return out.tls_key_file = value, true;
     if (key == "tls_verify") {
         if (!parse_bool(value, out.tls_verify))
-            return fail(err, error::invalid_option, "option 'tls_verify' = '" + std::string(value) + "': expected true or false");
+            return fail(err, error::invalid_option,
+                        "option 'tls_verify' = '" + std::string(value) + "': expected true or false");
         return true;
     }
     return fail(err, error::invalid_option, "unknown option '" + std::string(key) + "'");
@@ -137,11 +154,16 @@ bool parse_duration(std::string_view text, std::chrono::milliseconds& out)
         return false;
     std::string_view unit = text.substr(digits);
     long long scale = 0;
-    if (unit.empty() || unit == "ms") scale = 1;
-    else if (unit == "s") scale = 1000;
-    else if (unit == "m") scale = 60'000;
-    else if (unit == "h") scale = 3'600'000;
-    else return false;
+    if (unit.empty() || unit == "ms")
+        scale = 1;
+    else if (unit == "s")
+        scale = 1000;
+    else if (unit == "m")
+        scale = 60'000;
+    else if (unit == "h")
+        scale = 3'600'000;
+    else
+        return false;
     if (n > std::numeric_limits<long long>::max() / scale)
         return false;
     out = std::chrono::milliseconds(n * scale);
@@ -186,11 +208,13 @@ static bool parse_sentinel_node(std::string_view text, std::string_view url, sen
     if (!text.empty() && text.front() == '[') {
         auto close = text.find(']');
         if (close == std::string_view::npos)
-            return fail(err, error::invalid_url, "URL '" + redact_url(url) + "': unclosed '[' in sentinel '" + std::string(text) + "'");
+            return fail(err, error::invalid_url,
+                        "URL '" + redact_url(url) + "': unclosed '[' in sentinel '" + std::string(text) + "'");
         host = text.substr(1, close - 1);
         if (close + 1 < text.size()) {
             if (text[close + 1] != ':')
-                return fail(err, error::invalid_url, "URL '" + redact_url(url) + "': bad sentinel '" + std::string(text) + "'");
+                return fail(err, error::invalid_url,
+                            "URL '" + redact_url(url) + "': bad sentinel '" + std::string(text) + "'");
             port = text.substr(close + 2);
         }
     } else if (auto colon = text.find(':'); colon != std::string_view::npos) {
@@ -198,7 +222,8 @@ static bool parse_sentinel_node(std::string_view text, std::string_view url, sen
         port = text.substr(colon + 1);
     }
     if (host.empty())
-        return fail(err, error::invalid_url, "URL '" + redact_url(url) + "': empty sentinel host in '" + std::string(text) + "'");
+        return fail(err, error::invalid_url,
+                    "URL '" + redact_url(url) + "': empty sentinel host in '" + std::string(text) + "'");
     out.host = std::string(host);
     if (!port.empty()) {
         config tmp;
@@ -236,12 +261,14 @@ static bool parse_sentinel_url(std::string_view text, config& out, config_error&
     std::string_view path = tail.substr(0, tail.find_first_of("?#"));
     std::string_view query = tail.substr(path.size());
     if (path.size() < 2)
-        return fail(err, error::invalid_url, "URL '" + redact_url(text) + "': missing master name (redis+sentinel://host:26379/mymaster)");
+        return fail(err, error::invalid_url,
+                    "URL '" + redact_url(text) + "': missing master name (redis+sentinel://host:26379/mymaster)");
     path.remove_prefix(1);
     std::string_view master = path.substr(0, path.find('/'));
     std::string_view db = master.size() < path.size() ? path.substr(master.size()) : std::string_view();
     if (master.empty())
-        return fail(err, error::invalid_url, "URL '" + redact_url(text) + "': missing master name (redis+sentinel://host:26379/mymaster)");
+        return fail(err, error::invalid_url,
+                    "URL '" + redact_url(text) + "': missing master name (redis+sentinel://host:26379/mymaster)");
     // The master's own address comes from the sentinels; "sentinel" is a placeholder host.
     std::string rebuilt = "redis://sentinel" + std::string(db) + std::string(query);
     config c = out;
@@ -286,8 +313,9 @@ static bool parse_url_parts(std::string_view text, config& out, config_error& er
         // Boost.URL 1.81 reads "h:12ab/3" as port "12" and path "ab/3": reject, naming the port.
         if (!path.empty() && path.front() != '/') {
             if (u.has_port())
-                return fail(err, error::invalid_port, "port '" + std::string(u.port()) + path.substr(0, path.find('/')) +
-                                                          "': expected a number from 1 to 65535");
+                return fail(err, error::invalid_port,
+                            "port '" + std::string(u.port()) + path.substr(0, path.find('/')) +
+                                "': expected a number from 1 to 65535");
             return fail(err, error::invalid_url, "URL '" + redact_url(text) + "': expected '/' after the host");
         }
         if (u.has_port()) {
@@ -328,8 +356,8 @@ bool parse_url(std::string_view text, config& out, config_error& err)
     // in the message (port, database, option) could be pieces of it. Name none of them.
     auto query = text.find('?');
     if (query != std::string_view::npos && text.find('@', query) != std::string_view::npos)
-        err.message = "URL '" + redact_url(text) + "': " + err.code.message() +
-                      " (a '?' in a password must be written %3F)";
+        err.message =
+            "URL '" + redact_url(text) + "': " + err.code.message() + " (a '?' in a password must be written %3F)";
     return false;
 }
 
@@ -352,79 +380,111 @@ bool parse_json(const boost::json::value& v, config& out, config_error& err)
         return true;
     };
     auto duration = [&](const boost::json::value& val, std::string_view key, std::chrono::milliseconds& field) {
-        if (val.is_int64() && val.get_int64() >= 0) return field = std::chrono::milliseconds(val.get_int64()), true;
-        if (val.is_uint64()) return field = std::chrono::milliseconds(val.get_uint64()), true;
-        if (val.is_string() && parse_duration(val.get_string(), field)) return true;
+        if (val.is_int64() && val.get_int64() >= 0)
+            return field = std::chrono::milliseconds(val.get_int64()), true;
+        if (val.is_uint64())
+            return field = std::chrono::milliseconds(val.get_uint64()), true;
+        if (val.is_string() && parse_duration(val.get_string(), field))
+            return true;
         return fail(err, error::invalid_duration,
                     "field '" + std::string(key) + "': expected milliseconds or a duration string such as \"5s\"");
     };
     for (const auto& [key, val] : *obj) {
         std::string_view k = key;
         bool ok = true;
-        if (k == "url") continue;
-        else if (k == "host") { ok = str(val, k, c.host); if (ok && c.kind == transport::unix_socket) c.kind = transport::tcp; }
-        else if (k == "port") {
+        if (k == "url")
+            continue;
+        else if (k == "host") {
+            ok = str(val, k, c.host);
+            if (ok && c.kind == transport::unix_socket)
+                c.kind = transport::tcp;
+        } else if (k == "port") {
             if (!val.is_int64() || val.get_int64() < 1 || val.get_int64() > 65535)
                 return fail(err, error::invalid_port, "field 'port': expected an integer from 1 to 65535");
             c.port = static_cast<std::uint16_t>(val.get_int64());
-        }
-        else if (k == "path") { ok = str(val, k, c.path); c.kind = transport::unix_socket; }
-        else if (k == "username") ok = str(val, k, c.username);
-        else if (k == "password") ok = str(val, k, c.password);
-        else if (k == "client_name") ok = str(val, k, c.client_name);
+        } else if (k == "path") {
+            ok = str(val, k, c.path);
+            c.kind = transport::unix_socket;
+        } else if (k == "username")
+            ok = str(val, k, c.username);
+        else if (k == "password")
+            ok = str(val, k, c.password);
+        else if (k == "client_name")
+            ok = str(val, k, c.client_name);
         else if (k == "database" || k == "db") {
             if (!val.is_int64() || val.get_int64() < 0 || val.get_int64() > std::numeric_limits<int>::max())
-                return fail(err, error::invalid_database, "field '" + std::string(k) + "': expected a non-negative integer");
+                return fail(err, error::invalid_database,
+                            "field '" + std::string(k) + "': expected a non-negative integer");
             c.database = static_cast<int>(val.get_int64());
-        }
-        else if (k == "connect_timeout") ok = duration(val, k, c.connect_timeout);
-        else if (k == "request_timeout") ok = duration(val, k, c.request_timeout);
-        else if (k == "reconnect_min") ok = duration(val, k, c.reconnect_min);
-        else if (k == "reconnect_max") ok = duration(val, k, c.reconnect_max);
+        } else if (k == "connect_timeout")
+            ok = duration(val, k, c.connect_timeout);
+        else if (k == "request_timeout")
+            ok = duration(val, k, c.request_timeout);
+        else if (k == "reconnect_min")
+            ok = duration(val, k, c.reconnect_min);
+        else if (k == "reconnect_max")
+            ok = duration(val, k, c.reconnect_max);
         else if (k == "sentinel") {
             const auto* t = val.if_object();
-            if (!t) return fail(err, error::invalid_option, "field 'sentinel': expected an object");
+            if (!t)
+                return fail(err, error::invalid_option, "field 'sentinel': expected an object");
             for (const auto& [sk, sv] : *t) {
                 std::string_view n = sk;
-                if (n == "master") ok = str(sv, "sentinel.master", c.sentinel.master_name);
-                else if (n == "username") ok = str(sv, "sentinel.username", c.sentinel.username);
-                else if (n == "password") ok = str(sv, "sentinel.password", c.sentinel.password);
+                if (n == "master")
+                    ok = str(sv, "sentinel.master", c.sentinel.master_name);
+                else if (n == "username")
+                    ok = str(sv, "sentinel.username", c.sentinel.username);
+                else if (n == "password")
+                    ok = str(sv, "sentinel.password", c.sentinel.password);
                 else if (n == "nodes") {
                     const auto* arr = sv.if_array();
-                    if (!arr) return fail(err, error::invalid_option, "field 'sentinel.nodes': expected an array of \"host:port\"");
+                    if (!arr)
+                        return fail(err, error::invalid_option,
+                                    "field 'sentinel.nodes': expected an array of \"host:port\"");
                     c.sentinel.nodes.clear();
                     for (const auto& e : *arr) {
-                        if (!e.is_string()) return fail(err, error::invalid_option, "field 'sentinel.nodes': expected strings \"host:port\"");
+                        if (!e.is_string())
+                            return fail(err, error::invalid_option,
+                                        "field 'sentinel.nodes': expected strings \"host:port\"");
                         sentinel_node node;
-                        if (!parse_sentinel_node(e.get_string(), "sentinel.nodes", node, err)) return false;
+                        if (!parse_sentinel_node(e.get_string(), "sentinel.nodes", node, err))
+                            return false;
                         c.sentinel.nodes.push_back(std::move(node));
                     }
-                }
-                else return fail(err, error::invalid_option, "unknown field 'sentinel." + std::string(n) + "'");
-                if (!ok) return false;
+                } else
+                    return fail(err, error::invalid_option, "unknown field 'sentinel." + std::string(n) + "'");
+                if (!ok)
+                    return false;
             }
             if (c.sentinel.master_name.empty() || c.sentinel.nodes.empty())
-                return fail(err, error::invalid_option, "field 'sentinel': needs \"master\" and at least one of \"nodes\"");
-        }
-        else if (k == "tls") {
+                return fail(err, error::invalid_option,
+                            "field 'sentinel': needs \"master\" and at least one of \"nodes\"");
+        } else if (k == "tls") {
             const auto* t = val.if_object();
-            if (!t) return fail(err, error::invalid_option, "field 'tls': expected an object");
+            if (!t)
+                return fail(err, error::invalid_option, "field 'tls': expected an object");
             c.kind = transport::tls;
             for (const auto& [tk, tv] : *t) {
                 std::string_view n = tk;
-                if (n == "ca_file") ok = str(tv, "tls.ca_file", c.tls_ca_file);
-                else if (n == "cert_file") ok = str(tv, "tls.cert_file", c.tls_cert_file);
-                else if (n == "key_file") ok = str(tv, "tls.key_file", c.tls_key_file);
+                if (n == "ca_file")
+                    ok = str(tv, "tls.ca_file", c.tls_ca_file);
+                else if (n == "cert_file")
+                    ok = str(tv, "tls.cert_file", c.tls_cert_file);
+                else if (n == "key_file")
+                    ok = str(tv, "tls.key_file", c.tls_key_file);
                 else if (n == "verify") {
-                    if (!tv.is_bool()) return fail(err, error::invalid_option, "field 'tls.verify': expected true or false");
+                    if (!tv.is_bool())
+                        return fail(err, error::invalid_option, "field 'tls.verify': expected true or false");
                     c.tls_verify = tv.get_bool();
-                }
-                else return fail(err, error::invalid_option, "unknown field 'tls." + std::string(n) + "'");
-                if (!ok) return false;
+                } else
+                    return fail(err, error::invalid_option, "unknown field 'tls." + std::string(n) + "'");
+                if (!ok)
+                    return false;
             }
-        }
-        else return fail(err, error::invalid_option, "unknown field '" + std::string(k) + "'");
-        if (!ok) return false;
+        } else
+            return fail(err, error::invalid_option, "unknown field '" + std::string(k) + "'");
+        if (!ok)
+            return false;
     }
     out = std::move(c);
     return true;

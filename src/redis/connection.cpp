@@ -1,22 +1,22 @@
 #include <dlock/error.hpp>
 #include <dlock/redis/connection.hpp>
 
-#include "redis/eval_request.hpp"
-#include "redis/request_queue.hpp"
-#include "redis/sentinel.hpp"
-#include "redis/stream.hpp"
 #include "common/backoff.hpp"
 #include "common/post_completion.hpp"
+#include "redis/eval_request.hpp"
+#include "redis/request_queue.hpp"
 #include "redis/resp/decoder.hpp"
+#include "redis/sentinel.hpp"
+#include "redis/stream.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/dispatch.hpp>
-#include <boost/asio/deferred.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/post.hpp>
@@ -26,8 +26,8 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
-#include <map>
 #include <array>
+#include <map>
 #include <optional>
 #include <random>
 #include <unordered_set>
@@ -90,9 +90,9 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     detail::request_queue queue;
     std::optional<detail::stream> sock;
     resp::decoder decoder;
-    bool writing = false;              // a batch is on its way to the socket
-    std::uint64_t generation = 0;      // bumped per lost connection: stale write callbacks ignore themselves
-    asio::steady_timer backoff;  // reconnect delay
+    bool writing = false;          // a batch is on its way to the socket
+    std::uint64_t generation = 0;  // bumped per lost connection: stale write callbacks ignore themselves
+    asio::steady_timer backoff;    // reconnect delay
     // Request timeouts: one timer for the connection, armed at the earliest deadline, so a
     // request costs no timer of its own (and no timerfd update in the common case).
     std::multimap<std::chrono::steady_clock::time_point, std::weak_ptr<exec_op>> deadlines;
@@ -120,7 +120,10 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     // I/O (its reply, or the loss of the connection it was written on) ends it from our own
     // read loop, so the handler runs at once; anything else (rejected, cancelled, timed out,
     // closed) can happen inside a caller's frame, so the handler is posted.
-    enum class ended_by { io, no_io };
+    enum class ended_by {
+        io,
+        no_io
+    };
 
     void complete(exec_op& op, error_code ec, ended_by how)
     {
@@ -132,8 +135,10 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         }
         if (op.slot.is_connected())
             op.slot.clear();
-        if (ec == error::timeout) ++st.timeouts;
-        if (ec == asio::error::operation_aborted) ++st.cancelled;
+        if (ec == error::timeout)
+            ++st.timeouts;
+        if (ec == asio::error::operation_aborted)
+            ++st.cancelled;
         if (!ec && std::any_of(op.replies.begin(), op.replies.end(), [](const reply& r) { return r.is_error(); }))
             ec = error::server_error;
         if (how == ended_by::io)
@@ -229,7 +234,12 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     asio::awaitable<error_code> handshake()
     {
         request req;
-        enum class step { auth, select, setname, role };
+        enum class step {
+            auth,
+            select,
+            setname,
+            role
+        };
         std::vector<step> steps;
         if (!cfg.password.empty()) {
             if (cfg.username.empty())
@@ -384,14 +394,35 @@ struct connection::impl : std::enable_shared_from_this<impl> {
 
 connection::connection(executor_type ex, config cfg) : impl_(std::make_shared<impl>(std::move(ex), std::move(cfg))) {}
 
-connection::~connection() { impl_->close(); }
+connection::~connection()
+{
+    impl_->close();
+}
 
-connection::executor_type connection::get_executor() const noexcept { return impl_->ex; }
-const config& connection::get_config() const noexcept { return impl_->cfg; }
-bool connection::is_connected() const noexcept { return impl_->connected; }
-const connection_stats& connection::stats() const noexcept { return impl_->st; }
-const std::string& connection::last_server_message() const noexcept { return impl_->server_message; }
-void connection::close() { impl_->close(); }
+connection::executor_type connection::get_executor() const noexcept
+{
+    return impl_->ex;
+}
+const config& connection::get_config() const noexcept
+{
+    return impl_->cfg;
+}
+bool connection::is_connected() const noexcept
+{
+    return impl_->connected;
+}
+const connection_stats& connection::stats() const noexcept
+{
+    return impl_->st;
+}
+const std::string& connection::last_server_message() const noexcept
+{
+    return impl_->server_message;
+}
+void connection::close()
+{
+    impl_->close();
+}
 
 void connection::reconnect()
 {
@@ -403,7 +434,10 @@ void connection::reconnect()
         impl_->backoff.cancel();  // between attempts: try again now
 }
 
-void connection::set_push_mode(push_hooks hooks) { impl_->push = std::move(hooks); }
+void connection::set_push_mode(push_hooks hooks)
+{
+    impl_->push = std::move(hooks);
+}
 
 void connection::send(const request& req, bool before_queued)
 {
@@ -498,19 +532,19 @@ void connection::eval_impl(const script& s, std::span<const std::string> keys, s
         asio::dispatch(ex, asio::append(std::move(h), e, std::move(out)));
     };
     exec_impl(first, self->cfg.request_timeout,
-              asio::bind_cancellation_slot(
-                  slot, [this, self, slot, call, finish, h = std::move(h)](error_code ec, response r) mutable {
-                      if (!(r.size() == 1 && detail::is_noscript(ec, r.front())))
-                          return finish(std::move(h), ec, std::move(r));
-                      ++self->st.noscript_reloads;
-                      if (self->closed)  // also true once the connection object is gone
-                          return finish(std::move(h), error::closed, {});
-                      exec_impl(call->reload(), self->cfg.request_timeout,
-                                asio::bind_cancellation_slot(
-                                    slot, [finish, h = std::move(h)](error_code ec, response r) mutable {
-                                        finish(std::move(h), ec, std::move(r));
-                                    }));
-                  }));
+              asio::bind_cancellation_slot(slot, [this, self, slot, call, finish,
+                                                  h = std::move(h)](error_code ec, response r) mutable {
+                  if (!(r.size() == 1 && detail::is_noscript(ec, r.front())))
+                      return finish(std::move(h), ec, std::move(r));
+                  ++self->st.noscript_reloads;
+                  if (self->closed)  // also true once the connection object is gone
+                      return finish(std::move(h), error::closed, {});
+                  exec_impl(
+                      call->reload(), self->cfg.request_timeout,
+                      asio::bind_cancellation_slot(slot, [finish, h = std::move(h)](error_code ec, response r) mutable {
+                          finish(std::move(h), ec, std::move(r));
+                      }));
+              }));
 }
 
 }  // namespace dlock::redis

@@ -17,7 +17,10 @@ eval_request::eval_request(const script& s, std::span<const std::string> keys, s
     tail_.insert(tail_.end(), args.begin(), args.end());
 }
 
-request eval_request::first(bool load) { return build(load); }
+request eval_request::first(bool load)
+{
+    return build(load);
+}
 
 request eval_request::build(bool by_body)
 {

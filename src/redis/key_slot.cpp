@@ -12,7 +12,8 @@ std::uint16_t crc16(std::string_view s) noexcept
     for (unsigned char c : s) {
         crc ^= static_cast<std::uint16_t>(c << 8);
         for (int i = 0; i < 8; ++i)
-            crc = (crc & 0x8000) ? static_cast<std::uint16_t>((crc << 1) ^ 0x1021) : static_cast<std::uint16_t>(crc << 1);
+            crc =
+                (crc & 0x8000) ? static_cast<std::uint16_t>((crc << 1) ^ 0x1021) : static_cast<std::uint16_t>(crc << 1);
     }
     return crc;
 }

@@ -12,7 +12,8 @@ namespace dlock::redis::detail {
 /// is computed once per `keys`.
 class keys {
 public:
-    keys(const std::string& ns, const std::string& name) : prefix_("{" + slot_tag(key_slot(name)) + "}" + ns), name_(name)
+    keys(const std::string& ns, const std::string& name)
+        : prefix_("{" + slot_tag(key_slot(name)) + "}" + ns), name_(name)
     {
     }
 

@@ -80,8 +80,7 @@ std::string server_address(const config& c)
     return c.host + ":" + std::to_string(c.port);
 }
 
-bool check_distinct_nodes(const std::vector<config>& nodes, const std::vector<std::string>& labels,
-                          config_error& err)
+bool check_distinct_nodes(const std::vector<config>& nodes, const std::vector<std::string>& labels, config_error& err)
 {
     auto label = [&](std::size_t i) {
         return i < labels.size() && !labels[i].empty() ? labels[i] : server_address(nodes[i]);

@@ -33,7 +33,6 @@ std::string server_address(const config& c);
 
 /// Refuses a server listed twice with error::invalid_option, naming both elements.
 /// `labels[i]` names node i in the message (a redacted URL); empty labels use server_address.
-bool check_distinct_nodes(const std::vector<config>& nodes, const std::vector<std::string>& labels,
-                          config_error& err);
+bool check_distinct_nodes(const std::vector<config>& nodes, const std::vector<std::string>& labels, config_error& err);
 
 }  // namespace dlock::redis

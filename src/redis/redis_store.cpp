@@ -12,10 +12,10 @@
 
 #include <array>
 #include <map>
+#include <memory>
 #include <span>
 #include <sstream>
 #include <utility>
-#include <memory>
 #include <vector>
 
 namespace dlock {
@@ -28,8 +28,8 @@ using redis::reply_type;
 
 struct redis_store::impl {
     impl(asio::any_io_executor e, redis::config cfg, redis_store_options o)
-        : ex(e), address(detail::config_address(cfg)), conn(e, cfg), sub(e, cfg), ns(std::move(o.ns)), wait_replicas(o.wait_replicas),
-          wait_timeout(std::max(o.wait_timeout, std::chrono::milliseconds(1)))
+        : ex(e), address(detail::config_address(cfg)), conn(e, cfg), sub(e, cfg), ns(std::move(o.ns)),
+          wait_replicas(o.wait_replicas), wait_timeout(std::max(o.wait_timeout, std::chrono::milliseconds(1)))
     {
         if (!cfg.sentinel.master_name.empty())
             watch_sentinels(cfg);
@@ -104,9 +104,18 @@ redis_store::redis_store(asio::any_io_executor ex, redis::config cfg, redis_stor
 
 redis_store::~redis_store() = default;
 
-asio::any_io_executor redis_store::get_executor() const { return impl_->ex; }
-redis::connection& redis_store::connection() noexcept { return impl_->conn; }
-redis::subscriber& redis_store::subscriber() noexcept { return impl_->sub; }
+asio::any_io_executor redis_store::get_executor() const
+{
+    return impl_->ex;
+}
+redis::connection& redis_store::connection() noexcept
+{
+    return impl_->conn;
+}
+redis::subscriber& redis_store::subscriber() noexcept
+{
+    return impl_->sub;
+}
 
 void redis_store::close()
 {
@@ -116,11 +125,26 @@ void redis_store::close()
         s->close();
 }
 
-std::string redis_store::lock_key(const std::string& name) const { return impl_->names(name).lock(); }
-std::string redis_store::fence_key(const std::string& name) const { return impl_->names(name).fence(); }
-std::string redis_store::channel(const std::string& name) const { return impl_->names(name).released(); }
-std::string redis_store::queue_key(const std::string& name) const { return impl_->names(name).queue(); }
-std::string redis_store::queue_ttl_key(const std::string& name) const { return impl_->names(name).queue_ttl(); }
+std::string redis_store::lock_key(const std::string& name) const
+{
+    return impl_->names(name).lock();
+}
+std::string redis_store::fence_key(const std::string& name) const
+{
+    return impl_->names(name).fence();
+}
+std::string redis_store::channel(const std::string& name) const
+{
+    return impl_->names(name).released();
+}
+std::string redis_store::queue_key(const std::string& name) const
+{
+    return impl_->names(name).queue();
+}
+std::string redis_store::queue_ttl_key(const std::string& name) const
+{
+    return impl_->names(name).queue_ttl();
+}
 std::string redis_store::grant_channel(const std::string& name, const std::string& token) const
 {
     return impl_->names(name).grant(token);
@@ -135,7 +159,10 @@ store_traits redis_store::traits() const noexcept
     return t;
 }
 
-std::string redis_store::describe() const { return "redis " + impl_->address + " ns=" + impl_->ns; }
+std::string redis_store::describe() const
+{
+    return "redis " + impl_->address + " ns=" + impl_->ns;
+}
 
 std::function<void(std::string)> redis_store::text_keeper()
 {
@@ -207,22 +234,22 @@ void redis_store::do_try_acquire(const lease_request& req, asio::any_completion_
                 return std::move(h)(ec, out);
             redis::request wait;
             wait.push("WAIT", impl_->wait_replicas, impl_->wait_timeout.count());
-            impl_->conn.async_exec(wait, [this, alive, name, token, out, h = std::move(h)](error_code ec,
-                                                                                         redis::response r) mutable {
-                long long acked = 0;
-                if (ec && r.size() == 1 && !alive.expired())
-                    ec = detail::script_failure(ec, r[0], text_keeper());
-                if (!ec && !(r.size() == 1 && as_int(r[0], acked)))
-                    ec = error::invalid_request;
-                if (!ec && acked < impl_->wait_replicas)
-                    ec = error::not_replicated;
-                if (ec) {
-                    if (!alive.expired())  // not replicated, or unknown: give the lease back
-                        async_release(lease_key{name, token, {}}, [](error_code, bool) {});
-                    out = acquire_result{};
-                }
-                std::move(h)(ec, out);
-            });
+            impl_->conn.async_exec(
+                wait, [this, alive, name, token, out, h = std::move(h)](error_code ec, redis::response r) mutable {
+                    long long acked = 0;
+                    if (ec && r.size() == 1 && !alive.expired())
+                        ec = detail::script_failure(ec, r[0], text_keeper());
+                    if (!ec && !(r.size() == 1 && as_int(r[0], acked)))
+                        ec = error::invalid_request;
+                    if (!ec && acked < impl_->wait_replicas)
+                        ec = error::not_replicated;
+                    if (ec) {
+                        if (!alive.expired())  // not replicated, or unknown: give the lease back
+                            async_release(lease_key{name, token, {}}, [](error_code, bool) {});
+                        out = acquire_result{};
+                    }
+                    std::move(h)(ec, out);
+                });
         });
     impl_->conn.async_eval(impl_->acquire, keys, args,
                            script_completion<acquire_result>(std::move(then), decode, text_keeper()));
@@ -272,7 +299,8 @@ void redis_store::do_status(const std::string& name, asio::any_completion_handle
         st.key = key;
         return ec;
     };
-    impl_->conn.async_eval(impl_->status, keys, {}, script_completion<lock_status>(std::move(h), decode, text_keeper()));
+    impl_->conn.async_eval(impl_->status, keys, {},
+                           script_completion<lock_status>(std::move(h), decode, text_keeper()));
 }
 
 namespace {

@@ -2,8 +2,8 @@
 #include <dlock/redis/redlock_store.hpp>
 
 #include "common/post_completion.hpp"
-#include "redis/node_list.hpp"
 #include "redis/describe.hpp"
+#include "redis/node_list.hpp"
 #include "redis/redlock_scripts.hpp"
 #include "redis/script_replies.hpp"
 
@@ -169,7 +169,12 @@ struct op_base {
 
 // A majority vote so far. `no_quorum` when neither side can reach its majority any more
 // because too many nodes failed: the answer is unknown, not "no".
-enum class vote { pending, yes, no, no_quorum };
+enum class vote {
+    pending,
+    yes,
+    no,
+    no_quorum
+};
 
 vote tally(std::size_t n, std::size_t yes, std::size_t no, std::size_t outstanding)
 {
@@ -198,7 +203,7 @@ struct acquire_op : op_base<store::acquire_signature> {
     std::size_t agree = 0;    // grants that carry `fence` itself
     std::vector<long long> refused_ttls;
     std::uint64_t fence = 0;
-    bool in_step = false;     // granted without the counter update: late grants may need it
+    bool in_step = false;  // granted without the counter update: late grants may need it
     // Phase 2.
     bool raising = false;
     std::size_t raise_replies = 0, confirmed = 0, not_held = 0;
@@ -341,8 +346,7 @@ struct renew_op : op_base<store::renew_signature> {
     bool contended = false;
     bool decided_owned = false;
 
-    static void on_reply(const std::shared_ptr<renew_op>& self, std::size_t node, error_code ec,
-                         const renew_result& r)
+    static void on_reply(const std::shared_ptr<renew_op>& self, std::size_t node, error_code ec, const renew_result& r)
     {
         auto& s = *self;
         ++s.replies;
@@ -451,7 +455,8 @@ struct status_op : op_base<store::status_signature> {
             out.held = true;
             out.holder = a.holder;
             out.fencing_token = fence;
-            out.ttl = ttls[q - 1] == std::numeric_limits<long long>::max() ? milliseconds(-1) : milliseconds(ttls[q - 1]);
+            out.ttl =
+                ttls[q - 1] == std::numeric_limits<long long>::max() ? milliseconds(-1) : milliseconds(ttls[q - 1]);
             break;
         }
         s.complete({}, std::move(out));
@@ -469,13 +474,31 @@ redlock_store::redlock_store(asio::any_io_executor ex, std::vector<redis::config
     core_->keep_text = [this](std::string text) { set_error_text(std::move(text)); };
 }
 
-redlock_store::~redlock_store() { core_->keep_text = nullptr; }
+redlock_store::~redlock_store()
+{
+    core_->keep_text = nullptr;
+}
 
-asio::any_io_executor redlock_store::get_executor() const { return core_->ex; }
-std::size_t redlock_store::size() const noexcept { return core_->n; }
-std::size_t redlock_store::quorum() const noexcept { return core_->q; }
-milliseconds redlock_store::drift(milliseconds ttl) const noexcept { return core_->drift(ttl); }
-redis_store& redlock_store::node(std::size_t i) { return *core_->nodes.at(i); }
+asio::any_io_executor redlock_store::get_executor() const
+{
+    return core_->ex;
+}
+std::size_t redlock_store::size() const noexcept
+{
+    return core_->n;
+}
+std::size_t redlock_store::quorum() const noexcept
+{
+    return core_->q;
+}
+milliseconds redlock_store::drift(milliseconds ttl) const noexcept
+{
+    return core_->drift(ttl);
+}
+redis_store& redlock_store::node(std::size_t i)
+{
+    return *core_->nodes.at(i);
+}
 
 store_traits redlock_store::traits() const noexcept
 {
@@ -556,8 +579,7 @@ void redlock_store::do_renew(const lease_key& key, milliseconds ttl, asio::any_c
     op->contended = c.late_contended.erase(op->key) > 0;
     renew_op::arm_cancellation(op);
     for (std::size_t i = 0; i < c.n; ++i)
-        c.nodes[i]->async_renew(key, ttl,
-                                [op, i](error_code ec, renew_result r) { renew_op::on_reply(op, i, ec, r); });
+        c.nodes[i]->async_renew(key, ttl, [op, i](error_code ec, renew_result r) { renew_op::on_reply(op, i, ec, r); });
 }
 
 void redlock_store::do_release(const lease_key& key, asio::any_completion_handler<bool_signature> h)
@@ -568,8 +590,7 @@ void redlock_store::do_release(const lease_key& key, asio::any_completion_handle
     op->core = core_;
     release_op::arm_cancellation(op);
     for (std::size_t i = 0; i < c.n; ++i)
-        c.nodes[i]->async_release(key,
-                                  [op, i](error_code ec, bool ok) { release_op::on_reply(op, i, ec, ok); });
+        c.nodes[i]->async_release(key, [op, i](error_code ec, bool ok) { release_op::on_reply(op, i, ec, ok); });
 }
 
 void redlock_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)

@@ -1,6 +1,6 @@
-#include <dlock/error.hpp>
-
 #include "redis/reply_errors.hpp"
+
+#include <dlock/error.hpp>
 
 #include <array>
 #include <utility>
@@ -36,13 +36,14 @@ boost::system::error_code error_from_reply(std::string_view text) noexcept
         return error::permission_denied;
     if (starts_with_word(text, "WRONGTYPE"))
         return error::wrong_type;
-    static constexpr std::array<std::string_view, 6> busy{"LOADING", "BUSY",        "TRYAGAIN",
+    static constexpr std::array<std::string_view, 6> busy{"LOADING",    "BUSY",        "TRYAGAIN",
                                                           "MASTERDOWN", "CLUSTERDOWN", "READONLY"};
     for (auto word : busy)
         if (starts_with_word(text, word))
             return error::server_busy;
     // Only our ttl argument is a number the scripts hand to PEXPIRE.
-    if (text.rfind("ERR invalid expire time", 0) == 0 || text.rfind("ERR value is not an integer or out of range", 0) == 0)
+    if (text.rfind("ERR invalid expire time", 0) == 0 ||
+        text.rfind("ERR value is not an integer or out of range", 0) == 0)
         return error::invalid_lease;
     return error::server_error;
 }

@@ -1,10 +1,10 @@
 #include "redis/sentinel.hpp"
 
-#include "redis/stream.hpp"
-#include "redis/resp/decoder.hpp"
-
 #include <dlock/error.hpp>
 #include <dlock/redis/request.hpp>
+
+#include "redis/resp/decoder.hpp"
+#include "redis/stream.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>

@@ -3,14 +3,14 @@
 
 #include <dlock/redis/config.hpp>
 
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/write.hpp>
 
 #include <memory>
 #include <optional>
@@ -39,9 +39,8 @@ public:
         case 2: boost::asio::async_write(*std::get<2>(sock_), buf, std::forward<Handler>(h)); return;
         case 3: boost::asio::async_write(std::get<3>(sock_), buf, std::forward<Handler>(h)); return;
         }
-        boost::asio::post(ex_, [h = std::forward<Handler>(h)]() mutable {
-            h(boost::asio::error::not_connected, std::size_t(0));
-        });
+        boost::asio::post(
+            ex_, [h = std::forward<Handler>(h)]() mutable { h(boost::asio::error::not_connected, std::size_t(0)); });
     }
     void close() noexcept;
 

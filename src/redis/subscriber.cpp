@@ -15,8 +15,8 @@
 namespace dlock::redis {
 
 namespace asio = boost::asio;
-using dlock::detail::post_completion;
 using boost::system::error_code;
+using dlock::detail::post_completion;
 
 struct subscriber::state {
     asio::any_io_executor ex;
@@ -86,9 +86,18 @@ subscriber::subscriber(asio::any_io_executor ex, config cfg)
     state_->conn = &conn_;
     std::weak_ptr<state> weak = state_;
     conn_.set_push_mode({
-        [weak](reply&& r) { if (auto s = weak.lock()) s->on_push(std::move(r)); },
-        [weak] { if (auto s = weak.lock()) s->on_connected(); },
-        [weak](error_code) { if (auto s = weak.lock()) s->on_disconnected(); },
+        [weak](reply&& r) {
+            if (auto s = weak.lock())
+                s->on_push(std::move(r));
+        },
+        [weak] {
+            if (auto s = weak.lock())
+                s->on_connected();
+        },
+        [weak](error_code) {
+            if (auto s = weak.lock())
+                s->on_disconnected();
+        },
     });
 }
 
@@ -99,7 +108,10 @@ subscriber::~subscriber()
     conn_.close();
 }
 
-asio::any_io_executor subscriber::get_executor() const noexcept { return conn_.get_executor(); }
+asio::any_io_executor subscriber::get_executor() const noexcept
+{
+    return conn_.get_executor();
+}
 
 subscriber::listener_id subscriber::listen(const std::string& channel, listener cb)
 {
@@ -146,9 +158,18 @@ bool subscriber::is_subscribed(const std::string& channel) const
     return state_->channels.is_confirmed(channel);
 }
 
-std::size_t subscriber::channel_count() const noexcept { return state_->channels.size(); }
-std::size_t subscriber::listener_count() const noexcept { return state_->listeners.size(); }
-void subscriber::close() { conn_.close(); }
+std::size_t subscriber::channel_count() const noexcept
+{
+    return state_->channels.size();
+}
+std::size_t subscriber::listener_count() const noexcept
+{
+    return state_->listeners.size();
+}
+void subscriber::close()
+{
+    conn_.close();
+}
 
 // ---- subscription ----
 
@@ -167,12 +188,11 @@ struct subscription::state {
         auto h = std::move(waiting);
         event ev = std::move(events.front());
         events.pop_front();
-                post_completion(ex, std::move(h), error_code(), std::move(ev));
+        post_completion(ex, std::move(h), error_code(), std::move(ev));
     }
 };
 
-subscription::subscription(subscriber& sub, const std::string& channel)
-    : sub_(sub), state_(std::make_shared<state>())
+subscription::subscription(subscriber& sub, const std::string& channel) : sub_(sub), state_(std::make_shared<state>())
 {
     state_->ex = sub.get_executor();
     std::weak_ptr<state> weak = state_;
@@ -189,17 +209,20 @@ subscription::~subscription()
     sub_.unlisten(id_);
     if (state_->waiting) {
         auto h = std::move(state_->waiting);
-                post_completion(state_->ex, std::move(h), error_code(error::closed), event{});
+        post_completion(state_->ex, std::move(h), error_code(error::closed), event{});
     }
 }
 
-std::size_t subscription::queued() const noexcept { return state_->events.size(); }
+std::size_t subscription::queued() const noexcept
+{
+    return state_->events.size();
+}
 
 void subscription::receive_impl(asio::any_completion_handler<void(error_code, event)> h)
 {
     auto& s = *state_;
     if (s.waiting) {
-                return post_completion(s.ex, std::move(h), error_code(error::invalid_request), event{});
+        return post_completion(s.ex, std::move(h), error_code(error::invalid_request), event{});
     }
     s.slot = asio::get_associated_cancellation_slot(h);
     dlock::detail::assign_handler(s.waiting, std::move(h));
@@ -210,7 +233,7 @@ void subscription::receive_impl(asio::any_completion_handler<void(error_code, ev
             if (!self || !self->waiting)
                 return;
             auto h = std::move(self->waiting);
-                        post_completion(self->ex, std::move(h), error_code(asio::error::operation_aborted), event{});
+            post_completion(self->ex, std::move(h), error_code(asio::error::operation_aborted), event{});
         });
     }
     if (!s.events.empty())

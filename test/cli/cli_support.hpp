@@ -47,9 +47,15 @@ inline std::unique_ptr<child> start_dlock_merged(std::vector<std::string> args)
 }
 
 // The child's next stdout line, "<eof>" if none came within the limit.
-inline std::string next_line(child& c) { return c.read_line().value_or("<eof>"); }
+inline std::string next_line(child& c)
+{
+    return c.read_line().value_or("<eof>");
+}
 
-inline bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+inline bool has(const std::string& s, const std::string& part)
+{
+    return s.find(part) != std::string::npos;
+}
 
 inline boost::json::object status_json(const redis_server& srv, const std::string& name)
 {

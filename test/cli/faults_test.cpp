@@ -26,7 +26,10 @@ outcome finish(dlock::test::child& c)
     return r;
 }
 
-std::string lock_count(const redis_server& srv) { return srv.cli({"EVAL", "return #redis.call('KEYS', '*:lock:*')", "0"}); }
+std::string lock_count(const redis_server& srv)
+{
+    return srv.cli({"EVAL", "return #redis.call('KEYS', '*:lock:*')", "0"});
+}
 
 }  // namespace
 

@@ -47,7 +47,10 @@ struct fixture {
     }
 };
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part)
+{
+    return s.find(part) != std::string::npos;
+}
 
 }  // namespace
 
@@ -136,7 +139,8 @@ BOOST_AUTO_TEST_CASE(url_lists_choose_the_topology)
     BOOST_TEST(rl.servers[2].port == 3);
     auto cl = ok({"status", "--cluster", "--url", "redis://127.0.0.1:1", "job"});
     BOOST_TEST((cl.topology == topology::cluster));
-    files["/rl.json"] = R"({"url": ["redis://127.0.0.1:4", "redis://127.0.0.1:5", "redis://127.0.0.1:6"], "redis": {"password": "pw"}})";
+    files["/rl.json"] =
+        R"({"url": ["redis://127.0.0.1:4", "redis://127.0.0.1:5", "redis://127.0.0.1:6"], "redis": {"password": "pw"}})";
     auto f = ok({"status", "--config", "/rl.json", "job"});
     BOOST_TEST((f.topology == topology::redlock));
     BOOST_TEST_REQUIRE(f.servers.size() == 3u);
@@ -209,7 +213,8 @@ BOOST_AUTO_TEST_CASE(leases_beyond_the_maximum_are_refused)
         BOOST_TEST(has(m, std::to_string(max_duration.count()) + "ms"), m);
     }
     BOOST_TEST(ok({"run", "--lease", "70368744177664", "job", "--", "true"}).lease == max_duration);
-    BOOST_TEST(has(bad({"run", "--grace", "30000000h", "job", "--", "true"}), "--grace '30000000h': longer than the maximum"));
+    BOOST_TEST(
+        has(bad({"run", "--grace", "30000000h", "job", "--", "true"}), "--grace '30000000h': longer than the maximum"));
     files["/l.json"] = R"({"lease": 9223372036854775807})";
     auto m = bad({"run", "--config", "/l.json", "job", "--", "true"});
     BOOST_TEST(has(m, "\"lease\""), m);
@@ -224,8 +229,8 @@ BOOST_AUTO_TEST_CASE(the_same_server_twice_is_refused)
     BOOST_TEST(has(m, "--url: "), m);
     BOOST_TEST(has(m, "same server"), m);
     BOOST_TEST(has(m, "127.0.0.1:6379"), m);
-    BOOST_TEST(has(bad({"status", "--url", "redis://localhost,redis://h:1,redis://localhost:6379", "job"}),
-                   "element 3 of 3"));
+    BOOST_TEST(
+        has(bad({"status", "--url", "redis://localhost,redis://h:1,redis://localhost:6379", "job"}), "element 3 of 3"));
     m = bad({"status", "--url", "redis://u:s3cret@h:1,redis://:s3cret@h:1", "job"});
     BOOST_TEST(has(m, "same server"), m);
     BOOST_TEST(!has(m, "s3cret"), m);

@@ -59,8 +59,9 @@ BOOST_AUTO_TEST_CASE(commands_on_one_name_never_overlap)
     auto dir = temp_dir();
     // Each critical section is a non-atomic read-modify-write of a shared file, logging its
     // token; four shells run five sections each, all at once.
-    std::string section = "c=$(cat " + dir + "/counter 2>/dev/null || echo 0); echo \"begin $DLOCK_FENCING_TOKEN\" >> " +
-                          dir + "/log; sleep 0.02; echo $((c+1)) > " + dir + "/counter; echo end >> " + dir + "/log";
+    std::string section = "c=$(cat " + dir +
+                          "/counter 2>/dev/null || echo 0); echo \"begin $DLOCK_FENCING_TOKEN\" >> " + dir +
+                          "/log; sleep 0.02; echo $((c+1)) > " + dir + "/counter; echo end >> " + dir + "/log";
     std::string loop = "for i in 1 2 3 4 5; do \"$0\" run --url " + srv.url() + " --lease 2s shared -- /bin/sh -c '" +
                        section + "' || exit 1; done";
     std::vector<std::unique_ptr<child>> shells;
@@ -97,9 +98,9 @@ BOOST_AUTO_TEST_CASE(the_command_inherits_ignored_signals_and_no_sockets)
     // nohup-style: SIGHUP ignored by the caller stays ignored for the command.
     auto r = dlock_cli({"run", "--url", srv.url(), "job", "--", "/bin/sh", "-c", "kill -HUP $$; echo survived"});
     BOOST_TEST(r.status == 129);  // the default: our test process does not ignore SIGHUP
-    std::vector<std::string> argv{"/bin/sh", "-c",
-                                  "trap '' HUP; exec \"$0\" run --url \"$1\" job -- /bin/sh -c 'kill -HUP $$; echo survived'",
-                                  DLOCK_CLI_PATH, srv.url()};
+    std::vector<std::string> argv{
+        "/bin/sh", "-c", "trap '' HUP; exec \"$0\" run --url \"$1\" job -- /bin/sh -c 'kill -HUP $$; echo survived'",
+        DLOCK_CLI_PATH, srv.url()};
     int st = 0;
     auto out = dlock::test::run_capture(argv, &st);
     BOOST_TEST(dlock::cli::exit_status_of(st) == 0);
@@ -136,7 +137,8 @@ BOOST_AUTO_TEST_CASE(a_held_lock_gives_the_conflict_status)
 BOOST_AUTO_TEST_CASE(a_lease_lost_mid_command_stops_it)
 {
     redis_server srv;
-    auto holder = start_dlock({"run", "--url", srv.url(), "--lease", "900ms", "job", "--", "/bin/sh", "-c", holder_script});
+    auto holder =
+        start_dlock({"run", "--url", srv.url(), "--lease", "900ms", "job", "--", "/bin/sh", "-c", holder_script});
     BOOST_TEST_REQUIRE(next_line(*holder) == "held");
     auto r = dlock_cli({"release", "--url", srv.url(), "--force", "job"});
     BOOST_TEST(r.status == 0);
@@ -160,8 +162,9 @@ BOOST_AUTO_TEST_CASE(a_killed_dlock_takes_its_command_down_and_the_lock_frees_it
 {
     redis_server srv;
     auto dir = temp_dir();
-    auto holder = start_dlock({"run", "--url", srv.url(), "--lease", "1s", "job", "--", "/bin/sh", "-c",
-                               "trap 'echo term > " + dir + "/term; exit 0' TERM; echo held; while :; do sleep 0.05; done"});
+    auto holder =
+        start_dlock({"run", "--url", srv.url(), "--lease", "1s", "job", "--", "/bin/sh", "-c",
+                     "trap 'echo term > " + dir + "/term; exit 0' TERM; echo held; while :; do sleep 0.05; done"});
     BOOST_TEST_REQUIRE(next_line(*holder) == "held");
     holder->signal(SIGKILL);
     BOOST_TEST(holder->wait() == 128 + SIGKILL);
@@ -191,7 +194,7 @@ BOOST_AUTO_TEST_CASE(a_signal_while_waiting_leaves_nothing_behind)
     BOOST_TEST(waiter->wait() == 128 + SIGINT);
     auto s = status_json(srv, "job");
     BOOST_TEST(s["held"].as_bool());
-    BOOST_TEST(s["fencing_token"].as_int64() == 1);  // the holder's lease, untouched
+    BOOST_TEST(s["fencing_token"].as_int64() == 1);                    // the holder's lease, untouched
     BOOST_TEST(srv.cli({"PUBSUB", "CHANNELS", "*granted*"}).empty());  // the waiter unsubscribed (it exited)
     BOOST_TEST(srv.cli({"EVAL", "return #redis.call('KEYS', '*queue*')", "0"}) == "0");  // and left the queue
     holder->signal(SIGTERM);
@@ -202,8 +205,8 @@ BOOST_AUTO_TEST_CASE(a_server_lost_while_waiting_is_not_a_conflict)
 {
     redis_server srv;
     // Short request timeouts: the holder's release after the server died gives up quickly.
-    auto holder = start_dlock({"run", "--url", srv.url() + "?request_timeout=300ms", "job", "--", "/bin/sh", "-c",
-                               holder_script});
+    auto holder = start_dlock(
+        {"run", "--url", srv.url() + "?request_timeout=300ms", "job", "--", "/bin/sh", "-c", holder_script});
     BOOST_TEST_REQUIRE(next_line(*holder) == "held");
     auto waiter = start_dlock({"run", "--url", srv.url(), "--wait", "2s", "job", "--", "/bin/echo", "ran"});
     auto deadline = std::chrono::steady_clock::now() + 10s;  // waiting once subscribed
@@ -229,7 +232,8 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_one_line_and_a_documented_status)
     r = dlock_cli({"release", "job"});
     BOOST_TEST(r.status == 2);
     BOOST_TEST(has(r.out, "--force"));
-    r = dlock_cli({"run", "--url", "redis://127.0.0.1:" + std::to_string(dlock::test::free_port()), "job", "--", "true"});
+    r = dlock_cli(
+        {"run", "--url", "redis://127.0.0.1:" + std::to_string(dlock::test::free_port()), "job", "--", "true"});
     BOOST_TEST(r.status == 69);
     BOOST_TEST(has(r.out, "cannot use the server"));
     BOOST_TEST(std::count(r.out.begin(), r.out.end(), '\n') == 0);
@@ -237,8 +241,8 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_one_line_and_a_documented_status)
     BOOST_TEST(r.status == 69);
     BOOST_TEST(has(r.out, "cannot use the server"));
     BOOST_TEST(!has(r.out, "wrong"));  // the password never appears in messages
-    r = dlock_cli({"run", "--url", "redis://:secret@127.0.0.1:" + std::to_string(srv.port()), "job", "--",
-                   "/no/such/command"});
+    r = dlock_cli(
+        {"run", "--url", "redis://:secret@127.0.0.1:" + std::to_string(srv.port()), "job", "--", "/no/such/command"});
     BOOST_TEST(r.status == 127);
     BOOST_TEST(has(r.out, "cannot run '/no/such/command'"));
     r = dlock_cli({"run", "--url", "redis://:secret@127.0.0.1:" + std::to_string(srv.port()), "job", "--", "/"});

@@ -82,7 +82,8 @@ int child::wait(std::chrono::milliseconds limit)
         return -1;
     // Drain stdout until EOF so a chatty child cannot block on a full pipe; EOF means exit.
     auto deadline = std::chrono::steady_clock::now() + limit;
-    while (read_line(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())))
+    while (
+        read_line(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())))
         ;
     int st = 0;
     for (;;) {
@@ -104,6 +105,9 @@ int child::wait(std::chrono::milliseconds limit)
     return -1;
 }
 
-std::string worker_path() { return DLOCK_WORKER_PATH; }
+std::string worker_path()
+{
+    return DLOCK_WORKER_PATH;
+}
 
 }  // namespace dlock::test

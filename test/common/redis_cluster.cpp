@@ -14,8 +14,10 @@ redis_cluster::redis_cluster(std::size_t masters)
         server_options o;
         // The bus port is chosen too: the default (port + 10000) may be taken or above 65535.
         // The config file is relative to --dir, so it lands in the server's own directory.
-        o.extra_args = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port",
-                        std::to_string(free_port()), "--cluster-node-timeout", "5000"};
+        o.extra_args = {"--cluster-enabled",      "yes",
+                        "--cluster-config-file",  "nodes.conf",
+                        "--cluster-port",         std::to_string(free_port()),
+                        "--cluster-node-timeout", "5000"};
         servers_.push_back(std::make_unique<redis_server>(o));
     }
     std::vector<std::string> argv = {"redis-cli", "--cluster", "create"};
@@ -40,7 +42,10 @@ std::vector<redis::config> redis_cluster::seeds() const
     return out;
 }
 
-std::string redis_cluster::address(std::size_t i) const { return "127.0.0.1:" + std::to_string(servers_.at(i)->port()); }
+std::string redis_cluster::address(std::size_t i) const
+{
+    return "127.0.0.1:" + std::to_string(servers_.at(i)->port());
+}
 
 std::size_t redis_cluster::index_of_port(std::uint16_t port) const
 {

@@ -2,9 +2,9 @@
 // on), joined with `redis-cli --cluster create`, and helpers to move a slot by hand.
 #pragma once
 
-#include "common/redis_server.hpp"
-
 #include <dlock/redis/config.hpp>
+
+#include "common/redis_server.hpp"
 
 #include <cstdint>
 #include <memory>

@@ -1,10 +1,10 @@
 #include "common/redis_server.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -116,10 +116,10 @@ void redis_server::make_certs()
             throw std::runtime_error("openssl failed while making test certificates");
     };
     std::string d = dir_ + "/";
-    run({"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=dlock-test-ca",
-         "-keyout", d + "ca.key", "-out", d + "ca.crt"});
-    run({"req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", d + "server.key",
-         "-out", d + "server.csr"});
+    run({"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=dlock-test-ca", "-keyout",
+         d + "ca.key", "-out", d + "ca.crt"});
+    run({"req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", d + "server.key", "-out",
+         d + "server.csr"});
     {
         FILE* f = std::fopen((d + "ext.cnf").c_str(), "w");
         std::fputs("subjectAltName=IP:127.0.0.1,DNS:localhost\n", f);
@@ -134,14 +134,14 @@ void redis_server::start()
     if (pid_ > 0)
         return;
     for (int attempt = 0; attempt < 5; ++attempt) {
-        std::vector<std::string> argv = {"redis-server", "--bind", "127.0.0.1", "--dir", dir_, "--save", "",
-                                         "--daemonize", "no", "--logfile", "", "--loglevel", "notice",
-                                         "--protected-mode", "no"};
+        std::vector<std::string> argv = {
+            "redis-server", "--bind",    "127.0.0.1", "--dir",      dir_,     "--save",           "",  "--daemonize",
+            "no",           "--logfile", "",          "--loglevel", "notice", "--protected-mode", "no"};
         std::string p = std::to_string(port_);
         if (opts_.tls) {
-            argv.insert(argv.end(), {"--port", "0", "--tls-port", p, "--tls-cert-file", dir_ + "/server.crt",
-                                     "--tls-key-file", dir_ + "/server.key", "--tls-ca-cert-file", ca_file(),
-                                     "--tls-auth-clients", "no"});
+            argv.insert(argv.end(),
+                        {"--port", "0", "--tls-port", p, "--tls-cert-file", dir_ + "/server.crt", "--tls-key-file",
+                         dir_ + "/server.key", "--tls-ca-cert-file", ca_file(), "--tls-auth-clients", "no"});
         } else {
             argv.insert(argv.end(), {"--port", p});
         }
@@ -179,7 +179,8 @@ void redis_server::start()
         bool ready = false;
         auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
         while (!ready) {
-            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+            auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
             if (left.count() <= 0)
                 break;
             pollfd pfd{fds[0], POLLIN, 0};

@@ -12,11 +12,11 @@
 namespace dlock::test {
 
 struct server_options {
-    std::string password;                     ///< --requirepass
-    std::string acl_user, acl_password;       ///< an extra ACL user with all permissions
-    bool tls = false;                         ///< TLS only, with a throwaway CA and certificate
-    bool unix_socket = false;                 ///< also listen on a unix socket
-    bool appendonly = false;                  ///< persistence, so data survives restart()
+    std::string password;                ///< --requirepass
+    std::string acl_user, acl_password;  ///< an extra ACL user with all permissions
+    bool tls = false;                    ///< TLS only, with a throwaway CA and certificate
+    bool unix_socket = false;            ///< also listen on a unix socket
+    bool appendonly = false;             ///< persistence, so data survives restart()
     std::vector<std::string> extra_args;
     /// Written to <dir>/redis.conf and loaded first (Sentinel needs a config file).
     std::string config_text;
@@ -33,12 +33,16 @@ public:
     redis_server(const redis_server&) = delete;
     redis_server& operator=(const redis_server&) = delete;
 
-    void kill();      ///< SIGKILL and reap
-    void stop();      ///< SIGTERM and reap (saves data if appendonly)
-    void start();     ///< start again on the same port and directory; returns when ready
-    void restart() { kill(); start(); }
-    void pause();     ///< SIGSTOP
-    void resume();    ///< SIGCONT
+    void kill();   ///< SIGKILL and reap
+    void stop();   ///< SIGTERM and reap (saves data if appendonly)
+    void start();  ///< start again on the same port and directory; returns when ready
+    void restart()
+    {
+        kill();
+        start();
+    }
+    void pause();   ///< SIGSTOP
+    void resume();  ///< SIGCONT
     bool running() const noexcept { return pid_ > 0; }
 
     std::uint16_t port() const noexcept { return port_; }

@@ -69,8 +69,7 @@ command first_command(std::string_view buf)
 // `to_client`, drained by a single writer, so delayed replies and +OK answers keep order.
 struct tcp_proxy::session {
     explicit session(tcp::socket c)
-        : client(std::move(c)), server(client.get_executor()), wake(client.get_executor()),
-          hold(client.get_executor())
+        : client(std::move(c)), server(client.get_executor()), wake(client.get_executor()), hold(client.get_executor())
     {
     }
 
@@ -118,7 +117,10 @@ tcp_proxy::~tcp_proxy()
     thread_.join();
 }
 
-std::string tcp_proxy::url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+std::string tcp_proxy::url() const
+{
+    return "redis://127.0.0.1:" + std::to_string(port_);
+}
 
 void tcp_proxy::pass_through()
 {
@@ -132,7 +134,10 @@ void tcp_proxy::delay_replies(std::chrono::milliseconds d)
     delay_ms_ = d.count();
 }
 
-void tcp_proxy::answer_ok_to_everything() { answer_ok_ = true; }
+void tcp_proxy::answer_ok_to_everything()
+{
+    answer_ok_ = true;
+}
 
 std::size_t tcp_proxy::evals_forwarded() const
 {
@@ -181,8 +186,8 @@ asio::awaitable<void> tcp_proxy::accept_loop()
 
 asio::awaitable<void> tcp_proxy::serve(std::shared_ptr<session> s)
 {
-    auto [ec] = co_await s->server.async_connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), upstream_port_),
-                                                 use_tuple);
+    auto [ec] =
+        co_await s->server.async_connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), upstream_port_), use_tuple);
     if (ec || s->closed) {
         s->close();
         co_return;

@@ -20,7 +20,6 @@
 
 #include <algorithm>
 #include <cctype>
-
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -54,8 +53,8 @@ std::vector<std::string> all_lines(child& c, int& status, std::chrono::milliseco
 {
     std::vector<std::string> lines;
     auto deadline = std::chrono::steady_clock::now() + limit;
-    while (auto line = c.read_line(std::chrono::duration_cast<std::chrono::milliseconds>(
-               deadline - std::chrono::steady_clock::now())))
+    while (auto line = c.read_line(
+               std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())))
         lines.push_back(*line);
     status = c.wait(1s);
     return lines;
@@ -227,7 +226,8 @@ BOOST_AUTO_TEST_CASE(late_write_is_rejected)
     BOOST_TEST(writes[0] == "A writes with token " + std::to_string(token_a) + ": accepted");
     BOOST_TEST(writes[1] == "B writes with token " + std::to_string(token_b) + ": accepted");
     BOOST_TEST(writes[2] == "A writes with token " + std::to_string(token_a) + ": rejected (stale token)");
-    BOOST_TEST(out.find("A release: " + dlock::make_error_code(dlock::error::lock_lost).message()) != std::string::npos);
+    BOOST_TEST(out.find("A release: " + dlock::make_error_code(dlock::error::lock_lost).message()) !=
+               std::string::npos);
     BOOST_TEST(out.find("storage holds: written by B") != std::string::npos);
 }
 
@@ -247,8 +247,19 @@ namespace {
 std::vector<std::string> instance(const redis_server& srv, const std::string& id, const std::string& file,
                                   std::vector<std::string> extra = {})
 {
-    std::vector<std::string> argv{DLOCK_EXAMPLE_LEADER_ELECTION, "--url", srv.url(), "--id", id, "--file", file,
-                                  "--lease", "1s", "--period", "100ms", "--duration", "60s"};
+    std::vector<std::string> argv{DLOCK_EXAMPLE_LEADER_ELECTION,
+                                  "--url",
+                                  srv.url(),
+                                  "--id",
+                                  id,
+                                  "--file",
+                                  file,
+                                  "--lease",
+                                  "1s",
+                                  "--period",
+                                  "100ms",
+                                  "--duration",
+                                  "60s"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;
 }
@@ -271,7 +282,10 @@ auto round_at_least(std::size_t who, long n)
     };
 }
 
-std::uint64_t token_of(const fleet::event& e) { return std::stoull(words(e.line).at(2)); }
+std::uint64_t token_of(const fleet::event& e)
+{
+    return std::stoull(words(e.line).at(2));
+}
 
 struct file_check {
     std::size_t lines = 0;
@@ -482,8 +496,8 @@ public:
 
     bool send(std::string_view method, std::string_view path)
     {
-        std::string req = std::string(method) + " " + std::string(path) +
-                          " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
+        std::string req =
+            std::string(method) + " " + std::string(path) + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
         return ::send(fd_, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size());
     }
 
@@ -527,8 +541,15 @@ private:
 
 std::vector<std::string> endpoint(const redis_server& srv, const std::string& lock_timeout)
 {
-    return {DLOCK_EXAMPLE_HTTP_ENDPOINT, "--url", srv.url(), "--port", "0", "--lock-timeout", lock_timeout,
-            "--duration", "120s"};
+    return {DLOCK_EXAMPLE_HTTP_ENDPOINT,
+            "--url",
+            srv.url(),
+            "--port",
+            "0",
+            "--lock-timeout",
+            lock_timeout,
+            "--duration",
+            "120s"};
 }
 
 std::uint16_t listening_port(child& c)

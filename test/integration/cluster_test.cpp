@@ -98,38 +98,41 @@ BOOST_AUTO_TEST_CASE(names_spread_over_every_master)
     asio::io_context io;
     dlock::cluster_store st(io.get_executor(), c.seeds(), "spread");
     constexpr int names = 300;
-    run_test(io, [&]() -> asio::awaitable<void> {
-        // Concurrently: the first ones wait for the topology read, the rest pipeline.
-        dlock::test::task_group g(io.get_executor());
-        int acquired = 0;
-        for (int i = 0; i < names; ++i)
-            g.spawn(acquire_one(st, "n" + std::to_string(i), acquired));
-        co_await g.join(20s);
-        BOOST_TEST(acquired == names);
-        // Every master holds some of the locks (plus its fencing counters), and each lock
-        // key is where the store's map says its slot lives.
-        std::map<std::string, int> per_master;
-        for (int i = 0; i < names; i += 7) {
-            auto name = "n" + std::to_string(i);
-            auto at = st.master_of(name);
-            ++per_master[at];
-            for (std::size_t n = 0; n < c.size(); ++n)
-                if (c.address(n) == at)
-                    BOOST_TEST(c.node(n).cli({"EXISTS", st.lock_key(name)}) == "1");
-        }
-        BOOST_TEST(per_master.size() == 3u);
-        long long total_locks = 0;
-        for (std::size_t n = 0; n < c.size(); ++n) {
-            auto size = to_ll(c.node(n).cli({"DBSIZE"}));
-            BOOST_TEST(size > 10, "node " << n << " holds " << size << " keys");
-            // Each lock key has its slot's fencing counter next to it.
-            std::string keys = c.node(n).cli({"KEYS", "*spread:lock:*"});
-            total_locks += std::count(keys.begin(), keys.end(), '\n') + (keys.empty() ? 0 : 1);
-        }
-        BOOST_TEST(total_locks == names);
-        BOOST_TEST(st.stats().moved == 0u);  // the map was right from the start
-        st.close();
-    }, 30s);
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            // Concurrently: the first ones wait for the topology read, the rest pipeline.
+            dlock::test::task_group g(io.get_executor());
+            int acquired = 0;
+            for (int i = 0; i < names; ++i)
+                g.spawn(acquire_one(st, "n" + std::to_string(i), acquired));
+            co_await g.join(20s);
+            BOOST_TEST(acquired == names);
+            // Every master holds some of the locks (plus its fencing counters), and each lock
+            // key is where the store's map says its slot lives.
+            std::map<std::string, int> per_master;
+            for (int i = 0; i < names; i += 7) {
+                auto name = "n" + std::to_string(i);
+                auto at = st.master_of(name);
+                ++per_master[at];
+                for (std::size_t n = 0; n < c.size(); ++n)
+                    if (c.address(n) == at)
+                        BOOST_TEST(c.node(n).cli({"EXISTS", st.lock_key(name)}) == "1");
+            }
+            BOOST_TEST(per_master.size() == 3u);
+            long long total_locks = 0;
+            for (std::size_t n = 0; n < c.size(); ++n) {
+                auto size = to_ll(c.node(n).cli({"DBSIZE"}));
+                BOOST_TEST(size > 10, "node " << n << " holds " << size << " keys");
+                // Each lock key has its slot's fencing counter next to it.
+                std::string keys = c.node(n).cli({"KEYS", "*spread:lock:*"});
+                total_locks += std::count(keys.begin(), keys.end(), '\n') + (keys.empty() ? 0 : 1);
+            }
+            BOOST_TEST(total_locks == names);
+            BOOST_TEST(st.stats().moved == 0u);  // the map was right from the start
+            st.close();
+        },
+        30s);
 }
 
 BOOST_AUTO_TEST_CASE(slot_migration_is_followed)
@@ -142,80 +145,81 @@ BOOST_AUTO_TEST_CASE(slot_migration_is_followed)
     dlock::cluster_store st(io.get_executor(), c.seeds(), "mig", opts);
     const std::string name = "migrating";
     const unsigned slot = dlock::key_slot(st.lock_key(name));
-    run_test(io, [&]() -> asio::awaitable<void> {
-        notifier note(io.get_executor());
-        std::vector<dlock::watch_event> events;
-        auto id = st.watch(name, [&](dlock::watch_event ev) {
-            events.push_back(ev);
-            note.notify();
-        });
-        BOOST_REQUIRE(co_await note.wait([&] { return !events.empty(); }));
-        BOOST_TEST((events.front() == dlock::watch_event::ready));
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            notifier note(io.get_executor());
+            std::vector<dlock::watch_event> events;
+            auto id = st.watch(name, [&](dlock::watch_event ev) {
+                events.push_back(ev);
+                note.notify();
+            });
+            BOOST_REQUIRE(co_await note.wait([&] { return !events.empty(); }));
+            BOOST_TEST((events.front() == dlock::watch_event::ready));
 
-        auto a = co_await st.async_try_acquire(name, "owner-a", 30s, asio::use_awaitable);
-        BOOST_REQUIRE(a.acquired);
-        std::size_t from = c.owner_of(slot), to = (from + 1) % c.size();
-        BOOST_REQUIRE(from < c.size());
-        BOOST_TEST(st.master_of(name) == c.address(from));
+            auto a = co_await st.async_try_acquire(name, "owner-a", 30s, asio::use_awaitable);
+            BOOST_REQUIRE(a.acquired);
+            std::size_t from = c.owner_of(slot), to = (from + 1) % c.size();
+            BOOST_REQUIRE(from < c.size());
+            BOOST_TEST(st.master_of(name) == c.address(from));
 
-        // Mid-migration, keys moved: the source answers ASK, the target serves with ASKING.
-        c.begin_migration(slot, from, to);
-        BOOST_TEST(c.migrate_keys(slot, from, to) >= 2u);  // the lock and the slot's counter
-        auto r = co_await st.async_renew(name, "owner-a", 30s, asio::use_awaitable);
-        BOOST_TEST(r.owned);
-        BOOST_TEST(st.stats().ask >= 1u);
-        auto b = co_await st.async_try_acquire(name, "owner-b", 30s, asio::use_awaitable);
-        BOOST_TEST(!b.acquired);
-        BOOST_TEST(b.holder_ttl.count() > 20000);
-        auto s = co_await st.async_status(name, asio::use_awaitable);
-        BOOST_TEST(s.holder == "owner-a");
-        BOOST_TEST(s.fencing_token == a.fencing_token);
-        BOOST_TEST((co_await st.async_release(name, "owner-a", asio::use_awaitable)));
-        // Only the slot's counter is left (on the target; the source has nothing).
-        BOOST_TEST(c.node(to).cli({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}) == "1");
-        BOOST_TEST(c.node(from).cli({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}) == "0");
+            // Mid-migration, keys moved: the source answers ASK, the target serves with ASKING.
+            c.begin_migration(slot, from, to);
+            BOOST_TEST(c.migrate_keys(slot, from, to) >= 2u);  // the lock and the slot's counter
+            auto r = co_await st.async_renew(name, "owner-a", 30s, asio::use_awaitable);
+            BOOST_TEST(r.owned);
+            BOOST_TEST(st.stats().ask >= 1u);
+            auto b = co_await st.async_try_acquire(name, "owner-b", 30s, asio::use_awaitable);
+            BOOST_TEST(!b.acquired);
+            BOOST_TEST(b.holder_ttl.count() > 20000);
+            auto s = co_await st.async_status(name, asio::use_awaitable);
+            BOOST_TEST(s.holder == "owner-a");
+            BOOST_TEST(s.fencing_token == a.fencing_token);
+            BOOST_TEST((co_await st.async_release(name, "owner-a", asio::use_awaitable)));
+            // Only the slot's counter is left (on the target; the source has nothing).
+            BOOST_TEST(c.node(to).cli({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}) == "1");
+            BOOST_TEST(c.node(from).cli({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}) == "0");
 
-        // A free name mid-migration: the counter is on the target and the lock nowhere, so
-        // the target answers TRYAGAIN each time; the bounded redirects end it cleanly, as
-        // server_busy (transient: the caller may retry once the migration is over).
-        auto asks = st.stats().ask;
-        auto [ec, stuck] = co_await st.async_try_acquire(name, "owner-c", 30s, tuple);
-        BOOST_TEST((ec == dlock::error::server_busy));
-        BOOST_TEST(st.last_error_text().find("TRYAGAIN") != std::string::npos, st.last_error_text());
-        BOOST_TEST(!stuck.acquired);
-        BOOST_TEST(st.stats().redirect_failures == 1u);
-        BOOST_TEST(st.stats().tryagain >= 2u);
-        BOOST_TEST(st.stats().ask >= asks + 3);
+            // A free name mid-migration: the counter is on the target and the lock nowhere, so
+            // the target answers TRYAGAIN each time; the bounded redirects end it cleanly, as
+            // server_busy (transient: the caller may retry once the migration is over).
+            auto asks = st.stats().ask;
+            auto [ec, stuck] = co_await st.async_try_acquire(name, "owner-c", 30s, tuple);
+            BOOST_TEST((ec == dlock::error::server_busy));
+            BOOST_TEST(st.last_error_text().find("TRYAGAIN") != std::string::npos, st.last_error_text());
+            BOOST_TEST(!stuck.acquired);
+            BOOST_TEST(st.stats().redirect_failures == 1u);
+            BOOST_TEST(st.stats().tryagain >= 2u);
+            BOOST_TEST(st.stats().ask >= asks + 3);
 
-        // The migration ends: the old master answers MOVED, the store follows, and the
-        // fencing counter moved with the slot, so tokens keep increasing.
-        c.finish_migration(slot, to);
-        auto moved = st.stats().moved;
-        auto d = co_await st.async_try_acquire(name, "owner-d", 30s, asio::use_awaitable);
-        BOOST_TEST(d.acquired);
-        BOOST_TEST(d.fencing_token > a.fencing_token);
-        BOOST_TEST(st.stats().moved > moved);
-        BOOST_TEST(c.node(to).cli({"EXISTS", st.lock_key(name)}) == "1");
-        BOOST_TEST(c.node(from).cli({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}) == "0");
+            // The migration ends: the old master answers MOVED, the store follows, and the
+            // fencing counter moved with the slot, so tokens keep increasing.
+            c.finish_migration(slot, to);
+            auto moved = st.stats().moved;
+            auto d = co_await st.async_try_acquire(name, "owner-d", 30s, asio::use_awaitable);
+            BOOST_TEST(d.acquired);
+            BOOST_TEST(d.fencing_token > a.fencing_token);
+            BOOST_TEST(st.stats().moved > moved);
+            BOOST_TEST(c.node(to).cli({"EXISTS", st.lock_key(name)}) == "1");
+            BOOST_TEST(c.node(from).cli({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}) == "0");
 
-        // The old master dropped the channel (its slot left): the store subscribes on the
-        // new one and tells the watcher to re-check; releases wake it from there.
-        BOOST_TEST(co_await note.wait([&] {
-            return std::count(events.begin(), events.end(), dlock::watch_event::resync) >= 1;
-        }));
-        BOOST_TEST(st.master_of(name) == c.address(to));
-        BOOST_TEST(st.stats().resubscribes + st.stats().server_unsubscribes >= 1u);
-        auto before = std::count(events.begin(), events.end(), dlock::watch_event::released);
-        BOOST_TEST((co_await st.async_release(name, "owner-d", asio::use_awaitable)));
-        BOOST_TEST(co_await note.wait([&] {
-            return std::count(events.begin(), events.end(), dlock::watch_event::released) > before;
-        }));
-        auto e = co_await st.async_try_acquire(name, "owner-e", 30s, asio::use_awaitable);
-        BOOST_TEST(e.acquired);
-        BOOST_TEST(e.fencing_token > d.fencing_token);
-        st.unwatch(id);
-        st.close();
-    }, 30s);
+            // The old master dropped the channel (its slot left): the store subscribes on the
+            // new one and tells the watcher to re-check; releases wake it from there.
+            BOOST_TEST(co_await note.wait(
+                [&] { return std::count(events.begin(), events.end(), dlock::watch_event::resync) >= 1; }));
+            BOOST_TEST(st.master_of(name) == c.address(to));
+            BOOST_TEST(st.stats().resubscribes + st.stats().server_unsubscribes >= 1u);
+            auto before = std::count(events.begin(), events.end(), dlock::watch_event::released);
+            BOOST_TEST((co_await st.async_release(name, "owner-d", asio::use_awaitable)));
+            BOOST_TEST(co_await note.wait(
+                [&] { return std::count(events.begin(), events.end(), dlock::watch_event::released) > before; }));
+            auto e = co_await st.async_try_acquire(name, "owner-e", 30s, asio::use_awaitable);
+            BOOST_TEST(e.acquired);
+            BOOST_TEST(e.fencing_token > d.fencing_token);
+            st.unwatch(id);
+            st.close();
+        },
+        30s);
 }
 
 BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
@@ -227,9 +231,9 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
     constexpr int processes = 3, coroutines = 8, sections = 30;  // 720 sections
     std::vector<std::unique_ptr<dlock::test::child>> workers;
     for (int p = 0; p < processes; ++p)
-        workers.push_back(std::make_unique<dlock::test::child>(std::vector<std::string>{
-            dlock::test::worker_path(), "count", "cluster:" + std::to_string(c.node(p).port()), "cmx",
-            std::to_string(coroutines), std::to_string(sections), counter, log}));
+        workers.push_back(std::make_unique<dlock::test::child>(
+            std::vector<std::string>{dlock::test::worker_path(), "count", "cluster:" + std::to_string(c.node(p).port()),
+                                     "cmx", std::to_string(coroutines), std::to_string(sections), counter, log}));
     long woken = 0;
     for (auto& w : workers) {
         auto line = w->read_line(60s);

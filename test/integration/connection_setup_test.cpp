@@ -59,8 +59,8 @@ redis::reply roundtrip(const redis::config& cfg, const redis::request& req)
 std::string make_other_ca(const std::string& dir)
 {
     int status = 0;
-    test::run_capture({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                       "-nodes", "-days", "2", "-subj", "/CN=some-other-ca", "-keyout", dir + "/other-ca.key", "-out",
+    test::run_capture({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                       "-days", "2", "-subj", "/CN=some-other-ca", "-keyout", dir + "/other-ca.key", "-out",
                        dir + "/other-ca.crt"},
                       &status);
     BOOST_TEST_REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0), "openssl failed");
@@ -149,7 +149,8 @@ BOOST_AUTO_TEST_CASE(config_from_url)
     test::redis_server srv(opts);
     redis::config cfg;
     redis::config_error err;
-    std::string url = "redis://:pw@127.0.0.1:" + std::to_string(srv.port()) + "/2?client_name=from-url&request_timeout=2s";
+    std::string url =
+        "redis://:pw@127.0.0.1:" + std::to_string(srv.port()) + "/2?client_name=from-url&request_timeout=2s";
     BOOST_TEST_REQUIRE(redis::parse_url(url, cfg, err), err.message);
     BOOST_TEST(roundtrip(cfg, cmd("CLIENT", "GETNAME")).str == "from-url");
 }

@@ -14,9 +14,9 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -103,38 +103,41 @@ BOOST_AUTO_TEST_CASE(pipelined_requests_from_many_coroutines)
     constexpr int per_coroutine = 100;
     int mismatches = 0;
     int completed = 0;
-    test::run_test(io, [&]() -> asio::awaitable<void> {
-        BOOST_TEST_REQUIRE(!co_await test::connect(conn));
-        auto before = conn.stats();
-        auto worker = [&](int id) -> asio::awaitable<void> {
-            for (int n = 0; n < per_coroutine; ++n) {
-                std::string value = "value-" + std::to_string(id) + "-" + std::to_string(n);
-                redis::request req;
-                if (n % 2 == 0) {
-                    req.push("ECHO", value);
-                } else {
-                    std::string key = "key-" + std::to_string(id);
-                    req.push("SET", key, value).push("GET", key);
+    test::run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            BOOST_TEST_REQUIRE(!co_await test::connect(conn));
+            auto before = conn.stats();
+            auto worker = [&](int id) -> asio::awaitable<void> {
+                for (int n = 0; n < per_coroutine; ++n) {
+                    std::string value = "value-" + std::to_string(id) + "-" + std::to_string(n);
+                    redis::request req;
+                    if (n % 2 == 0) {
+                        req.push("ECHO", value);
+                    } else {
+                        std::string key = "key-" + std::to_string(id);
+                        req.push("SET", key, value).push("GET", key);
+                    }
+                    auto r = co_await exec(conn, req);
+                    ++completed;
+                    if (r.ec || r.resp.size() != req.size() || r.resp.back().str != value)
+                        ++mismatches;
                 }
-                auto r = co_await exec(conn, req);
-                ++completed;
-                if (r.ec || r.resp.size() != req.size() || r.resp.back().str != value)
-                    ++mismatches;
-            }
-        };
-        test::task_group group(co_await asio::this_coro::executor);
-        for (int id = 0; id < coroutines; ++id)
-            group.spawn(worker(id));
-        co_await group.join(30s);
+            };
+            test::task_group group(co_await asio::this_coro::executor);
+            for (int id = 0; id < coroutines; ++id)
+                group.spawn(worker(id));
+            co_await group.join(30s);
 
-        auto requests = conn.stats().requests - before.requests;
-        auto batches = conn.stats().batches - before.batches;
-        BOOST_TEST_MESSAGE("10000 requests went out in " << batches << " writes");
-        BOOST_TEST(requests == 10000u);
-        // Pipelining: while a write is on the wire every new request joins the next one.
-        BOOST_TEST(batches < 1000u);
-        BOOST_TEST(conn.stats().connects == 1u);
-    }, 40s);
+            auto requests = conn.stats().requests - before.requests;
+            auto batches = conn.stats().batches - before.batches;
+            BOOST_TEST_MESSAGE("10000 requests went out in " << batches << " writes");
+            BOOST_TEST(requests == 10000u);
+            // Pipelining: while a write is on the wire every new request joins the next one.
+            BOOST_TEST(batches < 1000u);
+            BOOST_TEST(conn.stats().connects == 1u);
+        },
+        40s);
     BOOST_TEST(completed == coroutines * per_coroutine);
     BOOST_TEST(mismatches == 0);
 }
@@ -197,42 +200,45 @@ BOOST_AUTO_TEST_CASE(server_killed_during_traffic)
     test::notifier progress(io.get_executor());
     int ok = 0, lost = 0, timed_out = 0, ok_after_restart = 0;
     bool restarted = false;
-    test::run_test(io, [&]() -> asio::awaitable<void> {
-        BOOST_TEST_REQUIRE(!co_await test::connect(conn));
-        auto worker = [&](int id) -> asio::awaitable<void> {
-            int mine_after = 0;
-            for (int n = 0; mine_after < 50; ++n) {
-                std::string value = std::to_string(id) + ":" + std::to_string(n);
-                auto r = co_await exec(conn, cmd("ECHO", value), 5s);
-                if (!r.ec) {
-                    // Every reply still belongs to its own request, across the reconnect.
-                    BOOST_TEST_REQUIRE(r.resp.at(0).str == value);
-                    ++ok;
-                    if (restarted) {
-                        ++mine_after;
-                        ++ok_after_restart;
+    test::run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            BOOST_TEST_REQUIRE(!co_await test::connect(conn));
+            auto worker = [&](int id) -> asio::awaitable<void> {
+                int mine_after = 0;
+                for (int n = 0; mine_after < 50; ++n) {
+                    std::string value = std::to_string(id) + ":" + std::to_string(n);
+                    auto r = co_await exec(conn, cmd("ECHO", value), 5s);
+                    if (!r.ec) {
+                        // Every reply still belongs to its own request, across the reconnect.
+                        BOOST_TEST_REQUIRE(r.resp.at(0).str == value);
+                        ++ok;
+                        if (restarted) {
+                            ++mine_after;
+                            ++ok_after_restart;
+                        }
+                    } else if (r.ec == error::connection_lost) {
+                        ++lost;
+                    } else {
+                        BOOST_TEST_REQUIRE(r.ec == error::timeout);
+                        ++timed_out;
                     }
-                } else if (r.ec == error::connection_lost) {
-                    ++lost;
-                } else {
-                    BOOST_TEST_REQUIRE(r.ec == error::timeout);
-                    ++timed_out;
+                    progress.notify();
                 }
-                progress.notify();
-            }
-        };
-        test::task_group group(co_await asio::this_coro::executor);
-        for (int id = 0; id < 20; ++id)
-            group.spawn(worker(id));
+            };
+            test::task_group group(co_await asio::this_coro::executor);
+            for (int id = 0; id < 20; ++id)
+                group.spawn(worker(id));
 
-        BOOST_TEST_REQUIRE(co_await progress.wait([&] { return ok >= 2000; }));
-        srv.kill();
-        // Let the connection see the loss before the server comes back.
-        BOOST_TEST_REQUIRE(co_await progress.wait([&] { return lost > 0; }));
-        srv.start();
-        restarted = true;
-        co_await group.join(20s);
-    }, 30s);
+            BOOST_TEST_REQUIRE(co_await progress.wait([&] { return ok >= 2000; }));
+            srv.kill();
+            // Let the connection see the loss before the server comes back.
+            BOOST_TEST_REQUIRE(co_await progress.wait([&] { return lost > 0; }));
+            srv.start();
+            restarted = true;
+            co_await group.join(20s);
+        },
+        30s);
     BOOST_TEST_MESSAGE("ok " << ok << ", connection_lost " << lost << ", timeout " << timed_out);
     BOOST_TEST(lost > 0);
     BOOST_TEST(ok_after_restart == 20 * 50);
@@ -285,8 +291,8 @@ BOOST_AUTO_TEST_CASE(cancel_queued_request_with_signal)
     test::notifier n(io.get_executor());
     test::run_test(io, [&]() -> asio::awaitable<void> {
         BOOST_TEST_REQUIRE(!co_await test::connect(conn));
-        for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
-                          asio::cancellation_type::total}) {
+        for (auto type :
+             {asio::cancellation_type::terminal, asio::cancellation_type::partial, asio::cancellation_type::total}) {
             BOOST_TEST_CONTEXT("cancellation type " << static_cast<int>(type))
             {
                 asio::cancellation_signal sig;
@@ -416,7 +422,8 @@ BOOST_AUTO_TEST_CASE(cancel_with_awaitable_operators)
         // The same with the exec's error observed.
         error_code exec_ec;
         auto observed = [&]() -> asio::awaitable<void> {
-            auto [ec, resp] = co_await conn.async_exec(cmd("BLPOP", "op-list-2", 0), asio::as_tuple(asio::use_awaitable));
+            auto [ec, resp] =
+                co_await conn.async_exec(cmd("BLPOP", "op-list-2", 0), asio::as_tuple(asio::use_awaitable));
             exec_ec = ec;
         };
         timer.expires_after(50ms);
@@ -541,19 +548,22 @@ BOOST_AUTO_TEST_CASE(large_values)
     test::redis_server srv;
     asio::io_context io;
     redis::connection conn(io.get_executor(), srv.config());
-    test::run_test(io, [&]() -> asio::awaitable<void> {
-        std::string big(16u << 20, '\0');
-        for (std::size_t i = 0; i < big.size(); ++i)
-            big[i] = static_cast<char>(i * 7 % 251);  // binary, with CR, LF and NUL bytes
-        redis::request req;
-        req.push("SET", "big", big).push("STRLEN", "big").push("GET", "big").push("ECHO", "tail");
-        auto r = co_await exec(conn, req, 20s);
-        BOOST_TEST_REQUIRE(!r.ec);
-        BOOST_TEST_REQUIRE(r.resp.size() == 4u);
-        BOOST_TEST(r.resp[1].integer == static_cast<long long>(big.size()));
-        BOOST_TEST((r.resp[2].str == big));
-        BOOST_TEST(r.resp[3].str == "tail");
-    }, 30s);
+    test::run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            std::string big(16u << 20, '\0');
+            for (std::size_t i = 0; i < big.size(); ++i)
+                big[i] = static_cast<char>(i * 7 % 251);  // binary, with CR, LF and NUL bytes
+            redis::request req;
+            req.push("SET", "big", big).push("STRLEN", "big").push("GET", "big").push("ECHO", "tail");
+            auto r = co_await exec(conn, req, 20s);
+            BOOST_TEST_REQUIRE(!r.ec);
+            BOOST_TEST_REQUIRE(r.resp.size() == 4u);
+            BOOST_TEST(r.resp[1].integer == static_cast<long long>(big.size()));
+            BOOST_TEST((r.resp[2].str == big));
+            BOOST_TEST(r.resp[3].str == "tail");
+        },
+        30s);
 }
 
 BOOST_AUTO_TEST_CASE(close_fails_pending_requests)

@@ -8,5 +8,6 @@ BOOST_AUTO_TEST_CASE(store_contract)
     boost::asio::io_context io;
     auto subject = dlock::test::make_contract_subject(io);
     BOOST_TEST_REQUIRE(subject.store != nullptr);
-    dlock::test::run_contract(io, *subject.store, subject.stop ? subject.stop : [] {});
+    dlock::test::run_contract(
+        io, *subject.store, subject.stop ? subject.stop : [] {});
 }

@@ -38,9 +38,9 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
     constexpr int processes = 4, coroutines = 50, sections = 100;  // 20,000 sections
     std::vector<std::unique_ptr<dlock::test::child>> workers;
     for (int p = 0; p < processes; ++p)
-        workers.push_back(std::make_unique<dlock::test::child>(std::vector<std::string>{
-            dlock::test::worker_path(), "count", std::to_string(srv.port()), "mx", std::to_string(coroutines),
-            std::to_string(sections), counter, log}));
+        workers.push_back(std::make_unique<dlock::test::child>(
+            std::vector<std::string>{dlock::test::worker_path(), "count", std::to_string(srv.port()), "mx",
+                                     std::to_string(coroutines), std::to_string(sections), counter, log}));
     for (auto& w : workers) {
         auto line = w->read_line(240s);
         BOOST_TEST_MESSAGE("worker: " << line.value_or("<none>"));
@@ -79,7 +79,8 @@ BOOST_AUTO_TEST_CASE(killed_holder_frees_after_lease)
     io.run_for(20s);
     BOOST_TEST(!ec);
     // Within the lease (1 s) plus a margin for PTTL rounding and scheduling.
-    BOOST_TEST(waited < 1500ms, "waited " << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count() << " ms");
+    BOOST_TEST(waited < 1500ms,
+               "waited " << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count() << " ms");
 }
 
 BOOST_AUTO_TEST_CASE(paused_holder_learns_of_loss_and_is_fenced)
@@ -120,11 +121,17 @@ BOOST_AUTO_TEST_CASE(redis_restart_while_held_and_awaited)
     dlock::redis_store store_a(io.get_executor(), srv.config());  // two stores: two "processes"
     dlock::redis_store store_b(io.get_executor(), srv.config());
     auto t_start = clock_type::now();
-    dlock::registry a(store_a, {.lease = 2s, .on_event = [&](const dlock::lock_event& ev) {
-        auto& cs = store_a.connection().stats();
-        BOOST_TEST_MESSAGE("a event " << int(ev.kind) << " at " << std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t_start).count()
-            << " connects=" << cs.connects << " failures=" << cs.connect_failures << " requests=" << cs.requests << " batches=" << cs.batches << " connected=" << store_a.connection().is_connected());
-    }});
+    dlock::registry a(
+        store_a, {.lease = 2s, .on_event = [&](const dlock::lock_event& ev) {
+                      auto& cs = store_a.connection().stats();
+                      BOOST_TEST_MESSAGE(
+                          "a event "
+                          << int(ev.kind) << " at "
+                          << std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t_start).count()
+                          << " connects=" << cs.connects << " failures=" << cs.connect_failures
+                          << " requests=" << cs.requests << " batches=" << cs.batches
+                          << " connected=" << store_a.connection().is_connected());
+                  }});
     dlock::registry b(store_b, {.lease = 2s});
     clock_type::time_point a_released{}, b_acquired{};
     std::uint64_t a_token = 0, b_token = 0;
@@ -147,9 +154,13 @@ BOOST_AUTO_TEST_CASE(redis_restart_while_held_and_awaited)
         }
         // The waiters' one watch: the name's channel and the wait token's grant channel.
         BOOST_TEST(co_await eventually([&] { return store_b.subscriber().channel_count() == 2; }));
-        BOOST_TEST_MESSAGE("restart at " << std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t_start).count());
+        BOOST_TEST_MESSAGE(
+            "restart at "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t_start).count());
         srv.restart();
-        BOOST_TEST_MESSAGE("restarted at " << std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t_start).count());
+        BOOST_TEST_MESSAGE(
+            "restarted at "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t_start).count());
         // Keep holding across the restart: renewals resume on the new connection.
         BOOST_TEST(co_await eventually([&] { return a.stats().renewals >= 2; }, 15s));
         a_lost = g.is_lost();

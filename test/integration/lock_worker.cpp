@@ -115,22 +115,25 @@ int main(int argc, char** argv)
         int finished = 0;
         std::string pid = std::to_string(::getpid());
         for (int c = 0; c < coroutines; ++c) {
-            asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-                auto lock = reg.obtain(name);
-                for (int i = 0; i < sections; ++i) {
-                    auto g = co_await lock.acquire();
-                    long v = read_counter(counter);
-                    co_await asio::post(io, asio::use_awaitable);  // let others run mid-section
-                    write_counter(counter, v + 1);
-                    std::string line = pid + " " + std::to_string(g.fencing_token()) + "\n";
-                    if (::write(log, line.data(), line.size()) < 0)
-                        std::abort();
-                    co_await g.release();
-                }
-                if (++finished == coroutines) {
-                    close_store();
-                }
-            }, asio::detached);
+            asio::co_spawn(
+                io,
+                [&]() -> asio::awaitable<void> {
+                    auto lock = reg.obtain(name);
+                    for (int i = 0; i < sections; ++i) {
+                        auto g = co_await lock.acquire();
+                        long v = read_counter(counter);
+                        co_await asio::post(io, asio::use_awaitable);  // let others run mid-section
+                        write_counter(counter, v + 1);
+                        std::string line = pid + " " + std::to_string(g.fencing_token()) + "\n";
+                        if (::write(log, line.data(), line.size()) < 0)
+                            std::abort();
+                        co_await g.release();
+                    }
+                    if (++finished == coroutines) {
+                        close_store();
+                    }
+                },
+                asio::detached);
         }
         io.run();
         const auto& s = reg.stats();
@@ -142,17 +145,21 @@ int main(int argc, char** argv)
     } else if (mode == "hold" && argc >= 5) {
         auto lease = std::chrono::milliseconds(std::stoi(argv[4]));
         dlock::registry reg(store, {.lease = lease});
-        asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-            auto g = co_await reg.obtain(name).acquire();
-            std::cout << "acquired " << g.fencing_token() << std::endl;
-            asio::steady_timer work(io, 60s);
-            boost::system::error_code ec;
-            co_await work.async_wait(asio::bind_cancellation_slot(g.lost_slot(), asio::redirect_error(asio::use_awaitable, ec)));
-            std::cout << "lost=" << (g.is_lost() ? 1 : 0) << " token=" << g.fencing_token() << std::endl;
-            co_await g.release(asio::redirect_error(asio::use_awaitable, ec));
-            close_store();
-            status = 0;
-        }, asio::detached);
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+                auto g = co_await reg.obtain(name).acquire();
+                std::cout << "acquired " << g.fencing_token() << std::endl;
+                asio::steady_timer work(io, 60s);
+                boost::system::error_code ec;
+                co_await work.async_wait(
+                    asio::bind_cancellation_slot(g.lost_slot(), asio::redirect_error(asio::use_awaitable, ec)));
+                std::cout << "lost=" << (g.is_lost() ? 1 : 0) << " token=" << g.fencing_token() << std::endl;
+                co_await g.release(asio::redirect_error(asio::use_awaitable, ec));
+                close_store();
+                status = 0;
+            },
+            asio::detached);
         io.run();
     } else {
         std::cerr << "lock_worker: bad arguments\n";

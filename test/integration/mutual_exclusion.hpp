@@ -13,12 +13,12 @@
 namespace dlock::test {
 
 struct count_log {
-    long counter = 0;                ///< the counter file's final value
-    std::size_t lines = 0;           ///< critical sections logged
-    bool monotonic = true;           ///< in file order, fencing tokens never go down
-    bool exclusive_tokens = true;    ///< a token belongs to one process only
-    std::size_t processes = 0;       ///< distinct processes that logged
-    std::size_t switches = 0;        ///< times the lock moved to another process
+    long counter = 0;              ///< the counter file's final value
+    std::size_t lines = 0;         ///< critical sections logged
+    bool monotonic = true;         ///< in file order, fencing tokens never go down
+    bool exclusive_tokens = true;  ///< a token belongs to one process only
+    std::size_t processes = 0;     ///< distinct processes that logged
+    std::size_t switches = 0;      ///< times the lock moved to another process
 };
 
 /// Reads COUNTER_FILE and LOG_FILE ("pid token" per line, written inside the section).

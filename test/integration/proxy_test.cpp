@@ -27,7 +27,10 @@ namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
-std::string lock_count(const redis_server& srv) { return srv.cli({"EVAL", "return #redis.call('KEYS', '*:lock:*')", "0"}); }
+std::string lock_count(const redis_server& srv)
+{
+    return srv.cli({"EVAL", "return #redis.call('KEYS', '*:lock:*')", "0"});
+}
 
 }  // namespace
 

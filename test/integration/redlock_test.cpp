@@ -28,8 +28,8 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using boost::system::error_code;
 using clock_type = std::chrono::steady_clock;
-using std::chrono::milliseconds;
 using dlock::test::eventually;
+using std::chrono::milliseconds;
 
 namespace {
 
@@ -210,7 +210,9 @@ BOOST_AUTO_TEST_CASE(two_nodes_down_no_quorum)
         BOOST_TEST(!r.acquired);
         BOOST_TEST(ms_since(t0) < 1500, "failed after " << ms_since(t0) << " ms");  // about node_timeout
         // The lease the live node granted is released again.
-        BOOST_TEST(co_await eventually([&] { return c.servers[1]->cli({"EXISTS", st.node(1).lock_key("dlock:q")}) == "0"; }));
+        BOOST_TEST(co_await eventually([&] {
+            return c.servers[1]->cli({"EXISTS", st.node(1).lock_key("dlock:q")}) == "0";
+        }));
         auto [ec_r, rr] = co_await st.async_renew("dlock:q", "a", 5s, tuple);
         BOOST_TEST((ec_r == dlock::error::no_quorum));
         BOOST_TEST(!rr.owned);
@@ -410,14 +412,20 @@ BOOST_AUTO_TEST_CASE(watch_with_a_node_down)
         auto g = co_await a.obtain("w").acquire();
         clock_type::time_point released_at{};
         bool b_done = false;
-        asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-            auto gb = co_await b.obtain("w").acquire_for(10s);
-            BOOST_TEST(gb.owns_lock());
-            BOOST_TEST(gb.fencing_token() > g.fencing_token());
-            BOOST_TEST(ms_since(released_at) < 2000);  // not the 20 s lease
-            co_await gb.release();
-            b_done = true;
-        }, [](std::exception_ptr e) { if (e) std::rethrow_exception(e); });
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+                auto gb = co_await b.obtain("w").acquire_for(10s);
+                BOOST_TEST(gb.owns_lock());
+                BOOST_TEST(gb.fencing_token() > g.fencing_token());
+                BOOST_TEST(ms_since(released_at) < 2000);  // not the 20 s lease
+                co_await gb.release();
+                b_done = true;
+            },
+            [](std::exception_ptr e) {
+                if (e)
+                    std::rethrow_exception(e);
+            });
         // b's second refusal is its retry after `ready`: from then on it waits for a release.
         BOOST_TEST(co_await eventually([&] { return b.stats().contended >= 2u; }));
         released_at = clock_type::now();
@@ -428,7 +436,8 @@ BOOST_AUTO_TEST_CASE(watch_with_a_node_down)
         BOOST_TEST(std::count(events.begin(), events.end(), dlock::watch_event::ready) == 1);
         // The dead node comes back: its late subscription is no second `ready`.
         c.servers[0]->start();
-        BOOST_TEST(co_await eventually([&] { return st.node(0).subscriber().is_subscribed(st.node(0).channel("dlock:w")); }));
+        BOOST_TEST(
+            co_await eventually([&] { return st.node(0).subscriber().is_subscribed(st.node(0).channel("dlock:w")); }));
         auto sync = co_await st.async_status("dlock:w", asio::use_awaitable);  // one more round trip
         BOOST_TEST(!sync.held);
         BOOST_TEST(std::count(events.begin(), events.end(), dlock::watch_event::ready) == 1);

@@ -125,30 +125,33 @@ BOOST_AUTO_TEST_CASE(discovery_skips_dead_sentinels_and_names_unknown_masters)
 {
     sentinel_setup s;
     asio::io_context io;
-    dlock::test::run_test(io, [&]() -> asio::awaitable<void> {
-        // A dead sentinel first: the next one answers.
-        auto cfg = s.config();
-        cfg.sentinel.nodes.insert(cfg.sentinel.nodes.begin(), {"127.0.0.1", dlock::test::free_port()});
-        redis::connection conn(io.get_executor(), cfg);
-        auto [ec] = co_await conn.async_connect(asio::as_tuple(asio::use_awaitable));
-        BOOST_TEST(!ec, ec.message());
-        BOOST_TEST(conn.get_config().port == s.master.port());
-        redis::request req;
-        req.push("ROLE");
-        auto r = co_await dlock::test::exec(conn, req);
-        BOOST_TEST(!r.ec);
-        BOOST_TEST(r.resp.at(0).elements.at(0).str == "master");
+    dlock::test::run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            // A dead sentinel first: the next one answers.
+            auto cfg = s.config();
+            cfg.sentinel.nodes.insert(cfg.sentinel.nodes.begin(), {"127.0.0.1", dlock::test::free_port()});
+            redis::connection conn(io.get_executor(), cfg);
+            auto [ec] = co_await conn.async_connect(asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST(!ec, ec.message());
+            BOOST_TEST(conn.get_config().port == s.master.port());
+            redis::request req;
+            req.push("ROLE");
+            auto r = co_await dlock::test::exec(conn, req);
+            BOOST_TEST(!r.ec);
+            BOOST_TEST(r.resp.at(0).elements.at(0).str == "master");
 
-        auto wrong = s.config();
-        wrong.sentinel.master_name = "nosuchmaster";
-        redis::connection bad(io.get_executor(), wrong);
-        auto [ec2] = co_await bad.async_connect(asio::as_tuple(asio::use_awaitable));
-        BOOST_TEST((ec2 == dlock::error::resolve_failed));
-        BOOST_TEST(bad.last_server_message().find("does not know master 'nosuchmaster'") != std::string::npos,
-                   bad.last_server_message());
-        conn.close();
-        bad.close();
-    }, 20s);
+            auto wrong = s.config();
+            wrong.sentinel.master_name = "nosuchmaster";
+            redis::connection bad(io.get_executor(), wrong);
+            auto [ec2] = co_await bad.async_connect(asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST((ec2 == dlock::error::resolve_failed));
+            BOOST_TEST(bad.last_server_message().find("does not know master 'nosuchmaster'") != std::string::npos,
+                       bad.last_server_message());
+            conn.close();
+            bad.close();
+        },
+        20s);
 }
 
 BOOST_AUTO_TEST_CASE(contract_through_sentinel)
@@ -165,19 +168,23 @@ BOOST_AUTO_TEST_CASE(wait_replicas_gives_the_lease_back_when_too_few_acknowledge
     asio::io_context io;
     dlock::redis_store enough(io.get_executor(), s.config(), {.wait_replicas = 2, .wait_timeout = 2s});
     dlock::redis_store too_many(io.get_executor(), s.config(), {.wait_replicas = 3, .wait_timeout = 50ms});
-    dlock::test::run_test(io, [&]() -> asio::awaitable<void> {
-        auto a = co_await enough.async_try_acquire("replicated", "t1", 5s, asio::use_awaitable);
-        BOOST_TEST(a.acquired);
-        for (const auto& r : s.replicas)  // both replicas have it when acquire returns
-            BOOST_TEST(r->cli({"EXISTS", enough.lock_key("replicated")}) == "1");
-        auto [ec, b] = co_await too_many.async_try_acquire("unreplicated", "t2", 5s, asio::as_tuple(asio::use_awaitable));
-        BOOST_TEST((ec == dlock::error::not_replicated));
-        BOOST_TEST(!b.acquired);
-        auto st = co_await too_many.async_status("unreplicated", asio::use_awaitable);
-        BOOST_TEST(!st.held);  // given back, nothing left behind
-        enough.close();
-        too_many.close();
-    }, 20s);
+    dlock::test::run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto a = co_await enough.async_try_acquire("replicated", "t1", 5s, asio::use_awaitable);
+            BOOST_TEST(a.acquired);
+            for (const auto& r : s.replicas)  // both replicas have it when acquire returns
+                BOOST_TEST(r->cli({"EXISTS", enough.lock_key("replicated")}) == "1");
+            auto [ec, b] =
+                co_await too_many.async_try_acquire("unreplicated", "t2", 5s, asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST((ec == dlock::error::not_replicated));
+            BOOST_TEST(!b.acquired);
+            auto st = co_await too_many.async_status("unreplicated", asio::use_awaitable);
+            BOOST_TEST(!st.held);  // given back, nothing left behind
+            enough.close();
+            too_many.close();
+        },
+        20s);
 }
 
 BOOST_AUTO_TEST_CASE(a_failover_while_held_and_waited_for)
@@ -200,70 +207,76 @@ BOOST_AUTO_TEST_CASE(a_failover_while_held_and_waited_for)
     redis::config sc;
     sc.port = s.sentinels[0]->port();
     redis::subscriber sentinel_events(io.get_executor(), sc);
-    dlock::test::run_test(io, [&]() -> asio::awaitable<void> {
-        redis::subscription switched(sentinel_events, "+switch-master");
-        auto g = co_await holder.obtain("job").acquire();
-        const auto first_token = g.fencing_token();
-        BOOST_TEST(s.server_on(old_master).cli({"EXISTS", holder_store.lock_key("dlock:job")}) == "1");
+    dlock::test::run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            redis::subscription switched(sentinel_events, "+switch-master");
+            auto g = co_await holder.obtain("job").acquire();
+            const auto first_token = g.fencing_token();
+            BOOST_TEST(s.server_on(old_master).cli({"EXISTS", holder_store.lock_key("dlock:job")}) == "1");
 
-        bool waiter_got = false;
-        std::uint64_t waiter_token = 0;
-        bool holder_released = false;
-        dlock::test::task_group tasks(io.get_executor());
-        auto wait_for_job = [&]() -> asio::awaitable<void> {  // named: it outlives the coroutine
-            auto w = co_await waiter.obtain("job").acquire();
-            BOOST_TEST(holder_released, "the waiter got the lock while the holder still held it");
-            waiter_got = true;
-            waiter_token = w.fencing_token();
-            co_await w.release();
-            wake.notify();
-        };
-        tasks.spawn(wait_for_job());
+            bool waiter_got = false;
+            std::uint64_t waiter_token = 0;
+            bool holder_released = false;
+            dlock::test::task_group tasks(io.get_executor());
+            auto wait_for_job = [&]() -> asio::awaitable<void> {  // named: it outlives the coroutine
+                auto w = co_await waiter.obtain("job").acquire();
+                BOOST_TEST(holder_released, "the waiter got the lock while the holder still held it");
+                waiter_got = true;
+                waiter_token = w.fencing_token();
+                co_await w.release();
+                wake.notify();
+            };
+            tasks.spawn(wait_for_job());
 
-        std::string answer;
-        // NOGOODSLAVE until the sentinel has had INFO from a replica itself (knowing it from
-        // the master's INFO is not enough to promote it): ask again until it has.
-        BOOST_TEST(eventually([&] {
-            answer = s.sentinels[0]->cli({"SENTINEL", "failover", "mymaster"});
-            return answer == "OK";
-        }, 30s), answer);
-        for (;;) {  // until the switch to another master is announced
-            auto ev = co_await switched.async_receive(asio::use_awaitable);
-            if (ev.kind == redis::event_kind::message)
-                break;
-        }
-        const auto new_master = s.master_port();
-        BOOST_TEST(new_master != old_master);
-        BOOST_TEST_MESSAGE("failover: master " << old_master << " -> " << new_master);
+            std::string answer;
+            // NOGOODSLAVE until the sentinel has had INFO from a replica itself (knowing it from
+            // the master's INFO is not enough to promote it): ask again until it has.
+            BOOST_TEST(eventually(
+                           [&] {
+                               answer = s.sentinels[0]->cli({"SENTINEL", "failover", "mymaster"});
+                               return answer == "OK";
+                           },
+                           30s),
+                       answer);
+            for (;;) {  // until the switch to another master is announced
+                auto ev = co_await switched.async_receive(asio::use_awaitable);
+                if (ev.kind == redis::event_kind::message)
+                    break;
+            }
+            const auto new_master = s.master_port();
+            BOOST_TEST(new_master != old_master);
+            BOOST_TEST_MESSAGE("failover: master " << old_master << " -> " << new_master);
 
-        // What happened to the held lock: the lease was replicated before acquire returned,
-        // so the holder renews it on the new master and keeps it (or, at worst, is told it
-        // lost it); either way the waiter has not got it meanwhile.
-        int before = renewed;
-        BOOST_TEST((co_await wake.wait([&] { return renewed > before + 1 || g.is_lost(); }, 15s)));
-        BOOST_TEST(!g.is_lost(), "the failover lost a replicated lease");
-        BOOST_TEST(!waiter_got);
-        BOOST_TEST(s.server_on(new_master).cli({"EXISTS", holder_store.lock_key("dlock:job")}) == "1");
-        BOOST_TEST_MESSAGE("holder kept its lease through the failover, " << renewed << " renewals; holder on port "
-                           << holder_store.connection().get_config().port << " after "
-                           << holder_store.connection().stats().connects << " connects; old master role: "
-                           << line_of(s.server_on(old_master).cli({"ROLE"}), 0));
+            // What happened to the held lock: the lease was replicated before acquire returned,
+            // so the holder renews it on the new master and keeps it (or, at worst, is told it
+            // lost it); either way the waiter has not got it meanwhile.
+            int before = renewed;
+            BOOST_TEST((co_await wake.wait([&] { return renewed > before + 1 || g.is_lost(); }, 15s)));
+            BOOST_TEST(!g.is_lost(), "the failover lost a replicated lease");
+            BOOST_TEST(!waiter_got);
+            BOOST_TEST(s.server_on(new_master).cli({"EXISTS", holder_store.lock_key("dlock:job")}) == "1");
+            BOOST_TEST_MESSAGE("holder kept its lease through the failover, "
+                               << renewed << " renewals; holder on port " << holder_store.connection().get_config().port
+                               << " after " << holder_store.connection().stats().connects
+                               << " connects; old master role: " << line_of(s.server_on(old_master).cli({"ROLE"}), 0));
 
-        holder_released = true;
-        auto [ec] = co_await g.release(asio::as_tuple(asio::use_awaitable));
-        BOOST_TEST(!ec, ec.message());
-        BOOST_TEST((co_await wake.wait([&] { return waiter_got; }, 10s)));
-        BOOST_TEST(waiter_token > first_token);  // the fencing counter survived the failover
+            holder_released = true;
+            auto [ec] = co_await g.release(asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST(!ec, ec.message());
+            BOOST_TEST((co_await wake.wait([&] { return waiter_got; }, 10s)));
+            BOOST_TEST(waiter_token > first_token);  // the fencing counter survived the failover
 
-        // And the library keeps serving on the new master.
-        auto again = co_await holder.obtain("after").try_acquire();
-        BOOST_TEST(static_cast<bool>(again));
-        co_await again.release();
-        co_await tasks.join(10s);
-        holder_store.close();
-        waiter_store.close();
-        sentinel_events.close();
-    }, 60s);
+            // And the library keeps serving on the new master.
+            auto again = co_await holder.obtain("after").try_acquire();
+            BOOST_TEST(static_cast<bool>(again));
+            co_await again.release();
+            co_await tasks.join(10s);
+            holder_store.close();
+            waiter_store.close();
+            sentinel_events.close();
+        },
+        60s);
 }
 
 BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)

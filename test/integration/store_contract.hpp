@@ -2,9 +2,8 @@
 // store through the contract's checks.
 #pragma once
 
-#include <dlock/store.hpp>
-
 #include <dlock/error.hpp>
+#include <dlock/store.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -49,8 +48,8 @@ inline asio::awaitable<void> check_traits(dlock::store& st, const std::string& n
     BOOST_TEST(st.direct_handoff() == tr.direct_handoff);
     if (tr.max_ttl < std::chrono::milliseconds::max()) {
         // Refused before anything is sent, and nothing was taken.
-        auto [ec, r] = co_await st.async_try_acquire(name, "too-long", tr.max_ttl + 1ms,
-                                                     asio::as_tuple(asio::use_awaitable));
+        auto [ec, r] =
+            co_await st.async_try_acquire(name, "too-long", tr.max_ttl + 1ms, asio::as_tuple(asio::use_awaitable));
         BOOST_TEST(ec == dlock::error::invalid_lease);
         BOOST_TEST(!r.acquired);
         auto [ec2, r2] = co_await st.async_try_acquire(name, "too-long", std::chrono::milliseconds::max() / 2,
@@ -91,9 +90,8 @@ inline asio::awaitable<void> check_handoff(dlock::store& st, const std::string& 
     auto a = co_await st.async_try_acquire(name, "hold-a", 5s, asio::use_awaitable);
     BOOST_REQUIRE(a.acquired);
     std::vector<std::pair<dlock::watch_event, dlock::grant_notice>> got;
-    auto w = st.watch(name, "wait-w", [&](dlock::watch_event ev, const dlock::grant_notice& g) {
-        got.emplace_back(ev, g);
-    });
+    auto w =
+        st.watch(name, "wait-w", [&](dlock::watch_event ev, const dlock::grant_notice& g) { got.emplace_back(ev, g); });
     BOOST_REQUIRE(co_await eventually_true([&] { return !got.empty(); }));
     BOOST_TEST((got.front().first == dlock::watch_event::ready));
     dlock::lease_request q{name, "wait-w", 4s};
@@ -125,7 +123,8 @@ inline asio::awaitable<void> check_handoff(dlock::store& st, const std::string& 
 
     // A queued token that releases without holding is withdrawn: nobody gets the name.
     std::vector<dlock::watch_event> x_events;
-    auto x = st.watch(name, "wait-x", [&](dlock::watch_event ev, const dlock::grant_notice&) { x_events.push_back(ev); });
+    auto x =
+        st.watch(name, "wait-x", [&](dlock::watch_event ev, const dlock::grant_notice&) { x_events.push_back(ev); });
     BOOST_REQUIRE(co_await eventually_true([&] { return !x_events.empty(); }));
     dlock::lease_request qx{name, "wait-x", 4s};
     qx.queue = true;
@@ -134,9 +133,8 @@ inline asio::awaitable<void> check_handoff(dlock::store& st, const std::string& 
     BOOST_TEST(!(co_await st.async_release(name, "wait-x", asio::use_awaitable)));
     BOOST_TEST((co_await st.async_status(name, asio::use_awaitable)).queued == 0u);
     BOOST_TEST((co_await st.async_release(name, "wait-w", asio::use_awaitable)));
-    BOOST_TEST(co_await eventually_true([&] {
-        return std::count(x_events.begin(), x_events.end(), dlock::watch_event::released) > 0;
-    }));
+    BOOST_TEST(co_await eventually_true(
+        [&] { return std::count(x_events.begin(), x_events.end(), dlock::watch_event::released) > 0; }));
     BOOST_TEST(std::count(x_events.begin(), x_events.end(), dlock::watch_event::granted) == 0);
     BOOST_TEST(!(co_await st.async_status(name, asio::use_awaitable)).held);
     st.unwatch(x);

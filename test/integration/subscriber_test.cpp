@@ -250,8 +250,8 @@ BOOST_AUTO_TEST_CASE(resubscribe_after_server_restart)
         BOOST_TEST(srv.cli({"PUBLISH", "alpha", "after-restart"}) == "1");
         BOOST_TEST_REQUIRE(co_await log.wait_for(event_kind::message, "alpha"));
         auto kinds = log.kinds("alpha");
-        std::vector<event_kind> expected = {event_kind::subscribed, event_kind::disconnected,
-                                            event_kind::resubscribed, event_kind::message};
+        std::vector<event_kind> expected = {event_kind::subscribed, event_kind::disconnected, event_kind::resubscribed,
+                                            event_kind::message};
         BOOST_TEST(kinds == expected, boost::test_tools::per_element());
         BOOST_TEST(log.events.back().payload == "after-restart");
         BOOST_TEST(sub.stats().connects == 2u);

@@ -18,9 +18,18 @@ using dlock::redis::reply_type;
 namespace d = dlock::redis::detail;
 
 namespace dlock::redis::detail {
-inline std::ostream& boost_test_print_type(std::ostream& os, const node_address& a) { return os << a.to_string(); }
-inline std::ostream& boost_test_print_type(std::ostream& os, step_kind k) { return os << static_cast<int>(k); }
-inline std::ostream& boost_test_print_type(std::ostream& os, redirect_kind k) { return os << static_cast<int>(k); }
+inline std::ostream& boost_test_print_type(std::ostream& os, const node_address& a)
+{
+    return os << a.to_string();
+}
+inline std::ostream& boost_test_print_type(std::ostream& os, step_kind k)
+{
+    return os << static_cast<int>(k);
+}
+inline std::ostream& boost_test_print_type(std::ostream& os, redirect_kind k)
+{
+    return os << static_cast<int>(k);
+}
 }  // namespace dlock::redis::detail
 
 namespace {

@@ -170,8 +170,7 @@ BOOST_AUTO_TEST_CASE(url_raw_passwords)
                            std::pair{"redis://user:p@ss:w/ord@host:6379", "p@ss:w/ord"},
                            std::pair{"redis://user:a/b#c@d:e@host:6379", "a/b#c@d:e"},
                            std::pair{"redis://user:p%40ss%23word@host:6379", "p@ss#word"},
-                           std::pair{"redis://user:100%@host:6379", "100%"},
-                           std::pair{"redis://user:#@host:6379", "#"},
+                           std::pair{"redis://user:100%@host:6379", "100%"}, std::pair{"redis://user:#@host:6379", "#"},
                            std::pair{"redis://user:/@host:6379", "/"}}) {
         BOOST_TEST_CONTEXT(url)
         {
@@ -314,7 +313,8 @@ BOOST_AUTO_TEST_CASE(url_bad_duration)
 
 BOOST_AUTO_TEST_CASE(url_sentinel)
 {
-    auto c = url_ok("redis+sentinel://user:pw@10.0.0.1:26380,10.0.0.2,[::1]:5000/mymaster/3?sentinel_password=sp&request_timeout=2s");
+    auto c = url_ok("redis+sentinel://user:pw@10.0.0.1:26380,10.0.0.2,[::1]:5000/mymaster/"
+                    "3?sentinel_password=sp&request_timeout=2s");
     BOOST_TEST(c.sentinel.master_name == "mymaster");
     BOOST_TEST_REQUIRE(c.sentinel.nodes.size() == 3u);
     BOOST_TEST(c.sentinel.nodes[0].host == "10.0.0.1");
@@ -368,14 +368,28 @@ BOOST_AUTO_TEST_CASE(messages_never_show_raw_passwords)
     BOOST_TEST(redact_url("redis://h?password=p#ss&db=1") == "redis://h?password=***&db=1");
     BOOST_TEST(redact_url("redis+sentinel://u:p@s/s#@a:1,b:2/m") == "redis+sentinel://u:***@a:1,b:2/m");
     // Every error path, with the password's pieces around '@', '#', ':', '/' and '?'.
-    for (auto url : {"redis://u:qX7@zW8#vY9@h:0", "redis://u:qX7@zW8#vY9@h:99999999999999999999", "redis://u:qX7@zW8/vY9@h/x",
-                     "redis://u:qX7@zW8:vY9@h:12ab/3", "redis://u:qX7@zW8#vY9@h?bogus=1", "redis://u:qX7@zW8#vY9@",
-                     "redis://u:qX7@zW8#vY9@h:6379/0 extra", "redis://u:qX7@zW8#vY9@[::1/0", "redis://u:qX7@zW8#vY9@h?db=x",
-                     "redis://u:qX7@zW8#vY9@h?connect_timeout=5x", "rediss://u:qX7@zW8#vY9@h:-1", "unix://u:qX7@zW8#vY9@",
-                     "redis+sentinel://u:qX7@zW8#vY9@h:0/m", "redis+sentinel://u:qX7@zW8/vY9@h", "redis+sentinel://u:qX7@zW8#vY9@[::1/m",
-                     "redis+sentinel://u:qX7@zW8#vY9@a:1,,b:2/m", "redis+sentinel://u:qX7@zW8#vY9@h/m/x",
-                     "redis:/u:qX7@zW8#vY9@h", "redis:///u:qX7@zW8#vY9@h", "redis://u:qX7%40zW8%23vY9@h:0",
-                     "redis://u:qX7zW8?vY9@h:6379", "redis://h?password=qX7@zW8#vY9&bogus"}) {
+    for (auto url : {"redis://u:qX7@zW8#vY9@h:0",
+                     "redis://u:qX7@zW8#vY9@h:99999999999999999999",
+                     "redis://u:qX7@zW8/vY9@h/x",
+                     "redis://u:qX7@zW8:vY9@h:12ab/3",
+                     "redis://u:qX7@zW8#vY9@h?bogus=1",
+                     "redis://u:qX7@zW8#vY9@",
+                     "redis://u:qX7@zW8#vY9@h:6379/0 extra",
+                     "redis://u:qX7@zW8#vY9@[::1/0",
+                     "redis://u:qX7@zW8#vY9@h?db=x",
+                     "redis://u:qX7@zW8#vY9@h?connect_timeout=5x",
+                     "rediss://u:qX7@zW8#vY9@h:-1",
+                     "unix://u:qX7@zW8#vY9@",
+                     "redis+sentinel://u:qX7@zW8#vY9@h:0/m",
+                     "redis+sentinel://u:qX7@zW8/vY9@h",
+                     "redis+sentinel://u:qX7@zW8#vY9@[::1/m",
+                     "redis+sentinel://u:qX7@zW8#vY9@a:1,,b:2/m",
+                     "redis+sentinel://u:qX7@zW8#vY9@h/m/x",
+                     "redis:/u:qX7@zW8#vY9@h",
+                     "redis:///u:qX7@zW8#vY9@h",
+                     "redis://u:qX7%40zW8%23vY9@h:0",
+                     "redis://u:qX7zW8?vY9@h:6379",
+                     "redis://h?password=qX7@zW8#vY9&bogus"}) {
         config c;
         config_error err;
         BOOST_TEST(!parse_url(url, c, err), url);
@@ -386,7 +400,8 @@ BOOST_AUTO_TEST_CASE(messages_never_show_raw_passwords)
 
 BOOST_AUTO_TEST_CASE(json_sentinel)
 {
-    auto c = json_ok(R"({"sentinel": {"master": "mm", "nodes": ["127.0.0.1:1", "h2"], "password": "sp"}, "password": "pw"})");
+    auto c = json_ok(
+        R"({"sentinel": {"master": "mm", "nodes": ["127.0.0.1:1", "h2"], "password": "sp"}, "password": "pw"})");
     BOOST_TEST(c.sentinel.master_name == "mm");
     BOOST_TEST_REQUIRE(c.sentinel.nodes.size() == 2u);
     BOOST_TEST(c.sentinel.nodes[0].port == 1);
@@ -395,7 +410,8 @@ BOOST_AUTO_TEST_CASE(json_sentinel)
     BOOST_TEST(c.password == "pw");
     json_bad(R"({"sentinel": {"master": "mm"}})", error::invalid_option, "sentinel");
     json_bad(R"({"sentinel": {"master": "mm", "nodes": "h:1"}})", error::invalid_option, "sentinel.nodes");
-    json_bad(R"({"sentinel": {"master": "mm", "nodes": ["h:1"], "quorum": 2}})", error::invalid_option, "sentinel.quorum");
+    json_bad(R"({"sentinel": {"master": "mm", "nodes": ["h:1"], "quorum": 2}})", error::invalid_option,
+             "sentinel.quorum");
     json_bad(R"({"sentinel": {"master": "mm", "nodes": ["h:99999"]}})", error::invalid_port, "port");
 }
 
@@ -418,8 +434,8 @@ BOOST_AUTO_TEST_CASE(duration)
     BOOST_TEST(d.count() == 0);
 
     d = 77ms;
-    for (std::string_view bad : {"", "ms", "s", "5 s", " 5s", "5S", "5sec", "-5s", "+5s", "1.5s", "5d", "5us",
-                                 "0x10", "99999999999999999999", "9223372036854775807h", "5s5"}) {
+    for (std::string_view bad : {"", "ms", "s", "5 s", " 5s", "5S", "5sec", "-5s", "+5s", "1.5s", "5d", "5us", "0x10",
+                                 "99999999999999999999", "9223372036854775807h", "5s5"}) {
         BOOST_TEST(!parse_duration(bad, d), "'" << bad << "' must be rejected");
         BOOST_TEST(d.count() == 77, "'" << bad << "' must leave the output alone");
     }
@@ -462,7 +478,8 @@ BOOST_AUTO_TEST_CASE(json_url_then_overrides)
 
 BOOST_AUTO_TEST_CASE(json_tls_and_unix)
 {
-    auto c = json_ok(R"({"host": "h", "tls": {"ca_file": "/ca", "cert_file": "/c", "key_file": "/k", "verify": false}})");
+    auto c =
+        json_ok(R"({"host": "h", "tls": {"ca_file": "/ca", "cert_file": "/c", "key_file": "/k", "verify": false}})");
     BOOST_TEST((c.kind == transport::tls));
     BOOST_TEST(c.tls_ca_file == "/ca");
     BOOST_TEST(c.tls_cert_file == "/c");

@@ -14,20 +14,38 @@
 #include <string_view>
 #include <vector>
 
+using boost::system::error_code;
 using dlock::redis::reply;
 using dlock::redis::reply_type;
 using dlock::redis::request;
 using dlock::resp::decoder;
-using boost::system::error_code;
 
 namespace {
 
-reply str(std::string s) { return {reply_type::string, 0, std::move(s), {}}; }
-reply status(std::string s) { return {reply_type::status, 0, std::move(s), {}}; }
-reply err(std::string s) { return {reply_type::error, 0, std::move(s), {}}; }
-reply integer(long long v) { return {reply_type::integer, v, {}, {}}; }
-reply nil() { return {}; }
-reply array(std::vector<reply> e) { return {reply_type::array, 0, {}, std::move(e)}; }
+reply str(std::string s)
+{
+    return {reply_type::string, 0, std::move(s), {}};
+}
+reply status(std::string s)
+{
+    return {reply_type::status, 0, std::move(s), {}};
+}
+reply err(std::string s)
+{
+    return {reply_type::error, 0, std::move(s), {}};
+}
+reply integer(long long v)
+{
+    return {reply_type::integer, v, {}, {}};
+}
+reply nil()
+{
+    return {};
+}
+reply array(std::vector<reply> e)
+{
+    return {reply_type::array, 0, {}, std::move(e)};
+}
 
 // Feeds `bytes` in one piece and drains every complete reply; fails the test on error.
 std::vector<reply> decode_all(decoder& d, std::string_view bytes)

@@ -45,7 +45,8 @@ BOOST_AUTO_TEST_CASE(a_permanent_store_error_fails_the_waiting_acquire)
 {
     dlock::registry reg(store, {.lease = 5s});
     auto lk = reg.obtain("x");
-    store.fail_next(dlock::error::permission_denied, "NOPERM this user has no permissions to run the 'evalsha' command");
+    store.fail_next(dlock::error::permission_denied,
+                    "NOPERM this user has no permissions to run the 'evalsha' command");
     error_code ec;
     bool done = false;
     spawn([&]() -> asio::awaitable<void> {
@@ -128,7 +129,8 @@ BOOST_AUTO_TEST_CASE(acquire_for_bounds_saturate_and_zero_tries_once)
     std::vector<bool> held(4);
     spawn([&]() -> asio::awaitable<void> {
         auto lk = reg.obtain("x");
-        auto g0 = co_await lk.acquire_for(std::chrono::milliseconds::max(), asio::redirect_error(asio::use_awaitable, errs[0]));
+        auto g0 = co_await lk.acquire_for(std::chrono::milliseconds::max(),
+                                          asio::redirect_error(asio::use_awaitable, errs[0]));
         held[0] = bool(g0);
         co_await g0.release();
         auto g1 = co_await lk.acquire_for(std::chrono::duration_cast<std::chrono::milliseconds>(3'000'000h),
@@ -159,7 +161,8 @@ BOOST_AUTO_TEST_CASE(acquire_for_bounds_saturate_and_zero_tries_once)
 BOOST_AUTO_TEST_CASE(a_loss_during_a_pause_is_counted_and_signalled)
 {
     std::vector<dlock::lock_event_kind> events;
-    dlock::registry reg(store, {.lease = 500ms, .on_event = [&](const dlock::lock_event& e) { events.push_back(e.kind); }});
+    dlock::registry reg(store,
+                        {.lease = 500ms, .on_event = [&](const dlock::lock_event& e) { events.push_back(e.kind); }});
     error_code rel, work;
     spawn([&]() -> asio::awaitable<void> {
         auto g = co_await reg.obtain("x").acquire();
@@ -201,7 +204,8 @@ BOOST_AUTO_TEST_CASE(drain_waits_for_the_background_release)
     std::size_t in_flight_after_cancel = 0, in_flight_after_drain = 1;
     error_code drained = dlock::error::timeout;
     spawn([&]() -> asio::awaitable<void> {
-        co_await reg.obtain("x").acquire(asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(asio::use_awaitable)));
+        co_await reg.obtain("x").acquire(
+            asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(asio::use_awaitable)));
     });
     io.run_one();
     cancel.emit(asio::cancellation_type::terminal);

@@ -200,7 +200,8 @@ BOOST_AUTO_TEST_CASE(fixed_lease_expires_and_stops_work)
         auto g = co_await reg.obtain("x").acquire();
         asio::steady_timer t(co_await asio::this_coro::executor, 5s);
         // The loss cancels the work bound to the guard's lost slot.
-        co_await t.async_wait(asio::bind_cancellation_slot(g.lost_slot(), asio::redirect_error(asio::use_awaitable, work)));
+        co_await t.async_wait(
+            asio::bind_cancellation_slot(g.lost_slot(), asio::redirect_error(asio::use_awaitable, work)));
         BOOST_TEST(g.is_lost());
         BOOST_TEST((g.valid_until() < std::chrono::steady_clock::now()));
         co_await g.wait_lost(asio::redirect_error(asio::use_awaitable, waited));

@@ -25,7 +25,10 @@ inline const char* fsm_text(lock_event_kind k)
     return "?";
 }
 
-inline std::ostream& boost_test_print_type(std::ostream& os, lock_event_kind k) { return os << fsm_text(k); }
+inline std::ostream& boost_test_print_type(std::ostream& os, lock_event_kind k)
+{
+    return os << fsm_text(k);
+}
 
 }  // namespace dlock
 
@@ -65,8 +68,14 @@ inline const char* fsm_text(fsm_state s)
     return "?";
 }
 
-inline std::ostream& boost_test_print_type(std::ostream& os, fsm_action::type t) { return os << fsm_text(t); }
-inline std::ostream& boost_test_print_type(std::ostream& os, fsm_state s) { return os << fsm_text(s); }
+inline std::ostream& boost_test_print_type(std::ostream& os, fsm_action::type t)
+{
+    return os << fsm_text(t);
+}
+inline std::ostream& boost_test_print_type(std::ostream& os, fsm_state s)
+{
+    return os << fsm_text(s);
+}
 
 /// One action as text; times relative to `t0` in ms.
 inline std::string fsm_text(const fsm_action& a, time_point t0)

@@ -41,10 +41,16 @@ const error_code aborted = boost::asio::error::operation_aborted;
 
 acquire_result won(std::uint64_t fence, std::string ref = "r", ms granted = 0ms, std::uint64_t session = 0)
 {
-    return {.acquired = true, .fencing_token = fence, .granted_ttl = granted, .lease_ref = std::move(ref),
+    return {.acquired = true,
+            .fencing_token = fence,
+            .granted_ttl = granted,
+            .lease_ref = std::move(ref),
             .session = session};
 }
-acquire_result busy(ms holder_ttl = -1ms) { return {.acquired = false, .holder_ttl = holder_ttl}; }
+acquire_result busy(ms holder_ttl = -1ms)
+{
+    return {.acquired = false, .holder_ttl = holder_ttl};
+}
 grant_notice grant(std::uint64_t fence, ms ttl = 3000ms, std::string ref = "g")
 {
     return {.fencing_token = fence, .ttl = ttl, .lease_ref = std::move(ref)};
@@ -300,8 +306,8 @@ BOOST_DATA_TEST_CASE_F(fixture, acquire_renew_release, modes, direct)
     v = take();
     BOOST_TEST(seq_is(v, {act::event, act::set_timer}));
     BOOST_TEST(is_event(v.at(0), lock_event_kind::renewed, 7));
-    BOOST_TEST(is_timer(v.at(1), at(2010ms)));       // renewal send time + renew_every
-    BOOST_TEST(f().valid_until() == at(3978ms));     // renewal send time + lease - drift
+    BOOST_TEST(is_timer(v.at(1), at(2010ms)));    // renewal send time + renew_every
+    BOOST_TEST(f().valid_until() == at(3978ms));  // renewal send time + lease - drift
     BOOST_TEST(f().state() == fsm_state::held);
     BOOST_TEST(stats.renewals == 1u);
 
@@ -655,8 +661,7 @@ BOOST_DATA_TEST_CASE_F(fixture, granted_while_attempting_then_reply, bdata::make
     check_idle();
 }
 
-BOOST_DATA_TEST_CASE_F(fixture, granted_while_attempting_released_before_the_reply, bdata::make({0, 1, 2}),
-                       reply)
+BOOST_DATA_TEST_CASE_F(fixture, granted_while_attempting_released_before_the_reply, bdata::make({0, 1, 2}), reply)
 {
     make(true);
     wait_for_lease(true);
@@ -1759,7 +1764,7 @@ BOOST_AUTO_TEST_CASE(session_events)
     f().on_attempt_done(ok, won(7, "r", 0ms, 5), at(10ms));
     auto v = take();
     BOOST_TEST(seq_is(v, {act::set_timer, act::event, act::complete_waiter}));
-    BOOST_TEST(is_timer(v.at(0), at(2968ms)));  // no per-name renewal: the lease's end
+    BOOST_TEST(is_timer(v.at(0), at(2968ms)));                            // no per-name renewal: the lease's end
     f().on_session(session_event::suspect, {.generation = 4}, at(20ms));  // another session
     BOOST_TEST(take().empty());
     f().on_session(session_event::suspect, {.generation = 5}, at(20ms));

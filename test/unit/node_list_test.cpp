@@ -43,7 +43,10 @@ std::string nodes_bad(std::string_view text, error code, std::vector<std::string
     return err.message;
 }
 
-bool has(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, std::string_view part)
+{
+    return s.find(part) != std::string::npos;
+}
 
 }  // namespace
 
@@ -116,10 +119,11 @@ BOOST_AUTO_TEST_CASE(sentinel_masters)
 
 BOOST_AUTO_TEST_CASE(messages_never_show_passwords)
 {
-    for (auto text : {"redis://u:s3cret@a:1,redis://u:s3cret@a:1", "redis://a:1?password=s3cret,redis://a:1/0?password=s3cret",
-                      "redis://a:1,redis://u:s3cret@b:0", "redis://a:1,redis://u:s3@cret@b:0",
-                      "redis://a:1,redis://b:2?password=s3cret&bogus", "redis://u:s3#cret@h,redis://h:6379",
-                      R"(["redis://u:s3cret@a:1", "redis://:s3cret@a:1"])", R"(["redis://u:s3cret@a:1", {"host": "a", "port": 1, "password": "s3cret"}])"}) {
+    for (auto text : {"redis://u:s3cret@a:1,redis://u:s3cret@a:1",
+                      "redis://a:1?password=s3cret,redis://a:1/0?password=s3cret", "redis://a:1,redis://u:s3cret@b:0",
+                      "redis://a:1,redis://u:s3@cret@b:0", "redis://a:1,redis://b:2?password=s3cret&bogus",
+                      "redis://u:s3#cret@h,redis://h:6379", R"(["redis://u:s3cret@a:1", "redis://:s3cret@a:1"])",
+                      R"(["redis://u:s3cret@a:1", {"host": "a", "port": 1, "password": "s3cret"}])"}) {
         std::vector<config> out;
         config_error err;
         BOOST_TEST(!parse_nodes(text, out, err), text);

@@ -53,8 +53,11 @@ BOOST_AUTO_TEST_CASE(a_negative_fencing_token_is_a_protocol_error)
     BOOST_TEST(out.fencing_token == 7u);
     BOOST_TEST(out.granted_ttl.count() == 1000);
 
-    reply st{reply_type::array, 0, {}, {reply{reply_type::string, 0, "me", {}}, reply{reply_type::integer, -1, {}, {}},
-                                         reply{reply_type::integer, 10, {}, {}}, reply{reply_type::integer, 3, {}, {}}}};
+    reply st{reply_type::array,
+             0,
+             {},
+             {reply{reply_type::string, 0, "me", {}}, reply{reply_type::integer, -1, {}, {}},
+              reply{reply_type::integer, 10, {}, {}}, reply{reply_type::integer, 3, {}, {}}}};
     dlock::lock_status s;
     BOOST_TEST(dlock::detail::decode_status(st, s) == error::protocol_error);
 }

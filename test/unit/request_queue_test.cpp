@@ -47,8 +47,14 @@ std::shared_ptr<pending> make_send(const std::string& channel)
     return p;
 }
 
-reply bulk(std::string s) { return {reply_type::string, 0, std::move(s), {}}; }
-reply integer(long long v) { return {reply_type::integer, v, {}, {}}; }
+reply bulk(std::string s)
+{
+    return {reply_type::string, 0, std::move(s), {}};
+}
+reply integer(long long v)
+{
+    return {reply_type::integer, v, {}, {}};
+}
 
 // Feeds one reply; returns the request it completed (nullptr if none) and requires no error.
 std::shared_ptr<pending> feed(request_queue& q, reply r)

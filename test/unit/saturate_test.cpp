@@ -65,7 +65,8 @@ BOOST_AUTO_TEST_CASE(add_saturates_at_the_ends)
     BOOST_TEST((saturating_add(now, hours::max()) == steady_clock::time_point::max()));
     BOOST_TEST((saturating_add(steady_clock::time_point::max(), 1ns) == steady_clock::time_point::max()));
     BOOST_TEST((saturating_add(steady_clock::time_point::max() - 1ns, 1ns) == steady_clock::time_point::max()));
-    BOOST_TEST((saturating_add(steady_clock::time_point::min() + 1h, milliseconds::min()) == steady_clock::time_point::min()));
+    BOOST_TEST(
+        (saturating_add(steady_clock::time_point::min() + 1h, milliseconds::min()) == steady_clock::time_point::min()));
     BOOST_TEST((saturating_add(steady_clock::time_point::min(), -1ns) == steady_clock::time_point::min()));
     // The result is always in the future for a positive duration, never wrapped into the past.
     BOOST_TEST((saturating_add(now, milliseconds(nanoseconds::max().count() / 1'000'000)) > now));

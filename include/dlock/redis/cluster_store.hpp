@@ -26,14 +26,14 @@ struct cluster_options {
 
 /// Counters of a cluster_store, readable at any time on its executor.
 struct cluster_stats {
-    std::uint64_t moved = 0;               ///< MOVED replies followed (commands and subscriptions)
-    std::uint64_t ask = 0;                 ///< ASK replies followed (ASKING sent to the target)
-    std::uint64_t tryagain = 0;            ///< TRYAGAIN / CLUSTERDOWN replies waited out
-    std::uint64_t redirect_failures = 0;   ///< operations that ran out of max_redirects
-    std::uint64_t refreshes = 0;           ///< slot map reads started (CLUSTER SLOTS)
-    std::uint64_t refresh_failures = 0;    ///< reads for which no node answered usably
-    std::uint64_t resubscribes = 0;        ///< channels moved to another master's subscription
-    std::uint64_t server_unsubscribes = 0; ///< channels the server dropped (its slot left the node)
+    std::uint64_t moved = 0;                ///< MOVED replies followed (commands and subscriptions)
+    std::uint64_t ask = 0;                  ///< ASK replies followed (ASKING sent to the target)
+    std::uint64_t tryagain = 0;             ///< TRYAGAIN / CLUSTERDOWN replies waited out
+    std::uint64_t redirect_failures = 0;    ///< operations that ran out of max_redirects
+    std::uint64_t refreshes = 0;            ///< slot map reads started (CLUSTER SLOTS)
+    std::uint64_t refresh_failures = 0;     ///< reads for which no node answered usably
+    std::uint64_t resubscribes = 0;         ///< channels moved to another master's subscription
+    std::uint64_t server_unsubscribes = 0;  ///< channels the server dropped (its slot left the node)
 };
 
 /// The store contract over a Redis Cluster (Redis 7.0+ for sharded pub/sub).

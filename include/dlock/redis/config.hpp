@@ -13,7 +13,11 @@
 namespace dlock::redis {
 
 /// How to reach the server.
-enum class transport : std::uint8_t { tcp, tls, unix_socket };
+enum class transport : std::uint8_t {
+    tcp,
+    tls,
+    unix_socket
+};
 
 /// One Sentinel to ask for the master's address.
 struct sentinel_node {
@@ -27,10 +31,10 @@ struct sentinel_node {
 /// a failover is followed at the next reconnect. Sentinels use the connection's transport
 /// (TCP or TLS) and timeouts, and their own credentials.
 struct sentinel_config {
-    std::string master_name;            ///< empty: no Sentinel
-    std::vector<sentinel_node> nodes;   ///< at least one when master_name is set
-    std::string username;               ///< ACL user for the sentinels; empty: default user
-    std::string password;               ///< for the sentinels; empty: no AUTH
+    std::string master_name;           ///< empty: no Sentinel
+    std::vector<sentinel_node> nodes;  ///< at least one when master_name is set
+    std::string username;              ///< ACL user for the sentinels; empty: default user
+    std::string password;              ///< for the sentinels; empty: no AUTH
 };
 
 /// Everything a connection needs. Zero for a duration means "no limit" unless said otherwise.
@@ -78,12 +82,12 @@ struct config_error {
 };
 
 /// Parses `redis://[user:password@]host[:port][/db][?options]`, `rediss://...` (TLS),
-/// `unix:///path/to.sock[?db=N&...]`, or `redis+sentinel://[user:password@]host[:port][,host[:port]...]/MASTER[/db][?options]`
-/// (the hosts are sentinels, default port 26379; the credentials are the master's;
-/// `sentinel_username` and `sentinel_password` options are the sentinels'). Options: connect_timeout, request_timeout
-/// (durations such as 500ms, 5s), client_name, db, tls_ca_file, tls_cert_file,
-/// tls_key_file, tls_verify (true/false). Returns false and fills `err` on bad input; the
-/// message never holds the password.
+/// `unix:///path/to.sock[?db=N&...]`, or
+/// `redis+sentinel://[user:password@]host[:port][,host[:port]...]/MASTER[/db][?options]` (the hosts are sentinels,
+/// default port 26379; the credentials are the master's; `sentinel_username` and `sentinel_password` options are the
+/// sentinels'). Options: connect_timeout, request_timeout (durations such as 500ms, 5s), client_name, db, tls_ca_file,
+/// tls_cert_file, tls_key_file, tls_verify (true/false). Returns false and fills `err` on bad input; the message never
+/// holds the password.
 ///
 /// User info: passwords are often pasted unencoded, so the user info ends at the *last* '@'
 /// before the query (the first '?'), and the user ends at its first ':'. A password may hold

@@ -23,12 +23,12 @@ namespace dlock::redis {
 
 /// Counters a caller can read at any time (on the connection's executor).
 struct connection_stats {
-    std::uint64_t requests = 0;       ///< requests accepted by async_exec
-    std::uint64_t batches = 0;        ///< socket writes (each carries every queued request)
-    std::uint64_t connects = 0;       ///< successful (re)connections
+    std::uint64_t requests = 0;  ///< requests accepted by async_exec
+    std::uint64_t batches = 0;   ///< socket writes (each carries every queued request)
+    std::uint64_t connects = 0;  ///< successful (re)connections
     std::uint64_t connect_failures = 0;
-    std::uint64_t timeouts = 0;       ///< requests completed with error::timeout
-    std::uint64_t cancelled = 0;      ///< requests completed with operation_aborted
+    std::uint64_t timeouts = 0;   ///< requests completed with error::timeout
+    std::uint64_t cancelled = 0;  ///< requests completed with operation_aborted
     std::uint64_t noscript_reloads = 0;
 };
 

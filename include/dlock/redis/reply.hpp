@@ -8,7 +8,14 @@
 namespace dlock::redis {
 
 /// The RESP2 reply kinds.
-enum class reply_type : std::uint8_t { string, status, error, integer, nil, array };
+enum class reply_type : std::uint8_t {
+    string,
+    status,
+    error,
+    integer,
+    nil,
+    array
+};
 
 /// One reply. `str` holds string, status and error text; `integer` integer replies;
 /// `elements` the members of an array. Server text is untrusted data: show it, never parse

@@ -74,7 +74,10 @@ void* create_nil(const redisReadTask* task)
 }
 
 // hiredis frees only the root (on error or if the caller drops it); children belong to it.
-void free_object(void* obj) { delete static_cast<reply*>(obj); }
+void free_object(void* obj)
+{
+    delete static_cast<reply*>(obj);
+}
 
 redisReplyObjectFunctions functions = {create_string, create_array, create_integer, create_nil, free_object};
 
@@ -86,7 +89,10 @@ decoder::decoder() : reader_(redisReaderCreateWithFunctions(&functions))
         throw std::bad_alloc();
 }
 
-decoder::~decoder() { redisReaderFree(reader_); }
+decoder::~decoder()
+{
+    redisReaderFree(reader_);
+}
 
 void decoder::feed(std::string_view bytes)
 {
