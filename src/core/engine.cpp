@@ -35,6 +35,7 @@ fsm_config make_fsm_config(const lock_config& c, const store_traits& t)
     f.yield_pause = c.yield_pause;
     f.direct_handoff = t.direct_handoff;
     f.per_session = t.live == liveness::per_session;
+    f.events = static_cast<bool>(c.on_event);
     return f;
 }
 
@@ -137,7 +138,7 @@ void engine::acquire(std::uint64_t owner, bool try_once, std::optional<milliseco
             }
         });
     }
-    waiters_.emplace(id, std::move(w));
+    waiters_.emplace_back(id, std::move(w));
     fsm_.on_acquire(id, owner, try_once, now);
     feed(false);
 }
@@ -150,7 +151,8 @@ void engine::release(const std::shared_ptr<hold>& h, done_handler done, bool by_
         return;
     }
     h->active = false;
-    holds_.erase(h->id);
+    if (auto it = holds_.find(h->id); it != holds_.end())
+        holds_.erase(it);
     if (!store_alive()) {
         // A guard freed with the io_context after its store: the lease ends by itself.
         if (done)
@@ -167,7 +169,7 @@ void engine::release(const std::shared_ptr<hold>& h, done_handler done, bool by_
     }
     auto id = ++next_id_;
     if (done)
-        releases_.emplace(id, std::move(done));
+        releases_.emplace_back(id, std::move(done));
     fsm_.on_release(h->id, id, clock_type::now());
     feed(false);
 }
@@ -208,18 +210,20 @@ bool engine::is_lost(const hold& h) const noexcept
 
 void engine::feed(bool from_io)
 {
-    for (auto& a : fsm_.actions())
-        pending_.emplace_back(std::move(a), from_io);
-    fsm_.actions().clear();
+    // The machine's actions are performed where they lie; each keeps the kind of input that
+    // made it (an I/O completion or a call), for the completion rule.
+    auto& acts = fsm_.actions();
+    io_tags_.resize(acts.size(), from_io);
     if (running_)
         return;  // a completion run below called back in: the loop below takes these too
     running_ = true;
     auto keep = shared_from_this();
-    while (!pending_.empty()) {
-        auto [a, io] = std::move(pending_.front());
-        pending_.pop_front();
-        perform(a, io);
+    for (std::size_t i = 0; i < acts.size(); ++i) {
+        auto a = std::move(acts[i]);  // moved out: performing it may append to `acts`
+        perform(a, io_tags_[i] != 0);
     }
+    acts.clear();
+    io_tags_.clear();
     // Unsubscribing waits until the waiters just served have run: their commands go first.
     if (!unwatch_later_.empty() && store_alive()) {
         for (auto id : unwatch_later_)
@@ -232,11 +236,11 @@ void engine::feed(bool from_io)
 void engine::perform(fsm_action& a, bool from_io)
 {
     auto& r = *reg_;
-    auto self = shared_from_this();
     switch (a.t) {
     case act::attempt: {
         if (!store_alive())
             return;
+        auto self = shared_from_this();
         lease_request req{store_name_, a.token, r.cfg.lease, lease_kind::mutex, 1, a.queue};
         r.request_sent();
         r.st.async_try_acquire(req, [self](error_code ec, acquire_result res) {
@@ -249,7 +253,7 @@ void engine::perform(fsm_action& a, bool from_io)
     case act::watch: {
         if (!store_alive())
             return;
-        std::weak_ptr<engine> weak = self;
+        std::weak_ptr<engine> weak = shared_from_this();
         watch_ = r.st.watch(store_name_, a.token, [weak](watch_event ev, const grant_notice& g) {
             if (auto self = weak.lock()) {
                 self->fsm_.on_watch(ev, g, clock_type::now());
@@ -264,7 +268,7 @@ void engine::perform(fsm_action& a, bool from_io)
         return;
     case act::set_timer:
         timer_.expires_at(a.at);
-        timer_.async_wait([self](error_code ec) {
+        timer_.async_wait([self = shared_from_this()](error_code ec) {
             if (ec)
                 return;  // re-armed or cancelled
             self->fsm_.on_timer(clock_type::now());
@@ -276,16 +280,17 @@ void engine::perform(fsm_action& a, bool from_io)
         if (!store_alive())
             return;
         r.request_sent();
-        r.st.async_renew(lease_key{store_name_, a.token, a.ref}, r.cfg.lease, [self](error_code ec, renew_result res) {
-            self->reg_->request_done();
-            self->fsm_.on_renew_done(ec, res, clock_type::now());
-            self->feed(true);
-        });
+        r.st.async_renew(lease_key{store_name_, a.token, a.ref}, r.cfg.lease,
+                         [self = shared_from_this()](error_code ec, renew_result res) {
+                             self->reg_->request_done();
+                             self->fsm_.on_renew_done(ec, res, clock_type::now());
+                             self->feed(true);
+                         });
         return;
     case act::release:
         if (a.at > clock_type::now()) {
             auto t = std::make_shared<asio::steady_timer>(ex_, a.at);
-            t->async_wait([self, t, a](error_code) { self->send_release(a); });
+            t->async_wait([self = shared_from_this(), t, a](error_code) { self->send_release(a); });
             return;
         }
         send_release(a);
@@ -340,7 +345,7 @@ void engine::complete_waiter(fsm_action& a, bool from_io)
         h->owner = w->owner;
         h->fence = a.fence;
         h->granted = clock_type::now();
-        holds_.emplace(h->id, h.get());
+        holds_.emplace_back(h->id, h.get());
         g = guard(std::move(h));
     } else if (a.ec && !is_transient(a.ec) && a.ec != asio::error::operation_aborted && a.ec != error::timeout) {
         diagnostics_ = reg_->st.last_error_text();

@@ -76,7 +76,7 @@ void lock_fsm::mark_lost()
         return;
     lease_->lost = true;
     ++stats_.lost;
-    push({.t = act::event, .fence = lease_->fence, .kind = lock_event_kind::lost});
+    emit(lock_event_kind::lost, lease_->fence);
     push({.t = act::lost});
     if (timer_) {
         timer_.reset();
@@ -107,6 +107,12 @@ void lock_fsm::background_release(const std::string& token, const std::string& r
 void lock_fsm::complete(waiter_entry& w, error_code ec)
 {
     push({.t = act::complete_waiter, .id = w.id, .ec = ec});
+}
+
+void lock_fsm::emit(lock_event_kind kind, std::uint64_t fence)
+{
+    if (cfg_.events)
+        push({.t = act::event, .fence = fence, .kind = kind});
 }
 
 void lock_fsm::sleep_until(time_point at)
@@ -209,7 +215,7 @@ void lock_fsm::grant_front(time_point now)
     auto id = ++next_hold_;
     holds_.emplace_back(id, w.owner);
     holder_ = w.owner;
-    push({.t = act::event, .fence = lease_->fence, .kind = lock_event_kind::acquired});
+    emit(lock_event_kind::acquired, lease_->fence);
     push({.t = act::complete_waiter, .id = w.id, .hold = id, .fence = lease_->fence});
 }
 
@@ -220,6 +226,13 @@ void lock_fsm::grant_lease(std::string token, std::string ref, std::uint64_t fen
     renew_backoff_.reset();
     arm_lease_timer();
     grant_front(now);
+}
+
+void lock_fsm::start_renew(time_point now)
+{
+    check_now_ = false;
+    renew_ = renew_state{lease_->token, now};
+    push({.t = act::renew, .token = lease_->token, .ref = lease_->ref});
 }
 
 // The watchdog's one timer: the next renewal, or the lease's end when nothing renews it
@@ -463,11 +476,8 @@ void lock_fsm::on_timer(time_point now)
         if (lease_->lost)
             return schedule(now);
         bool due = check_now_ || now >= lease_->next_renew;
-        if (cfg_.watchdog && !cfg_.per_session && !renew_ && due) {
-            check_now_ = false;
-            renew_ = renew_state{lease_->token, now};
-            push({.t = act::renew, .token = lease_->token, .ref = lease_->ref});
-        }
+        if (cfg_.watchdog && !cfg_.per_session && !renew_ && due)
+            start_renew(now);
         return arm_lease_timer();
     }
     if (!wait_.sleeping)
@@ -499,7 +509,7 @@ void lock_fsm::on_renew_done(error_code ec, const renew_result& res, time_point 
         if (!lease_->suspect) {
             lease_->suspect = true;
             ++stats_.suspect;
-            push({.t = act::event, .fence = lease_->fence, .kind = lock_event_kind::suspect});
+            emit(lock_event_kind::suspect, lease_->fence);
         }
         lease_->next_renew = now + renew_backoff_.next(rng_);
         return arm_lease_timer();
@@ -513,7 +523,7 @@ void lock_fsm::on_renew_done(error_code ec, const renew_result& res, time_point 
     lease_->suspect = false;
     lease_->next_renew = r.sent + cfg_.renew_every;
     ++stats_.renewals;
-    push({.t = act::event, .fence = lease_->fence, .kind = lock_event_kind::renewed});
+    emit(lock_event_kind::renewed, lease_->fence);
     if (res.contended)
         yield_next_ = true;
     arm_lease_timer();
@@ -538,7 +548,7 @@ void lock_fsm::on_release(std::uint64_t hold, std::uint64_t release_id, time_poi
         push({.t = act::complete_release, .id = release_id, .ec = error::lock_lost});
         return schedule(now);
     }
-    push({.t = act::event, .fence = lease_->fence, .kind = lock_event_kind::released});
+    emit(lock_event_kind::released, lease_->fence);
     // Hand the lease to the next local waiter, unless another process asked for it or the
     // lease is fixed (a fixed lease must give each holder its full term).
     bool hand_off = !waiters_.empty() && cfg_.watchdog && cfg_.handoff_budget > 0 && !yield_next_ &&
@@ -546,9 +556,13 @@ void lock_fsm::on_release(std::uint64_t hold, std::uint64_t release_id, time_poi
     if (hand_off) {
         ++stats_.handed_off;
         if (++handoffs_ >= cfg_.handoff_budget) {
-            // Budget spent: renew now and learn whether another process waits meanwhile.
+            // Budget spent: renew now and learn whether another process waits meanwhile
+            // (at once, not through the timer: no wake-up of its own on the hot path).
             handoffs_ = 0;
-            check_now_ = true;
+            if (!renew_ && !cfg_.per_session)
+                start_renew(now);
+            else
+                check_now_ = true;  // right after the renewal in flight
             arm_lease_timer();
         }
         push({.t = act::complete_release, .id = release_id});
@@ -614,7 +628,7 @@ void lock_fsm::on_session(session_event ev, const session_info& info, time_point
         if (!lease_->suspect) {
             lease_->suspect = true;
             ++stats_.suspect;
-            push({.t = act::event, .fence = lease_->fence, .kind = lock_event_kind::suspect});
+            emit(lock_event_kind::suspect, lease_->fence);
         }
         break;
     case session_event::up:

@@ -37,6 +37,7 @@ struct fsm_config {
     std::chrono::microseconds yield_pause{500};
     bool direct_handoff = false;  ///< store_traits::direct_handoff
     bool per_session = false;     ///< store_traits::live == per_session: no per-name renewal
+    bool events = true;           ///< emit `event` actions (false: lock_config::on_event is empty)
 };
 
 /// One effect for the driver. A flat struct so tests can read it field by field.
@@ -162,6 +163,7 @@ private:
     };
 
     void push(fsm_action a) { actions_.push_back(std::move(a)); }
+    void emit(lock_event_kind kind, std::uint64_t fence);
     void set_timer(time_point at);
     void observe(time_point now);   // a lease past its deadline is lost, whoever notices first
     void schedule(time_point now);  // the one place that starts the next store step
@@ -175,6 +177,7 @@ private:
     void mark_lost();
     void drop_lease();
     void arm_lease_timer();
+    void start_renew(time_point now);
     void background_release(const std::string& token, const std::string& ref = {});
     void complete(waiter_entry& w, boost::system::error_code ec);
     void fail_all(boost::system::error_code ec);
