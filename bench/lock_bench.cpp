@@ -16,6 +16,7 @@
  *   distinct_names_64          64 coroutines, 64 names, one connection
  *                                                               goal >= 0.8 x ceiling
  *   local_handoff_16           16 coroutines on one name        goal >= 100,000 hand-offs/s
+ *   memory_local_handoff_16    the same on a memory store: the engine alone, no network
  *   raw_cross_process_floor    the hand-off below with blocking sockets and no library:
  *                              the lock's own protocol (the release hands the name over)
  *   cross_process_handoff      release in one process -> acquire in another
@@ -365,6 +366,31 @@ double local_handoff(std::uint16_t port, int acquisitions, std::uint64_t& handed
         port, 16, acquisitions / 16, [](int) { return std::string("bench:hot"); }, &handed_off);
 }
 
+// The engine's own cost, no network: 16 coroutines taking turns on one name of a memory
+// store (every turn a local hand-off, a renewal every handoff_budget turns).
+double memory_local_handoff(int acquisitions)
+{
+    asio::io_context io;
+    dlock::memory_store store(io.get_executor());
+    dlock::registry reg(store);
+    int per = acquisitions / 16;
+    for (int c = 0; c < 16; ++c)
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+                auto lk = reg.obtain("bench:hot");
+                for (int i = 0; i < per; ++i) {
+                    auto g = co_await lk.acquire(asio::use_awaitable);
+                    co_await g.release(asio::use_awaitable);
+                }
+            },
+            asio::detached);
+    auto t0 = std::chrono::steady_clock::now();
+    io.run_for(std::chrono::seconds(120));
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return 16.0 * per / s;
+}
+
 // --peer pingpong PORT ROUNDS: hold 3 ms (the other process queues meanwhile), release,
 // pause 1 ms, again. Prints "acq NS" and "rel NS" on the shared monotonic clock.
 // --peer sections PORT COROUTINES MS: 1 ms sections for MS milliseconds; prints counts.
@@ -619,6 +645,9 @@ int main(int argc, char** argv)
         hot.met = *hot.ops_per_s >= 100'000;
         hot.note = std::to_string(handed) + " local hand-offs";
         rs.push_back(hot);
+        bench::result mem{"memory_local_handoff_16", {}, {}, memory_local_handoff(quick ? 100'000 : 640'000)};
+        mem.note = "the same on the memory store: the engine's own cost, no network";
+        rs.push_back(mem);
 
         auto raw_cross =
             bench::summarize("raw_cross_process_floor", cross_process(port, quick ? 100 : 500, "rawpingpong"));
