@@ -44,16 +44,16 @@ channel_table::confirmation channel_table::on_confirm(const std::string& channel
 
 void channel_table::on_resubscribe(const std::string& channel)
 {
-    auto it = channels_.find(channel);
-    if (it == channels_.end())
-        return;
-    auto& e = it->second;
-    e.was_confirmed = e.was_confirmed || e.confirmed;
-    e.confirmed = false;
-    e.pending = 1;
+    unconfirm(channel, 1);
 }
 
 void channel_table::on_lost(const std::string& channel)
+{
+    unconfirm(channel, 0);
+}
+
+// The subscription is gone; `pending` says whether a new one is on its way.
+void channel_table::unconfirm(const std::string& channel, int pending)
 {
     auto it = channels_.find(channel);
     if (it == channels_.end())
@@ -61,7 +61,7 @@ void channel_table::on_lost(const std::string& channel)
     auto& e = it->second;
     e.was_confirmed = e.was_confirmed || e.confirmed;
     e.confirmed = false;
-    e.pending = 0;
+    e.pending = pending;
 }
 
 std::vector<std::string> channel_table::on_disconnect()

@@ -69,6 +69,8 @@ private:
         bool confirmed = false;
         bool was_confirmed = false;  // confirmed before: the next confirmation is a resync
     };
+    void unconfirm(const std::string& channel, int pending);
+
     std::unordered_map<std::string, entry> channels_;
 };
 

@@ -3,6 +3,8 @@
 #include <dlock/memory_store.hpp>
 #include <dlock/registry.hpp>
 
+#include "unit/memory_fixture.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -24,20 +26,7 @@ using boost::system::error_code;
 
 namespace {
 
-struct fixture {
-    asio::io_context io;
-    dlock::memory_store store{io.get_executor()};
-
-    template <class F>
-    void spawn(F f)
-    {
-        asio::co_spawn(io, std::move(f), [](std::exception_ptr e) {
-            if (e)
-                std::rethrow_exception(e);
-        });
-    }
-    void run(std::chrono::milliseconds limit = 10s) { io.run_for(limit); }
-};
+using fixture = dlock::test::memory_fixture;
 
 asio::awaitable<void> yield_once()
 {
