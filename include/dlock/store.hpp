@@ -110,6 +110,10 @@ struct store_traits {
     liveness live = liveness::per_lease;
     /// Loss is noticed within a lease (false: only at the next round trip; fencing required).
     bool bounded_loss = true;
+    /// Per-session stores: the watchdog still renews each lease on its schedule, to confirm
+    /// that it exists (an operator may delete one lease); such a renewal does not move the
+    /// lease's end, the session's events do.
+    bool confirms_leases = false;
     /// Fencing tokens survive a restart of the store.
     bool durable_fencing = true;
     /// Lease kinds served (lease_kind values or-ed together).

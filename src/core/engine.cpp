@@ -35,6 +35,7 @@ fsm_config make_fsm_config(const lock_config& c, const store_traits& t)
     f.yield_pause = c.yield_pause;
     f.direct_handoff = t.direct_handoff;
     f.per_session = t.live == liveness::per_session;
+    f.confirms = f.per_session && t.confirms_leases;
     f.events = static_cast<bool>(c.on_event);
     return f;
 }

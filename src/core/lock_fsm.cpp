@@ -242,7 +242,7 @@ void lock_fsm::arm_lease_timer()
     if (!lease_ || lease_->lost)
         return;
     auto at = lease_->valid_until;
-    if (cfg_.watchdog && !cfg_.per_session && !renew_)
+    if (renews() && !renew_)
         at = std::min(at, check_now_ ? time_point::min() : lease_->next_renew);
     set_timer(at);
 }
@@ -476,7 +476,7 @@ void lock_fsm::on_timer(time_point now)
         if (lease_->lost)
             return schedule(now);
         bool due = check_now_ || now >= lease_->next_renew;
-        if (cfg_.watchdog && !cfg_.per_session && !renew_ && due)
+        if (renews() && !renew_ && due)
             start_renew(now);
         return arm_lease_timer();
     }
@@ -519,7 +519,8 @@ void lock_fsm::on_renew_done(error_code ec, const renew_result& res, time_point 
         return schedule(now);
     }
     renew_backoff_.reset();
-    lease_->valid_until = r.sent + cfg_.lease - cfg_.drift;
+    if (!cfg_.per_session)
+        lease_->valid_until = r.sent + cfg_.lease - cfg_.drift;  // a session's events move it
     lease_->suspect = false;
     lease_->next_renew = r.sent + cfg_.renew_every;
     ++stats_.renewals;
@@ -559,7 +560,7 @@ void lock_fsm::on_release(std::uint64_t hold, std::uint64_t release_id, time_poi
             // Budget spent: renew now and learn whether another process waits meanwhile
             // (at once, not through the timer: no wake-up of its own on the hot path).
             handoffs_ = 0;
-            if (!renew_ && !cfg_.per_session)
+            if (!renew_ && renews())
                 start_renew(now);
             else
                 check_now_ = true;  // right after the renewal in flight

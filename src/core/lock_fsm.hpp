@@ -36,7 +36,8 @@ struct fsm_config {
     milliseconds backoff_max{1'000};
     std::chrono::microseconds yield_pause{500};
     bool direct_handoff = false;  ///< store_traits::direct_handoff
-    bool per_session = false;     ///< store_traits::live == per_session: no per-name renewal
+    bool per_session = false;     ///< store_traits::live == per_session: the session keeps leases alive
+    bool confirms = false;        ///< per_session with store_traits::confirms_leases: renewals confirm only
     bool events = true;           ///< emit `event` actions (false: lock_config::on_event is empty)
 };
 
@@ -171,6 +172,8 @@ private:
     void start_watch();
     void end_wait(bool withdraw);
     void grant_front(time_point now);
+    /// The watchdog renews (or, per-session, confirms) each lease on its schedule.
+    bool renews() const noexcept { return cfg_.watchdog && (!cfg_.per_session || cfg_.confirms); }
     void grant_lease(std::string token, std::string ref, std::uint64_t fence, std::uint64_t session,
                      time_point deadline, time_point now);
     bool take_grant(const grant_notice& g, time_point now);

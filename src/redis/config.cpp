@@ -1,6 +1,8 @@
 #include <dlock/error.hpp>
 #include <dlock/redis/config.hpp>
 
+#include "common/duration.hpp"
+
 #include <boost/json.hpp>
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
@@ -146,28 +148,7 @@ bool apply_option(std::string_view key, std::string_view value, config& out, con
 
 bool parse_duration(std::string_view text, std::chrono::milliseconds& out)
 {
-    std::size_t digits = 0;
-    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9')
-        ++digits;
-    long long n = 0;
-    if (!parse_int(text.substr(0, digits), n))
-        return false;
-    std::string_view unit = text.substr(digits);
-    long long scale = 0;
-    if (unit.empty() || unit == "ms")
-        scale = 1;
-    else if (unit == "s")
-        scale = 1000;
-    else if (unit == "m")
-        scale = 60'000;
-    else if (unit == "h")
-        scale = 3'600'000;
-    else
-        return false;
-    if (n > std::numeric_limits<long long>::max() / scale)
-        return false;
-    out = std::chrono::milliseconds(n * scale);
-    return true;
+    return detail::parse_duration(text, out);
 }
 
 std::string redact_url(std::string_view url)

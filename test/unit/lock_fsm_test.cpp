@@ -1808,6 +1808,46 @@ BOOST_AUTO_TEST_CASE(session_events)
     check_idle();
 }
 
+// A per-session store that confirms leases (etcd): the watchdog asks on its schedule; a
+// confirmation does not move the lease's end (the session's events do); "not owned" is a loss.
+BOOST_AUTO_TEST_CASE(session_store_confirms_each_lease)
+{
+    cfg.per_session = true;
+    cfg.confirms = true;
+    make();
+    f().on_acquire(1, 10, false, t0);
+    take();
+    f().on_attempt_done(ok, won(7, "k", 2500ms, 5), at(10ms));
+    auto v = take();
+    BOOST_TEST(seq_is(v, {act::set_timer, act::event, act::complete_waiter}));
+    BOOST_TEST(is_timer(v.at(0), at(1010ms)));  // the first confirmation
+    BOOST_TEST(f().valid_until() == at(2468ms));  // send time + granted - drift
+    fire();
+    v = take();
+    BOOST_TEST(seq_is(v, {act::renew, act::set_timer}));
+    BOOST_TEST(is_renew(v.at(0), "c:1", "k"));
+    f().on_renew_done(ok, {.owned = true}, at(1020ms));
+    v = take();
+    BOOST_TEST(seq_is(v, {act::event, act::set_timer}));
+    BOOST_TEST(f().valid_until() == at(2468ms));  // not moved by the confirmation
+    BOOST_TEST(is_timer(v.at(1), at(2010ms)));
+    f().on_session(session_event::restored, {.generation = 5, .valid_until = at(4000ms)}, at(1500ms));
+    take();
+    BOOST_TEST(f().valid_until() == at(4000ms));  // the session moves it
+    fire();
+    v = take();
+    BOOST_TEST(seq_is(v, {act::renew, act::set_timer}));
+    f().on_renew_done(ok, {.owned = false}, at(2020ms));  // an operator deleted the key
+    v = take();
+    BOOST_TEST(seq_is(v, {act::event, act::lost, act::cancel_timer}));
+    BOOST_TEST(f().state() == fsm_state::lost);
+    BOOST_TEST(stats.lost == 1u);
+    f().on_release(1, 0, at(2100ms));
+    take();
+    f().on_release_done(0, ok, false, at(2110ms));
+    check_idle();
+}
+
 // ======================================================================================
 // timers: stale fires do nothing, in every state that arms one
 // ======================================================================================

@@ -1,0 +1,48 @@
+// Where an etcd_store connects, and how: members, key prefix, lease, timeouts.
+#pragma once
+
+#include <boost/system/error_code.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlock::etcd {
+
+/// One member's client URL (the JSON gateway shares etcd's client port).
+struct endpoint {
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 2379;
+};
+
+struct config {
+    /// The cluster's members; requests go to one and move to the next when it fails.
+    std::vector<endpoint> endpoints{endpoint{}};
+    /// Before every key: a lock `name` lives under `<prefix><name>/`, as etcd's own lock
+    /// (`etcdctl lock <prefix><name>`) keeps it.
+    std::string prefix{};
+    /// The store's one etcd lease (every lock of the store lives as long as it). Whole
+    /// seconds; 0: the first acquire's lease (rounded up to whole seconds is refused).
+    std::chrono::seconds lease_ttl{0};
+    std::chrono::milliseconds connect_timeout{2'000};
+    /// Bound of one request; the keep-alive's own is at most a third of the lease.
+    std::chrono::milliseconds request_timeout{5'000};
+    /// Keep-alive connections for unary requests (watches have their own).
+    std::size_t max_connections = 4;
+};
+
+struct config_error {
+    boost::system::error_code code;
+    std::string message;
+};
+
+/// Parses `etcd://host[:port][,host[:port]...][/prefix][?lease=10s&timeout=5s]` (default
+/// port 2379). The path, without its leading '/', becomes config::prefix.
+bool parse_url(std::string_view url, config& out, config_error& err);
+
+/// `etcd://host:port,host:port/prefix`, for logs.
+std::string to_url(const config& cfg);
+
+}  // namespace dlock::etcd

@@ -1,0 +1,528 @@
+#include "etcd/codec.hpp"
+
+#include <dlock/error.hpp>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include <charconv>
+#include <cstdio>
+
+namespace dlock::etcd::detail {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+int sextet(char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+')
+        return 62;
+    if (c == '/')
+        return 63;
+    return -1;
+}
+
+// The gateway writes int64 as JSON strings (proto3 JSON); accept numbers too.
+bool get_int(const json::object& o, std::string_view field, std::int64_t& out)
+{
+    out = 0;
+    auto* v = o.if_contains(field);
+    if (!v)
+        return true;  // proto3 JSON omits zero values
+    if (v->is_int64()) {
+        out = v->as_int64();
+        return true;
+    }
+    if (v->is_uint64()) {
+        out = static_cast<std::int64_t>(v->as_uint64());
+        return true;
+    }
+    if (!v->is_string())
+        return false;
+    auto s = v->as_string();
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool get_bytes(const json::object& o, std::string_view field, std::string& out)
+{
+    out.clear();
+    auto* v = o.if_contains(field);
+    if (!v)
+        return true;
+    return v->is_string() && base64_decode(v->as_string(), out);
+}
+
+bool get_kv(const json::value& v, key_value& out)
+{
+    auto* o = v.if_object();
+    return o && get_bytes(*o, "key", out.key) && get_bytes(*o, "value", out.value) &&
+           get_int(*o, "create_revision", out.create_revision) && get_int(*o, "mod_revision", out.mod_revision) &&
+           get_int(*o, "lease", out.lease);
+}
+
+bool shape_error(reply_error& err, std::string what)
+{
+    err.code = error::protocol_error;
+    err.text = "etcd: unexpected reply: " + what;
+    return false;
+}
+
+// Parses a 200 reply into an object, or classifies an error body.
+const json::object* parse_object(std::string_view body, json::value& storage, reply_error& err)
+{
+    boost::system::error_code ec;
+    storage = json::parse(body, ec);
+    if (ec || !storage.is_object()) {
+        shape_error(err, "not a JSON object");
+        return nullptr;
+    }
+    auto& o = storage.as_object();
+    if (o.contains("error") || (o.contains("code") && o.contains("message"))) {
+        err = classify(500, body);
+        return nullptr;
+    }
+    return &o;
+}
+
+std::int64_t header_revision(const json::object& o)
+{
+    std::int64_t rev = 0;
+    if (auto* h = o.if_contains("header"); h && h->is_object())
+        get_int(h->as_object(), "revision", rev);
+    return rev;
+}
+
+// responses[i].<field> as an object (absent: nullptr).
+const json::object* response_at(const json::object& o, std::size_t i, std::string_view field)
+{
+    auto* rs = o.if_contains("responses");
+    if (!rs || !rs->is_array() || rs->as_array().size() <= i || !rs->as_array()[i].is_object())
+        return nullptr;
+    auto* r = rs->as_array()[i].as_object().if_contains(field);
+    return r && r->is_object() ? &r->as_object() : nullptr;
+}
+
+bool first_kv(const json::object* range, std::optional<key_value>& out)
+{
+    out.reset();
+    if (!range)
+        return false;
+    auto* kvs = range->if_contains("kvs");
+    if (!kvs)
+        return true;
+    if (!kvs->is_array())
+        return false;
+    if (kvs->as_array().empty())
+        return true;
+    key_value kv;
+    if (!get_kv(kvs->as_array()[0], kv))
+        return false;
+    out = std::move(kv);
+    return true;
+}
+
+json::object range_op(std::string_view key, std::string_view end, std::int64_t limit, bool ascend,
+                      std::int64_t max_create = 0)
+{
+    json::object r{{"key", base64_encode(key)}};
+    if (!end.empty())
+        r["range_end"] = base64_encode(end);
+    if (limit > 0)
+        r["limit"] = std::to_string(limit);
+    if (!end.empty()) {
+        r["sort_target"] = "CREATE";
+        r["sort_order"] = ascend ? "ASCEND" : "DESCEND";
+    }
+    if (max_create > 0)
+        r["max_create_revision"] = std::to_string(max_create);
+    return r;
+}
+
+json::object op(std::string_view kind, json::object body) { return json::object{{kind, std::move(body)}}; }
+
+json::object compare_create(std::string_view key, std::string_view end, std::int64_t rev)
+{
+    json::object c{{"result", "EQUAL"}, {"target", "CREATE"}, {"key", base64_encode(key)},
+                   {"create_revision", std::to_string(rev)}};
+    if (!end.empty())
+        c["range_end"] = base64_encode(end);
+    return c;
+}
+
+json::object compare_value(std::string_view key, std::string_view value)
+{
+    return {{"result", "EQUAL"}, {"target", "VALUE"}, {"key", base64_encode(key)}, {"value", base64_encode(value)}};
+}
+
+json::object put_op(std::string_view key, std::string_view value, std::int64_t lease)
+{
+    return op("request_put",
+              {{"key", base64_encode(key)}, {"value", base64_encode(value)}, {"lease", std::to_string(lease)}});
+}
+
+std::string txn(json::array compare, json::array success, json::array failure)
+{
+    json::object t{{"compare", std::move(compare)}};
+    if (!success.empty())
+        t["success"] = std::move(success);
+    if (!failure.empty())
+        t["failure"] = std::move(failure);
+    return json::serialize(t);
+}
+
+}  // namespace
+
+std::string base64_encode(std::string_view in)
+{
+    std::string out;
+    out.reserve((in.size() + 2) / 3 * 4);
+    std::size_t i = 0;
+    for (; i + 2 < in.size(); i += 3) {
+        unsigned n = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8) |
+                     static_cast<unsigned char>(in[i + 2]);
+        out += alphabet[(n >> 18) & 63];
+        out += alphabet[(n >> 12) & 63];
+        out += alphabet[(n >> 6) & 63];
+        out += alphabet[n & 63];
+    }
+    if (i + 1 == in.size()) {
+        unsigned n = static_cast<unsigned char>(in[i]) << 16;
+        out += alphabet[(n >> 18) & 63];
+        out += alphabet[(n >> 12) & 63];
+        out += "==";
+    } else if (i + 2 == in.size()) {
+        unsigned n = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
+        out += alphabet[(n >> 18) & 63];
+        out += alphabet[(n >> 12) & 63];
+        out += alphabet[(n >> 6) & 63];
+        out += '=';
+    }
+    return out;
+}
+
+bool base64_decode(std::string_view in, std::string& out)
+{
+    out.clear();
+    if (in.size() % 4 != 0)
+        return false;
+    out.reserve(in.size() / 4 * 3);
+    for (std::size_t i = 0; i < in.size(); i += 4) {
+        int a = sextet(in[i]), b = sextet(in[i + 1]);
+        bool last = i + 4 == in.size();
+        int c = last && in[i + 2] == '=' ? -2 : sextet(in[i + 2]);
+        int d = last && in[i + 3] == '=' ? -2 : sextet(in[i + 3]);
+        if (a < 0 || b < 0 || c == -1 || d == -1 || (c == -2 && d != -2))
+            return false;
+        unsigned n = (a << 18) | (b << 12) | ((c < 0 ? 0 : c) << 6) | (d < 0 ? 0 : d);
+        out += static_cast<char>((n >> 16) & 255);
+        if (c >= 0)
+            out += static_cast<char>((n >> 8) & 255);
+        if (d >= 0)
+            out += static_cast<char>(n & 255);
+    }
+    return true;
+}
+
+std::string prefix_end(std::string_view prefix)
+{
+    std::string end(prefix);
+    while (!end.empty()) {
+        if (static_cast<unsigned char>(end.back()) < 0xff) {
+            end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+            return end;
+        }
+        end.pop_back();
+    }
+    return std::string(1, '\0');  // every key ("\0" means "to the end" in etcd)
+}
+
+std::string lock_key(std::string_view name_prefix, std::int64_t lease)
+{
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(lease));
+    std::string k(name_prefix);
+    k += hex;
+    return k;
+}
+
+reply_error classify(unsigned http_status, std::string_view body)
+{
+    reply_error e;
+    boost::system::error_code jec;
+    auto v = json::parse(body, jec);
+    std::int64_t code = -1;
+    if (!jec && v.is_object()) {
+        auto& o = v.as_object();
+        get_int(o, "code", code);
+        for (auto f : {"message", "error"})
+            if (auto* m = o.if_contains(f); m && m->is_string() && e.text.empty())
+                e.text = std::string(m->as_string());
+    }
+    if (code < 0) {
+        // Not a gateway error body: something else answers on this port.
+        e.code = error::protocol_error;
+        e.text = "etcd: HTTP " + std::to_string(http_status) + " with no etcd error body (is this an etcd gateway?): " +
+                 std::string(body.substr(0, 200));
+        return e;
+    }
+    if (e.text.empty())
+        e.text = "etcd: gRPC code " + std::to_string(code);
+    switch (code) {
+    case 4:   // DEADLINE_EXCEEDED
+    case 8:   // RESOURCE_EXHAUSTED: too many requests
+    case 10:  // ABORTED
+    case 14:  // UNAVAILABLE: no leader, leader changed, request timed out
+        e.code = error::server_busy;
+        break;
+    case 5:  // NOT_FOUND: "requested lease not found"
+        e.code = e.text.find("lease") != std::string::npos ? error::session_lost : error::server_error;
+        break;
+    case 7: e.code = error::permission_denied; break;
+    case 16: e.code = error::auth_failed; break;
+    case 3:  // INVALID_ARGUMENT
+    case 11: e.code = error::invalid_request; break;
+    default: e.code = error::server_error; break;
+    }
+    return e;
+}
+
+std::string queued_acquire_txn(std::string_view key, std::string_view prefix, std::string_view value,
+                               std::int64_t lease)
+{
+    auto end = prefix_end(prefix);
+    auto owner = op("request_range", range_op(prefix, end, 1, true));
+    return txn({compare_create(key, {}, 0)}, {put_op(key, value, lease), owner},
+               {op("request_range", range_op(key, {}, 0, true)), owner});
+}
+
+std::string try_acquire_txn(std::string_view key, std::string_view prefix, std::string_view value,
+                            std::int64_t lease)
+{
+    auto end = prefix_end(prefix);
+    return txn({compare_create(prefix, end, 0)}, {put_op(key, value, lease)},
+               {op("request_range", range_op(key, {}, 0, true)), op("request_range", range_op(prefix, end, 1, true))});
+}
+
+bool parse_acquire(std::string_view body, bool queued, std::string_view key, std::string_view value,
+                   std::int64_t lease, acquire_reply& out, reply_error& err)
+{
+    json::value v;
+    auto* o = parse_object(body, v, err);
+    if (!o)
+        return false;
+    out = {};
+    out.revision = header_revision(*o);
+    auto* s = o->if_contains("succeeded");
+    out.put = s && s->is_bool() && s->as_bool();
+    if (out.put) {
+        out.mine = key_value{std::string(key), std::string(value), out.revision, out.revision, lease};
+        if (!queued) {
+            out.owner = out.mine;  // the range was empty
+            return true;
+        }
+        if (!first_kv(response_at(*o, 1, "response_range"), out.owner))
+            return shape_error(err, "acquire: no owner range");
+        return true;
+    }
+    if (!first_kv(response_at(*o, 0, "response_range"), out.mine) ||
+        !first_kv(response_at(*o, 1, "response_range"), out.owner))
+        return shape_error(err, "acquire: ranges missing");
+    return true;
+}
+
+std::string confirm_txn(std::string_view key, std::string_view prefix, std::string_view value)
+{
+    auto r = range_op(prefix, prefix_end(prefix), 0, true);
+    r["count_only"] = true;
+    r.erase("sort_target");
+    r.erase("sort_order");
+    return txn({compare_value(key, value)}, {op("request_range", std::move(r))}, {});
+}
+
+bool parse_confirm(std::string_view body, confirm_reply& out, reply_error& err)
+{
+    json::value v;
+    auto* o = parse_object(body, v, err);
+    if (!o)
+        return false;
+    out = {};
+    auto* s = o->if_contains("succeeded");
+    out.owned = s && s->is_bool() && s->as_bool();
+    if (out.owned) {
+        auto* r = response_at(*o, 0, "response_range");
+        if (!r || !get_int(*r, "count", out.count))
+            return shape_error(err, "confirm: no count");
+    }
+    return true;
+}
+
+std::string release_txn(std::string_view key, std::string_view value)
+{
+    return txn({compare_value(key, value)}, {op("request_delete_range", {{"key", base64_encode(key)}})}, {});
+}
+
+std::string delete_if_created_txn(std::string_view key, std::int64_t create_revision)
+{
+    return txn({compare_create(key, {}, create_revision)}, {op("request_delete_range", {{"key", base64_encode(key)}})},
+               {});
+}
+
+bool parse_succeeded(std::string_view body, bool& out, reply_error& err)
+{
+    json::value v;
+    auto* o = parse_object(body, v, err);
+    if (!o)
+        return false;
+    auto* s = o->if_contains("succeeded");
+    out = s && s->is_bool() && s->as_bool();
+    return true;
+}
+
+std::string predecessor_txn(std::string_view key, std::int64_t mine, std::string_view prefix)
+{
+    return txn({compare_create(key, {}, mine)},
+               {op("request_range", range_op(prefix, prefix_end(prefix), 1, false, mine - 1))}, {});
+}
+
+bool parse_predecessor(std::string_view body, predecessor_reply& out, reply_error& err)
+{
+    json::value v;
+    auto* o = parse_object(body, v, err);
+    if (!o)
+        return false;
+    out = {};
+    out.revision = header_revision(*o);
+    auto* s = o->if_contains("succeeded");
+    out.mine_exists = s && s->is_bool() && s->as_bool();
+    if (out.mine_exists && !first_kv(response_at(*o, 0, "response_range"), out.predecessor))
+        return shape_error(err, "predecessor: no range");
+    return true;
+}
+
+std::string range_request(std::string_view prefix, std::int64_t limit)
+{
+    return json::serialize(range_op(prefix, prefix_end(prefix), limit, true));
+}
+
+bool parse_range(std::string_view body, range_reply& out, reply_error& err)
+{
+    json::value v;
+    auto* o = parse_object(body, v, err);
+    if (!o)
+        return false;
+    out = {};
+    out.revision = header_revision(*o);
+    if (!get_int(*o, "count", out.count))
+        return shape_error(err, "range: bad count");
+    if (auto* kvs = o->if_contains("kvs")) {
+        if (!kvs->is_array())
+            return shape_error(err, "range: kvs is not an array");
+        for (auto& e : kvs->as_array()) {
+            key_value kv;
+            if (!get_kv(e, kv))
+                return shape_error(err, "range: bad key-value");
+            out.kvs.push_back(std::move(kv));
+        }
+    }
+    return true;
+}
+
+std::string grant_request(std::int64_t ttl_seconds)
+{
+    return json::serialize(json::object{{"TTL", std::to_string(ttl_seconds)}, {"ID", "0"}});
+}
+
+std::string lease_id_request(std::int64_t id) { return json::serialize(json::object{{"ID", std::to_string(id)}}); }
+
+bool parse_lease(std::string_view body, lease_reply& out, reply_error& err)
+{
+    // A keepalive answers on its stream: the first line, wrapped in "result".
+    auto nl = body.find('\n');
+    if (nl != std::string_view::npos && body.find_first_not_of(" \r\n", nl) != std::string_view::npos)
+        body = body.substr(0, nl);
+    json::value v;
+    auto* o = parse_object(body, v, err);
+    if (!o)
+        return false;
+    if (auto* r = o->if_contains("result")) {
+        if (!r->is_object())
+            return shape_error(err, "lease: result is not an object");
+        o = &r->as_object();
+        if (o->contains("error") || o->contains("code")) {
+            err = classify(500, json::serialize(*o));
+            return false;
+        }
+    }
+    out = {};
+    if (!get_int(*o, "ID", out.id) || !get_int(*o, "TTL", out.ttl))
+        return shape_error(err, "lease: bad ID or TTL");
+    if (auto* e = o->if_contains("error"); e && e->is_string() && !e->as_string().empty()) {
+        err.code = error::server_error;
+        err.text = "etcd: " + std::string(e->as_string());
+        return false;
+    }
+    return true;
+}
+
+std::string watch_create_request(std::string_view key, std::string_view range_end, std::int64_t start_revision)
+{
+    json::object c{{"key", base64_encode(key)}, {"filters", json::array{"NOPUT"}}};
+    if (!range_end.empty())
+        c["range_end"] = base64_encode(range_end);
+    if (start_revision > 0)
+        c["start_revision"] = std::to_string(start_revision);
+    return json::serialize(json::object{{"create_request", std::move(c)}});
+}
+
+bool parse_watch_message(std::string_view line, watch_message& out, reply_error& err)
+{
+    json::value v;
+    auto* o = parse_object(line, v, err);
+    if (!o)
+        return false;
+    out = {};
+    auto* r = o->if_contains("result");
+    if (!r || !r->is_object())
+        return shape_error(err, "watch: no result");
+    auto& res = r->as_object();
+    out.revision = header_revision(res);
+    auto flag = [&](std::string_view f) {
+        auto* b = res.if_contains(f);
+        return b && b->is_bool() && b->as_bool();
+    };
+    out.created = flag("created");
+    out.canceled = flag("canceled");
+    if (!get_int(res, "compact_revision", out.compact_revision))
+        return shape_error(err, "watch: bad compact_revision");
+    if (auto* evs = res.if_contains("events")) {
+        if (!evs->is_array())
+            return shape_error(err, "watch: events is not an array");
+        for (auto& e : evs->as_array()) {
+            auto* eo = e.if_object();
+            if (!eo)
+                return shape_error(err, "watch: bad event");
+            auto* type = eo->if_contains("type");
+            bool del = type && type->is_string() && type->as_string() == "DELETE";
+            auto* kv = eo->if_contains("kv");
+            key_value k;
+            if (!kv || !get_kv(*kv, k))
+                return shape_error(err, "watch: event without kv");
+            if (del)
+                out.deleted.push_back(std::move(k));
+        }
+    }
+    return true;
+}
+
+}  // namespace dlock::etcd::detail

@@ -1,0 +1,152 @@
+#include <dlock/error.hpp>
+#include <dlock/etcd/config.hpp>
+
+#include "common/duration.hpp"
+
+#include <charconv>
+
+namespace dlock::etcd {
+
+namespace {
+
+bool fail(config_error& err, error code, std::string message)
+{
+    err.code = code;
+    err.message = std::move(message);
+    return false;
+}
+
+bool parse_member(std::string_view text, endpoint& out, config_error& err)
+{
+    std::string_view host = text, port;
+    if (!text.empty() && text.front() == '[') {  // [v6]:port
+        auto close = text.find(']');
+        if (close == std::string_view::npos)
+            return fail(err, error::invalid_url, "etcd URL: unclosed '[' in member '" + std::string(text) + "'");
+        host = text.substr(1, close - 1);
+        auto rest = text.substr(close + 1);
+        if (!rest.empty()) {
+            if (rest.front() != ':')
+                return fail(err, error::invalid_url, "etcd URL: junk after ']' in '" + std::string(text) + "'");
+            port = rest.substr(1);
+        }
+    } else if (auto colon = text.rfind(':'); colon != std::string_view::npos) {
+        host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+        if (port.empty())
+            return fail(err, error::invalid_port, "etcd URL: empty port in member '" + std::string(text) + "'");
+    }
+    if (host.empty())
+        return fail(err, error::invalid_url, "etcd URL: a member without a host in '" + std::string(text) + "'");
+    out.host = std::string(host);
+    out.port = 2379;
+    if (!port.empty()) {
+        unsigned p = 0;
+        auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+        if (ec != std::errc() || end != port.data() + port.size() || p == 0 || p > 65535)
+            return fail(err, error::invalid_port, "etcd URL: bad port '" + std::string(port) + "' (1..65535)");
+        out.port = static_cast<std::uint16_t>(p);
+    }
+    return true;
+}
+
+bool parse_option(std::string_view key, std::string_view value, config& out, config_error& err)
+{
+    std::chrono::milliseconds d{};
+    auto duration = [&](std::chrono::milliseconds& field) {
+        if (!detail::parse_duration(value, d) || d.count() <= 0)
+            return fail(err, error::invalid_duration,
+                        "etcd URL: option '" + std::string(key) + "': bad duration '" + std::string(value) + "'");
+        field = d;
+        return true;
+    };
+    if (key == "lease") {
+        std::chrono::milliseconds l{};
+        if (!duration(l))
+            return false;
+        if (l.count() % 1000 != 0)
+            return fail(err, error::invalid_lease, "etcd URL: lease must be whole seconds (got " + std::string(value) + ")");
+        out.lease_ttl = std::chrono::duration_cast<std::chrono::seconds>(l);
+        return true;
+    }
+    if (key == "timeout")
+        return duration(out.request_timeout);
+    if (key == "connect_timeout")
+        return duration(out.connect_timeout);
+    if (key == "connections") {
+        unsigned n = 0;
+        auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+        if (ec != std::errc() || end != value.data() + value.size() || n == 0 || n > 64)
+            return fail(err, error::invalid_option, "etcd URL: connections must be 1..64");
+        out.max_connections = n;
+        return true;
+    }
+    return fail(err, error::invalid_option,
+                "etcd URL: unknown option '" + std::string(key) + "' (known: lease, timeout, connect_timeout, connections)");
+}
+
+}  // namespace
+
+bool parse_url(std::string_view url, config& out, config_error& err)
+{
+    constexpr std::string_view scheme = "etcd://";
+    if (url.substr(0, scheme.size()) != scheme) {
+        if (url.find("://") == std::string_view::npos)
+            return fail(err, error::invalid_url, "not an etcd URL (expected etcd://host:port[,host:port...]): '" +
+                                                     std::string(url) + "'");
+        return fail(err, error::unsupported_scheme,
+                    "unsupported scheme in '" + std::string(url.substr(0, url.find("://"))) + "://' (expected etcd://)");
+    }
+    config c = out;
+    auto rest = url.substr(scheme.size());
+    auto q = rest.find('?');
+    std::string_view query = q == std::string_view::npos ? std::string_view() : rest.substr(q + 1);
+    rest = rest.substr(0, q);
+    auto slash = rest.find('/');
+    std::string_view members = rest.substr(0, slash);
+    c.prefix = slash == std::string_view::npos ? std::string() : std::string(rest.substr(slash + 1));
+    if (members.empty())
+        return fail(err, error::invalid_url, "etcd URL: no member in '" + std::string(url) + "'");
+    if (members.find('@') != std::string_view::npos)
+        return fail(err, error::invalid_url, "etcd URL: user names and passwords are not supported yet");
+    c.endpoints.clear();
+    while (!members.empty()) {
+        auto comma = members.find(',');
+        endpoint ep;
+        if (!parse_member(members.substr(0, comma), ep, err))
+            return false;
+        c.endpoints.push_back(std::move(ep));
+        members = comma == std::string_view::npos ? std::string_view() : members.substr(comma + 1);
+        if (comma != std::string_view::npos && members.empty())
+            return fail(err, error::invalid_url, "etcd URL: a trailing ',' in the member list");
+    }
+    while (!query.empty()) {
+        auto amp = query.find('&');
+        auto kv = query.substr(0, amp);
+        auto eq = kv.find('=');
+        if (eq == std::string_view::npos)
+            return fail(err, error::invalid_option, "etcd URL: option '" + std::string(kv) + "' has no value");
+        if (!parse_option(kv.substr(0, eq), kv.substr(eq + 1), c, err))
+            return false;
+        query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    }
+    out = std::move(c);
+    return true;
+}
+
+std::string to_url(const config& cfg)
+{
+    std::string s = "etcd://";
+    for (std::size_t i = 0; i < cfg.endpoints.size(); ++i) {
+        if (i)
+            s += ',';
+        const auto& h = cfg.endpoints[i].host;
+        s += h.find(':') != std::string::npos ? "[" + h + "]" : h;
+        s += ':' + std::to_string(cfg.endpoints[i].port);
+    }
+    if (!cfg.prefix.empty())
+        s += '/' + cfg.prefix;
+    return s;
+}
+
+}  // namespace dlock::etcd

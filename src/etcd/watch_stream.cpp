@@ -1,0 +1,137 @@
+#include "etcd/watch_stream.hpp"
+
+#include <dlock/error.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+
+namespace dlock::etcd::detail {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using boost::system::error_code;
+using tcp = asio::ip::tcp;
+
+struct watch_stream::state {
+    state(asio::any_io_executor ex, callback c) : stream(std::move(ex)), cb(std::move(c)) {}
+    beast::tcp_stream stream;
+    callback cb;
+    bool cancelled = false;
+};
+
+namespace {
+
+asio::awaitable<void> run(std::shared_ptr<watch_stream::state> st, config cfg, endpoint ep, std::string body)
+{
+    auto fail = [&](error_code ec) {
+        if (st->cancelled)
+            return;
+        watch_message m;
+        st->cancelled = true;  // one error ends it
+        auto cb = std::move(st->cb);
+        cb(ec, m);
+    };
+    error_code ec;
+    tcp::resolver resolver(st->stream.get_executor());
+    auto results =
+        co_await resolver.async_resolve(ep.host, std::to_string(ep.port), asio::redirect_error(asio::use_awaitable, ec));
+    if (st->cancelled)
+        co_return;
+    if (ec)
+        co_return fail(error::resolve_failed);
+    st->stream.expires_after(cfg.connect_timeout);
+    co_await st->stream.async_connect(results, asio::redirect_error(asio::use_awaitable, ec));
+    if (st->cancelled)
+        co_return;
+    if (ec)
+        co_return fail(error::connect_failed);
+    st->stream.socket().set_option(tcp::no_delay(true), ec);
+    http::request<http::string_body> req{http::verb::post, std::string(watch_path), 11};
+    req.set(http::field::host, ep.host + ":" + std::to_string(ep.port));
+    req.set(http::field::content_type, "application/json");
+    req.body() = std::move(body);
+    req.prepare_payload();
+    st->stream.expires_after(cfg.request_timeout);
+    co_await http::async_write(st->stream, req, asio::redirect_error(asio::use_awaitable, ec));
+    beast::flat_buffer buf;
+    http::response_parser<http::string_body> p;
+    p.body_limit(boost::none);
+    std::string lines;
+    auto on_chunk = [&](std::uint64_t, beast::string_view data, error_code&) {
+        lines.append(data.data(), data.size());
+        return data.size();
+    };
+    p.on_chunk_body(on_chunk);
+    if (!ec)
+        co_await http::async_read_header(st->stream, buf, p, asio::redirect_error(asio::use_awaitable, ec));
+    if (st->cancelled)
+        co_return;
+    if (ec)
+        co_return fail(ec == beast::error::timeout ? error::timeout : error::connection_lost);
+    st->stream.expires_never();  // a quiet watch is a healthy one
+    if (p.get().result_int() != 200) {
+        st->stream.expires_after(cfg.request_timeout);
+        co_await http::async_read(st->stream, buf, p, asio::redirect_error(asio::use_awaitable, ec));
+        if (st->cancelled)
+            co_return;
+        co_return fail(classify(p.get().result_int(), p.get().body() + lines).code);
+    }
+    for (;;) {
+        co_await http::async_read_some(st->stream, buf, p, asio::redirect_error(asio::use_awaitable, ec));
+        if (st->cancelled)
+            co_return;
+        std::size_t start = 0;
+        for (auto nl = lines.find('\n'); nl != std::string::npos; nl = lines.find('\n', start)) {
+            std::string_view line(lines.data() + start, nl - start);
+            start = nl + 1;
+            if (line.find_first_not_of(" \r\t") == std::string_view::npos)
+                continue;
+            watch_message m;
+            reply_error err;
+            if (!parse_watch_message(line, m, err))
+                co_return fail(err.code);
+            auto cb = st->cb;  // a copy: the callback may cancel (and so drop st->cb)
+            cb(error_code(), m);
+            if (st->cancelled)
+                co_return;
+        }
+        lines.erase(0, start);
+        if (ec || p.is_done())
+            co_return fail(error::connection_lost);
+    }
+}
+
+}  // namespace
+
+std::shared_ptr<watch_stream> watch_stream::start(asio::any_io_executor ex, const config& cfg, const endpoint& ep,
+                                                  std::string create_body, callback cb)
+{
+    auto st = std::make_shared<state>(ex, std::move(cb));
+    asio::co_spawn(ex, run(st, cfg, ep, std::move(create_body)), asio::detached);
+    return std::shared_ptr<watch_stream>(new watch_stream(st));
+}
+
+watch_stream::~watch_stream() { cancel(); }
+
+void watch_stream::cancel()
+{
+    if (!st_ || st_->cancelled)
+        return;
+    st_->cancelled = true;
+    st_->cb = nullptr;
+    error_code ignored;
+    st_->stream.socket().cancel(ignored);
+    st_->stream.socket().close(ignored);
+}
+
+}  // namespace dlock::etcd::detail
