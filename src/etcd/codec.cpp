@@ -367,9 +367,30 @@ bool parse_confirm(std::string_view body, confirm_reply& out, reply_error& err)
     return true;
 }
 
-std::string release_txn(std::string_view key, std::string_view value)
+std::string release_txn(std::string_view key, std::string_view prefix, std::string_view value)
 {
-    return txn({compare_value(key, value)}, {op("request_delete_range", {{"key", base64_encode(key)}})}, {});
+    return txn({compare_value(key, value)},
+               {op("request_range", range_op(prefix, prefix_end(prefix), 1, true)),
+                op("request_delete_range", {{"key", base64_encode(key)}})},
+               {});
+}
+
+bool parse_release(std::string_view body, std::string_view key, bool& deleted, bool& held, reply_error& err)
+{
+    json::value v;
+    auto* o = parse_object(body, v, err);
+    if (!o)
+        return false;
+    auto* s = o->if_contains("succeeded");
+    deleted = s && s->is_bool() && s->as_bool();
+    held = false;
+    if (!deleted)
+        return true;
+    std::optional<key_value> first;
+    if (!first_kv(response_at(*o, 0, "response_range"), first))
+        return shape_error(err, "release: no range");
+    held = first && first->key == key;
+    return true;
 }
 
 std::string delete_if_created_txn(std::string_view key, std::int64_t create_revision)

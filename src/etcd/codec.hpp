@@ -72,9 +72,13 @@ struct confirm_reply {
 };
 bool parse_confirm(std::string_view body, confirm_reply& out, reply_error& err);
 
-/// Deletes our key if it still carries our token (or, with `create_revision` > 0, if it is
-/// still that key: the operator's force release).
-std::string release_txn(std::string_view key, std::string_view value);
+/// Deletes our key if it still carries our token, reading the range's first key just
+/// before: a release reports whether the key held the name (a queued one is withdrawn).
+std::string release_txn(std::string_view key, std::string_view prefix, std::string_view value);
+/// Whether our key was deleted, and whether it was the first (the holder).
+bool parse_release(std::string_view body, std::string_view key, bool& deleted, bool& held, reply_error& err);
+/// Deletes `key` if it is still the key created at `create_revision` (the operator's force
+/// release: not a successor's).
 std::string delete_if_created_txn(std::string_view key, std::int64_t create_revision);
 /// Whether the Txn's compare held ("succeeded").
 bool parse_succeeded(std::string_view body, bool& out, reply_error& err);

@@ -69,6 +69,7 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
     struct queued {
         std::string name, token, key;
         std::int64_t mine = 0;                 // our key's create_revision
+        milliseconds ttl{0};                   // the lease the attempt asked for
         clock_type::time_point first_send{};  // the first queued attempt's send time
         std::shared_ptr<watch_stream> stream;
         std::shared_ptr<asio::steady_timer> retry;
@@ -91,9 +92,11 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
 
     // ---------------------------------------------------------------------------------
     std::string range_of(const std::string& name) const { return cfg.prefix + name + "/"; }
-    std::string key_for(const std::string& name) const
+    // One key per lease token (so that two waiters of one store queue in turn); it starts
+    // as etcd's own `<name>/<lease hex>` and sorts by create_revision as etcd's do.
+    std::string key_for(const std::string& name, const std::string& token) const
     {
-        return lease ? lock_key(range_of(name), lease) : std::string();
+        return lease ? lock_key(range_of(name), lease) + "-" + token : std::string();
     }
     milliseconds drift() const { return milliseconds(ttl_s * 10 + 2); }  // 1% + 2 ms, as the registry's
     session_info info() const
@@ -326,7 +329,7 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
 
     // Waits for the key created just before ours to go (etcd's waitDeletes).
     void start_queued(const std::string& name, const std::string& token, const key_value& mine,
-                      clock_type::time_point sent)
+                      clock_type::time_point sent, milliseconds ttl)
     {
         auto& slot = queue[{name, token}];
         if (slot && slot->mine == mine.create_revision)
@@ -339,6 +342,7 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
         slot->key = mine.key;
         slot->mine = mine.create_revision;
         slot->first_send = sent;
+        slot->ttl = ttl;
         slot->retry = std::make_shared<asio::steady_timer>(ex);
         check_queued(slot);
     }
@@ -388,7 +392,8 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
                 return drop_queued(q, watch_event::resync);  // withdrawn, or gone with its lease
             if (!p.predecessor) {
                 // Ours is the first key: the name is ours, its lease the session's.
-                grant_notice g{static_cast<std::uint64_t>(q->mine), ms_until(raw_deadline, q->first_send), q->key};
+                grant_notice g{static_cast<std::uint64_t>(q->mine), std::min(q->ttl, ms_until(raw_deadline, q->first_send)),
+                               q->key};
                 auto w = tokened(q->name, q->token);
                 drop_queued(q, std::nullopt);
                 if (w)
@@ -430,7 +435,7 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
     void send_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h, bool retried)
     {
         auto range = range_of(req.name);
-        auto key = key_for(req.name);
+        auto key = key_for(req.name, req.token);
         auto l = lease;
         auto sent = clock_type::now();
         auto body = req.queue ? queued_acquire_txn(key, range, req.token, l) : try_acquire_txn(key, range, req.token, l);
@@ -464,7 +469,7 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
             } else {
                 contended[req.name] = true;
                 if (req.queue && ours)
-                    start_queued(req.name, req.token, *a.mine, sent);
+                    start_queued(req.name, req.token, *a.mine, sent, req.ttl);
             }
             dlock::detail::post_completion(ex, std::move(h), error_code(), std::move(res));
         });
@@ -557,7 +562,10 @@ store_traits etcd_store::traits() const noexcept
 
 std::string etcd_store::describe() const { return "etcd " + etcd::to_url(impl_->cfg); }
 
-std::string etcd_store::key_of(const std::string& name) const { return impl_->key_for(name); }
+std::string etcd_store::key_of(const std::string& name, const std::string& token) const
+{
+    return impl_->key_for(name, token);
+}
 
 std::string etcd_store::current_member() const { return impl_->pool.current(); }
 
@@ -707,7 +715,7 @@ void etcd_store::do_renew(const lease_key& k, std::chrono::milliseconds, asio::a
     auto& m = *impl_;
     if (m.closed)
         return complete(m.ex, h, error_code(error::closed), renew_result{});
-    auto key = k.ref.empty() ? m.key_for(k.name) : k.ref;
+    auto key = k.ref.empty() ? m.key_for(k.name, k.token) : k.ref;
     if (key.empty())
         return complete(m.ex, h, error_code(), renew_result{});  // no lease: nothing of ours exists
     m.request(txn_path, confirm_txn(key, m.range_of(k.name), k.token),
@@ -721,9 +729,9 @@ void etcd_store::do_renew(const lease_key& k, std::chrono::milliseconds, asio::a
                   }
                   if (ec)
                       return complete(self->ex, h, ec, renew_result{});
-                  renew_result res{c.owned, c.count > 1};
-                  if (auto it = self->contended.find(name); it != self->contended.end()) {
-                      res.contended = res.contended || (c.owned && it->second);
+                  renew_result res{c.owned, c.owned && c.count > 1};
+                  if (auto it = self->contended.find(name); c.owned && it != self->contended.end()) {
+                      res.contended = true;  // another token of this store asked meanwhile
                       self->contended.erase(it);
                   }
                   complete(self->ex, h, error_code(), res);
@@ -737,23 +745,23 @@ void etcd_store::do_release(const lease_key& k, asio::any_completion_handler<boo
         m.drop_queued(q->second, std::nullopt);
     if (m.closed)
         return complete(m.ex, h, error_code(error::closed), false);
-    auto key = k.ref.empty() ? m.key_for(k.name) : k.ref;
+    auto key = k.ref.empty() ? m.key_for(k.name, k.token) : k.ref;
     if (key.empty())
         return complete(m.ex, h, error_code(), false);
-    m.request(txn_path, release_txn(key, k.token),
-              [self = impl_, name = k.name, h = std::move(h)](error_code ec, http_reply r) mutable {
+    m.request(txn_path, release_txn(key, m.range_of(k.name), k.token),
+              [self = impl_, name = k.name, key, h = std::move(h)](error_code ec, http_reply r) mutable {
                   reply_error err;
-                  bool deleted = false;
+                  bool deleted = false, held = false;
                   ec = self->reply_failed(ec, r, err);
-                  if (!ec && !parse_succeeded(r.body, deleted, err)) {
+                  if (!ec && !parse_release(r.body, key, deleted, held, err)) {
                       self->fail_text(err);
                       ec = err.code;
                   }
-                  if (!ec && deleted)  // our own tokened watchers hear it here, not on a stream
+                  if (!ec && held)  // our own tokened watchers hear it here, not on a stream
                       for (auto& [id, w] : self->watchers)
                           if (w->name == name && !w->token.empty())
                               self->notify(w, watch_event::released);
-                  complete(self->ex, h, ec, deleted);
+                  complete(self->ex, h, ec, held);
               });
 }
 

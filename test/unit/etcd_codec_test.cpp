@@ -124,6 +124,17 @@ BOOST_AUTO_TEST_CASE(confirm_release_predecessor_and_range)
     BOOST_TEST(conf.at("compare").as_array().at(0).as_object().at("target").as_string() == "VALUE");
     BOOST_TEST(conf.at("success").as_array().at(0).as_object().at("request_range").as_object().at("count_only").as_bool());
 
+    bool deleted = false, held = false;
+    auto first = [](std::string k) {
+        return R"({"succeeded":true,"responses":[{"response_range":{"kvs":[{"key":")" + base64_encode(k) +
+               R"(","create_revision":"3"}]}},{"response_delete_range":{"deleted":"1"}}]})";
+    };
+    BOOST_TEST_REQUIRE(parse_release(first("job/1f"), "job/1f", deleted, held, err));
+    BOOST_TEST((deleted && held));
+    BOOST_TEST_REQUIRE(parse_release(first("job/0a"), "job/1f", deleted, held, err));
+    BOOST_TEST((deleted && !held));  // a queued key, withdrawn
+    BOOST_TEST_REQUIRE(parse_release(R"({"header":{}})", "job/1f", deleted, held, err));
+    BOOST_TEST((!deleted && !held));
     bool ok = false;
     BOOST_TEST_REQUIRE(parse_succeeded(R"({"succeeded":true})", ok, err));
     BOOST_TEST(ok);
