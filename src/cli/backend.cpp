@@ -1,5 +1,6 @@
 #include "cli/backend.hpp"
 
+#include <dlock/etcd/store.hpp>
 #include <dlock/redis/cluster_store.hpp>
 #include <dlock/redis/redlock_store.hpp>
 #include <dlock/redis/store.hpp>
@@ -14,7 +15,7 @@ namespace {
 using factory = std::unique_ptr<store> (*)(const options&, boost::asio::any_io_executor);
 
 // One row per topology: how to build its store from the server list.
-constexpr std::array<std::pair<topology, factory>, 3> stores{{
+constexpr std::array<std::pair<topology, factory>, 4> stores{{
     {topology::single,
      [](const options& o, boost::asio::any_io_executor ex) -> std::unique_ptr<store> {
          return std::make_unique<redis_store>(ex, o.servers.front());
@@ -26,6 +27,10 @@ constexpr std::array<std::pair<topology, factory>, 3> stores{{
     {topology::cluster,
      [](const options& o, boost::asio::any_io_executor ex) -> std::unique_ptr<store> {
          return std::make_unique<cluster_store>(ex, o.servers);
+     }},
+    {topology::etcd,
+     [](const options& o, boost::asio::any_io_executor ex) -> std::unique_ptr<store> {
+         return std::make_unique<etcd_store>(ex, o.etcd);
      }},
 }};
 

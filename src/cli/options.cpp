@@ -331,6 +331,20 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
         return fail(err, "the lease must be longer than 0 (--lease or \"lease\" in the config file)");
     // One URL, or a list: Redlock over independent masters, or a cluster's seeds. A
     // Sentinel URL holds its own comma-separated list of sentinels.
+    if (out.url.rfind("etcd://", 0) == 0) {
+        etcd::config_error eerr;
+        if (!etcd::parse_url(out.url, out.etcd, eerr))
+            return fail(err, std::string(set.count("--url") ? "--url" : url_from) + ": " + eerr.message);
+        if (set.count("--cluster"))
+            return fail(err, "--cluster is for Redis Cluster; an etcd:// URL lists the etcd members itself");
+        if (out.lease.count() % 1000 != 0)
+            return fail(err, "--lease: etcd leases are whole seconds (got " + std::to_string(out.lease.count()) + " ms)");
+        out.topology = topology::etcd;
+        if (out.cmd == command::release && !out.force)
+            return fail(err, "release: refusing to free '" + out.name +
+                                 "' whoever holds it without --force (the holder is not told; its lease is gone)");
+        return true;
+    }
     std::vector<std::string> urls;
     if (out.url.rfind("redis+sentinel://", 0) == 0) {
         urls.push_back(out.url);
@@ -381,8 +395,10 @@ COMMAND's environment gets DLOCK_NAME, DLOCK_FENCING_TOKEN and DLOCK_LEASE_MS.
 Options:
   --url URL[,URL...]        redis://[user:password@]host[:port][/db], rediss://..., unix:///path,
                             redis+sentinel://host:26379[,host...]/MASTER; several URLs: Redlock
-                            over independent masters (default: $DLOCK_URL, else
-                            redis://127.0.0.1:6379)
+                            over independent masters; etcd://host:2379[,host:port...][/prefix]:
+                            an etcd cluster, in etcd's own lock layout (`dlock run --prefix ''
+                            NAME` and `etcdctl lock NAME` exclude each other); leases in whole
+                            seconds (default: $DLOCK_URL, else redis://127.0.0.1:6379)
   --cluster                 the URLs are seeds of a Redis Cluster
   --config FILE             JSON file with any of: url, cluster, redis, prefix, lease, wait,
                             watchdog, grace, conflict_exit_code (default: $DLOCK_CONFIG); flags win
@@ -418,7 +434,7 @@ usage, 69 server unreachable.
 )";
     return R"(usage: dlock COMMAND [OPTIONS] ...
 
-Distributed locks on Redis, from the shell.
+Distributed locks on Redis or etcd, from the shell.
 
 Commands:
   run NAME -- COMMAND...    run COMMAND while holding the lock NAME

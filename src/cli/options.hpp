@@ -2,6 +2,7 @@
 // the config file, so every rule is unit-tested.
 #pragma once
 
+#include <dlock/etcd/config.hpp>
 #include <dlock/redis/config.hpp>
 
 #include "cli/exit_status.hpp"
@@ -28,7 +29,8 @@ enum class command {
 enum class topology {
     single,
     redlock,
-    cluster
+    cluster,
+    etcd,  ///< an etcd:// URL: etcd_store over the listed members
 };
 
 /// The longest --lease or --grace. Redis refuses expiry times that overflow its 64-bit
@@ -41,6 +43,7 @@ struct options {
     std::vector<std::string> argv;               ///< run: the command and its arguments
     std::string url = "redis://127.0.0.1:6379";  ///< one URL, or a comma-separated list
     std::vector<redis::config> servers;          ///< parsed from url (+ "redis" in the config file)
+    etcd::config etcd;                           ///< topology::etcd: parsed from url
     dlock::cli::topology topology = topology::single;
     std::string prefix = "dlock";
     std::chrono::milliseconds lease{30'000};

@@ -8,8 +8,10 @@
 // PORT is a port on 127.0.0.1 (redis_store), or a comma-separated list of URLs
 // (redis://127.0.0.1:P1,redis://127.0.0.1:P2,...) for a redlock_store over those nodes,
 // or a redis+sentinel:// URL for a redis_store that finds its master through Sentinel,
-// or cluster:PORT for a cluster_store seeded with the cluster node on 127.0.0.1:PORT.
+// or cluster:PORT for a cluster_store seeded with the cluster node on 127.0.0.1:PORT,
+// or an etcd:// URL for an etcd_store.
 #include <dlock/dlock.hpp>
+#include <dlock/etcd.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -68,7 +70,18 @@ int main(int argc, char** argv)
     asio::io_context io;
     std::unique_ptr<dlock::store> store_ptr;
     std::function<void()> close_store;
-    if (std::string_view(argv[2]).rfind("cluster:", 0) == 0) {
+    if (std::string_view(argv[2]).rfind("etcd://", 0) == 0) {
+        // etcd://...: an etcd_store over those members.
+        dlock::etcd::config cfg;
+        dlock::etcd::config_error err;
+        if (!dlock::etcd::parse_url(argv[2], cfg, err)) {
+            std::cerr << "lock_worker: " << err.message << "\n";
+            return 2;
+        }
+        auto es = std::make_unique<dlock::etcd_store>(io.get_executor(), cfg);
+        close_store = [s = es.get()] { s->close(); };
+        store_ptr = std::move(es);
+    } else if (std::string_view(argv[2]).rfind("cluster:", 0) == 0) {
         // cluster:PORT: a cluster_store seeded with one node on 127.0.0.1.
         dlock::redis::config seed;
         seed.port = static_cast<std::uint16_t>(std::stoi(std::string(argv[2]).substr(8)));
