@@ -59,6 +59,9 @@ asio::awaitable<void> run(std::shared_ptr<watch_stream::state> st, config cfg, e
     http::request<http::string_body> req{http::verb::post, std::string(watch_path), 11};
     req.set(http::field::host, ep.host + ":" + std::to_string(ep.port));
     req.set(http::field::content_type, "application/json");
+    // etcd's "require leader": a member cut off from the leader cancels the watch instead
+    // of leaving it silent (the gateway passes Grpc-Metadata-* headers as gRPC metadata).
+    req.set("Grpc-Metadata-Hasleader", "true");
     req.body() = std::move(body);
     req.prepare_payload();
     st->stream.expires_after(cfg.request_timeout);

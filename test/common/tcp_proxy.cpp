@@ -1,5 +1,7 @@
 #include "common/tcp_proxy.hpp"
 
+#include <future>
+
 #include <boost/algorithm/string/predicate.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -115,6 +117,33 @@ tcp_proxy::~tcp_proxy()
                 s->close();
     });
     thread_.join();
+}
+
+std::size_t tcp_proxy::drop_connections()
+{
+    std::promise<std::size_t> closed;
+    asio::post(io_, [&] {
+        std::size_t n = 0;
+        for (auto& w : sessions_)
+            if (auto s = w.lock()) {
+                s->close();
+                ++n;
+            }
+        closed.set_value(n);
+    });
+    return closed.get_future().get();
+}
+
+std::size_t tcp_proxy::live_connections()
+{
+    std::promise<std::size_t> live;
+    asio::post(io_, [&] {
+        std::size_t n = 0;
+        for (auto& w : sessions_)
+            n += !w.expired();
+        live.set_value(n);
+    });
+    return live.get_future().get();
 }
 
 std::string tcp_proxy::url() const

@@ -1,5 +1,6 @@
-// A fault-injecting TCP proxy in front of a redis-server, for tests: it can hold the
-// server's replies back, or answer every command itself with +OK.
+// A fault-injecting TCP proxy in front of a server (redis-server, an etcd member), for
+// tests: it can hold the server's replies back, answer every command itself with +OK, or
+// drop every connection.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -40,6 +41,12 @@ public:
     void delay_replies(std::chrono::milliseconds d);
     /// Forwards nothing: answers each complete RESP command with "+OK\r\n".
     void answer_ok_to_everything();
+
+    /// Closes every relayed connection now (both sides), as a network failure would; new
+    /// connections are relayed as before. Returns how many it closed.
+    std::size_t drop_connections();
+    /// Connections relayed now.
+    std::size_t live_connections();
 
     /// EVAL and EVALSHA commands written to the server so far.
     std::size_t evals_forwarded() const;
