@@ -88,7 +88,7 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
         dlock::detail::backoff pause{milliseconds(20), milliseconds(1000)};
     };
     std::map<std::string, name_stream> names;
-    std::map<std::string, bool> contended;  // an attempt of another token failed since the last confirm
+    std::map<std::string, bool> contended;  // another token of ours asked while one of ours held
 
     // ---------------------------------------------------------------------------------
     std::string range_of(const std::string& name) const { return cfg.prefix + name + "/"; }
@@ -127,14 +127,15 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
     void fail_text(const reply_error& err) { set_text(err.text); }
 
     template <class F>
-    void request(std::string_view path, std::string body, F f, milliseconds timeout = milliseconds(0))
+    void request(std::string_view path, std::string body, F f, milliseconds timeout = milliseconds(0),
+                 bool urgent = false)
     {
         pool.post(
             path, std::move(body),
             [self = shared_from_this(), f = std::move(f)](error_code ec, http_reply r) mutable {
                 f(ec, std::move(r));
             },
-            timeout);
+            timeout, urgent);
     }
 
     // ---- session -------------------------------------------------------------------
@@ -287,7 +288,7 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
                 arm_keepalive(sent + third);
                 emit_session(was ? session_event::restored : session_event::up);
             },
-            std::min(cfg.request_timeout, third));
+            std::min(cfg.request_timeout, third), true);  // ahead of queued requests
     }
     // The lease is gone (or can no longer be trusted): every lock of it is lost at once.
     void session_gone(std::string why)
@@ -461,13 +462,15 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
             if (ours && a.owner && a.owner->key == key) {
                 res.acquired = true;
                 res.fencing_token = static_cast<std::uint64_t>(a.mine->create_revision);
-                res.granted_ttl = std::min(req.ttl, ms_until(raw_deadline, sent));
+                // At least 1 ms: 0 would read as "as asked"; a lease this short is a late reply.
+                res.granted_ttl = std::max(milliseconds(1), std::min(req.ttl, ms_until(raw_deadline, sent)));
                 res.lease_ref = key;
                 res.session = static_cast<std::uint64_t>(l);
                 if (auto q = queue.find({req.name, req.token}); q != queue.end())
                     drop_queued(q->second, std::nullopt);
             } else {
-                contended[req.name] = true;
+                if (a.owner && a.owner->lease == l)
+                    contended[req.name] = true;  // our own holder's next confirmation says so
                 if (req.queue && ours)
                     start_queued(req.name, req.token, *a.mine, sent, req.ttl);
             }

@@ -82,7 +82,7 @@ namespace {
 
 using state_ptr = std::shared_ptr<http_pool::state>;
 
-asio::awaitable<std::shared_ptr<conn>> checkout(state_ptr st)
+asio::awaitable<std::shared_ptr<conn>> checkout(state_ptr st, bool urgent)
 {
     for (;;) {
         if (st->closed)
@@ -101,7 +101,10 @@ asio::awaitable<std::shared_ptr<conn>> checkout(state_ptr st)
             co_return c;
         }
         auto t = std::make_shared<asio::steady_timer>(st->ex, asio::steady_timer::time_point::max());
-        st->waiters.push_back(t);
+        if (urgent)
+            st->waiters.push_front(t);
+        else
+            st->waiters.push_back(t);
         error_code ec;
         co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
@@ -140,11 +143,11 @@ asio::awaitable<error_code> connect(state_ptr st, conn& c)
 }
 
 asio::awaitable<void> run(state_ptr st, std::string target, std::string body, std::chrono::milliseconds timeout,
-                          http_pool::handler h)
+                          bool urgent, http_pool::handler h)
 {
     error_code ec;
     http_reply rep;
-    auto c = co_await checkout(st);
+    auto c = co_await checkout(st, urgent);
     if (!c) {
         dlock::detail::post_completion(st->ex, std::move(h), error_code(error::closed), std::move(rep));
         co_return;
@@ -195,13 +198,14 @@ http_pool::http_pool(asio::any_io_executor ex, const config& cfg) : st_(std::mak
 
 http_pool::~http_pool() { close(); }
 
-void http_pool::post(std::string_view target, std::string body, handler h, std::chrono::milliseconds timeout)
+void http_pool::post(std::string_view target, std::string body, handler h, std::chrono::milliseconds timeout,
+                     bool urgent)
 {
     if (st_->closed) {
         dlock::detail::post_completion(st_->ex, std::move(h), error_code(error::closed), http_reply{});
         return;
     }
-    asio::co_spawn(st_->ex, run(st_, std::string(target), std::move(body), timeout, std::move(h)), asio::detached);
+    asio::co_spawn(st_->ex, run(st_, std::string(target), std::move(body), timeout, urgent, std::move(h)), asio::detached);
 }
 
 std::string http_pool::current() const

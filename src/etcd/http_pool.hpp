@@ -29,8 +29,9 @@ public:
 
     /// POSTs `body` to `target` on the current member. Errors: connect_failed (every member
     /// refused), connection_lost, timeout (request_timeout), closed. `timeout` 0: the config's.
+    /// `urgent` (the session's keep-alive): first in line when every connection is busy.
     void post(std::string_view target, std::string body, handler h,
-              std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+              std::chrono::milliseconds timeout = std::chrono::milliseconds(0), bool urgent = false);
     /// The member requests go to now ("host:port").
     std::string current() const;
     /// The member a new connection goes to, and moves on to the next after a failure there.
