@@ -142,6 +142,9 @@ struct session_info {
 ///
 /// - Operations are one round trip (or one pipelined batch), idempotent for the same lease
 ///   token, and complete on the store's executor, never inside the initiating call.
+/// - Operations on one lease token take effect in the order they were started: a release
+///   never overtakes its token's acquire (the lock gives a token back while its attempt is
+///   still on the wire, and does not send that release twice).
 /// - Errors: transient ones (is_transient()) may be retried by the caller; any other error
 ///   is permanent and the caller stops. The server's text of the last failure is kept for
 ///   diagnostics (last_error_text()), apart from the error code.

@@ -149,11 +149,16 @@ json::object range_op(std::string_view key, std::string_view end, std::int64_t l
     return r;
 }
 
-json::object op(std::string_view kind, json::object body) { return json::object{{kind, std::move(body)}}; }
+json::object op(std::string_view kind, json::object body)
+{
+    return json::object{{kind, std::move(body)}};
+}
 
 json::object compare_create(std::string_view key, std::string_view end, std::int64_t rev)
 {
-    json::object c{{"result", "EQUAL"}, {"target", "CREATE"}, {"key", base64_encode(key)},
+    json::object c{{"result", "EQUAL"},
+                   {"target", "CREATE"},
+                   {"key", base64_encode(key)},
                    {"create_revision", std::to_string(rev)}};
     if (!end.empty())
         c["range_end"] = base64_encode(end);
@@ -272,8 +277,8 @@ reply_error classify(unsigned http_status, std::string_view body)
     if (code < 0) {
         // Not a gateway error body: something else answers on this port.
         e.code = error::protocol_error;
-        e.text = "etcd: HTTP " + std::to_string(http_status) + " with no etcd error body (is this an etcd gateway?): " +
-                 std::string(body.substr(0, 200));
+        e.text = "etcd: HTTP " + std::to_string(http_status) +
+                 " with no etcd error body (is this an etcd gateway?): " + std::string(body.substr(0, 200));
         return e;
     }
     if (e.text.empty())
@@ -306,16 +311,15 @@ std::string queued_acquire_txn(std::string_view key, std::string_view prefix, st
                {op("request_range", range_op(key, {}, 0, true)), owner});
 }
 
-std::string try_acquire_txn(std::string_view key, std::string_view prefix, std::string_view value,
-                            std::int64_t lease)
+std::string try_acquire_txn(std::string_view key, std::string_view prefix, std::string_view value, std::int64_t lease)
 {
     auto end = prefix_end(prefix);
     return txn({compare_create(prefix, end, 0)}, {put_op(key, value, lease)},
                {op("request_range", range_op(key, {}, 0, true)), op("request_range", range_op(prefix, end, 1, true))});
 }
 
-bool parse_acquire(std::string_view body, bool queued, std::string_view key, std::string_view value,
-                   std::int64_t lease, acquire_reply& out, reply_error& err)
+bool parse_acquire(std::string_view body, bool queued, std::string_view key, std::string_view value, std::int64_t lease,
+                   acquire_reply& out, reply_error& err)
 {
     json::value v;
     auto* o = parse_object(body, v, err);
@@ -464,7 +468,10 @@ std::string grant_request(std::int64_t ttl_seconds)
     return json::serialize(json::object{{"TTL", std::to_string(ttl_seconds)}, {"ID", "0"}});
 }
 
-std::string lease_id_request(std::int64_t id) { return json::serialize(json::object{{"ID", std::to_string(id)}}); }
+std::string lease_id_request(std::int64_t id)
+{
+    return json::serialize(json::object{{"ID", std::to_string(id)}});
+}
 
 bool parse_lease(std::string_view body, lease_reply& out, reply_error& err)
 {

@@ -52,17 +52,16 @@ reply_error classify(unsigned http_status, std::string_view body);
 std::string queued_acquire_txn(std::string_view key, std::string_view prefix, std::string_view value,
                                std::int64_t lease);
 /// Unqueued attempt: put our key only if the range is empty; else read ours and the first.
-std::string try_acquire_txn(std::string_view key, std::string_view prefix, std::string_view value,
-                            std::int64_t lease);
+std::string try_acquire_txn(std::string_view key, std::string_view prefix, std::string_view value, std::int64_t lease);
 
 struct acquire_reply {
-    std::int64_t revision = 0;        ///< the Txn's header revision
-    bool put = false;                 ///< our key was created by this Txn
-    std::optional<key_value> mine;    ///< our key as it is now (put: value, create = revision)
-    std::optional<key_value> owner;   ///< the range's first-created key, if any
+    std::int64_t revision = 0;       ///< the Txn's header revision
+    bool put = false;                ///< our key was created by this Txn
+    std::optional<key_value> mine;   ///< our key as it is now (put: value, create = revision)
+    std::optional<key_value> owner;  ///< the range's first-created key, if any
 };
-bool parse_acquire(std::string_view body, bool queued, std::string_view key, std::string_view value,
-                   std::int64_t lease, acquire_reply& out, reply_error& err);
+bool parse_acquire(std::string_view body, bool queued, std::string_view key, std::string_view value, std::int64_t lease,
+                   acquire_reply& out, reply_error& err);
 
 /// Confirms our key (value = token) and counts the range (others queued behind us).
 std::string confirm_txn(std::string_view key, std::string_view prefix, std::string_view value);

@@ -65,7 +65,8 @@ bool parse_option(std::string_view key, std::string_view value, config& out, con
         if (!duration(l))
             return false;
         if (l.count() % 1000 != 0)
-            return fail(err, error::invalid_lease, "etcd URL: lease must be whole seconds (got " + std::string(value) + ")");
+            return fail(err, error::invalid_lease,
+                        "etcd URL: lease must be whole seconds (got " + std::string(value) + ")");
         out.lease_ttl = std::chrono::duration_cast<std::chrono::seconds>(l);
         return true;
     }
@@ -82,7 +83,8 @@ bool parse_option(std::string_view key, std::string_view value, config& out, con
         return true;
     }
     return fail(err, error::invalid_option,
-                "etcd URL: unknown option '" + std::string(key) + "' (known: lease, timeout, connect_timeout, connections)");
+                "etcd URL: unknown option '" + std::string(key) +
+                    "' (known: lease, timeout, connect_timeout, connections)");
 }
 
 }  // namespace
@@ -92,10 +94,11 @@ bool parse_url(std::string_view url, config& out, config_error& err)
     constexpr std::string_view scheme = "etcd://";
     if (url.substr(0, scheme.size()) != scheme) {
         if (url.find("://") == std::string_view::npos)
-            return fail(err, error::invalid_url, "not an etcd URL (expected etcd://host:port[,host:port...]): '" +
-                                                     std::string(url) + "'");
+            return fail(err, error::invalid_url,
+                        "not an etcd URL (expected etcd://host:port[,host:port...]): '" + std::string(url) + "'");
         return fail(err, error::unsupported_scheme,
-                    "unsupported scheme in '" + std::string(url.substr(0, url.find("://"))) + "://' (expected etcd://)");
+                    "unsupported scheme in '" + std::string(url.substr(0, url.find("://"))) +
+                        "://' (expected etcd://)");
     }
     config c = out;
     auto rest = url.substr(scheme.size());

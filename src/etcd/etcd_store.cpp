@@ -68,8 +68,8 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
     // A queued token waiting for its predecessor's key to go.
     struct queued {
         std::string name, token, key;
-        std::int64_t mine = 0;                 // our key's create_revision
-        milliseconds ttl{0};                   // the lease the attempt asked for
+        std::int64_t mine = 0;                // our key's create_revision
+        milliseconds ttl{0};                  // the lease the attempt asked for
         clock_type::time_point first_send{};  // the first queued attempt's send time
         std::shared_ptr<watch_stream> stream;
         std::shared_ptr<asio::steady_timer> retry;
@@ -89,6 +89,12 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
     };
     std::map<std::string, name_stream> names;
     std::map<std::string, bool> contended;  // another token of ours asked while one of ours held
+    // Per (name, token): acquires in flight, and releases that wait for them. A release must
+    // not overtake its token's acquire (they may go over different connections, or the
+    // acquire may still wait for a lease): it would find nothing, and the acquire's key
+    // would then stay, held by nobody, for as long as our lease lives.
+    std::map<std::pair<std::string, std::string>, int> acquiring;
+    std::map<std::pair<std::string, std::string>, std::vector<std::function<void()>>> after_acquire;
 
     // ---------------------------------------------------------------------------------
     std::string range_of(const std::string& name) const { return cfg.prefix + name + "/"; }
@@ -128,14 +134,12 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
 
     template <class F>
     void request(std::string_view path, std::string body, F f, milliseconds timeout = milliseconds(0),
-                 bool urgent = false)
+                 bool urgent = false, bool idempotent = true)
     {
         pool.post(
             path, std::move(body),
-            [self = shared_from_this(), f = std::move(f)](error_code ec, http_reply r) mutable {
-                f(ec, std::move(r));
-            },
-            timeout, urgent);
+            [self = shared_from_this(), f = std::move(f)](error_code ec, http_reply r) mutable { f(ec, std::move(r)); },
+            timeout, urgent, idempotent);
     }
 
     // ---- session -------------------------------------------------------------------
@@ -393,8 +397,8 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
                 return drop_queued(q, watch_event::resync);  // withdrawn, or gone with its lease
             if (!p.predecessor) {
                 // Ours is the first key: the name is ours, its lease the session's.
-                grant_notice g{static_cast<std::uint64_t>(q->mine), std::min(q->ttl, ms_until(raw_deadline, q->first_send)),
-                               q->key};
+                grant_notice g{static_cast<std::uint64_t>(q->mine),
+                               std::min(q->ttl, ms_until(raw_deadline, q->first_send)), q->key};
                 auto w = tokened(q->name, q->token);
                 drop_queued(q, std::nullopt);
                 if (w)
@@ -412,8 +416,9 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
                         q->stream.reset();
                         return s->retry_queued(q);  // cut: look again (nothing is lost: the check reads)
                     }
-                    bool gone = m.canceled || m.compact_revision > 0 ||
-                                std::any_of(m.deleted.begin(), m.deleted.end(), [&](auto& kv) { return kv.key == pred; });
+                    bool gone =
+                        m.canceled || m.compact_revision > 0 ||
+                        std::any_of(m.deleted.begin(), m.deleted.end(), [&](auto& kv) { return kv.key == pred; });
                     if (gone) {
                         q->stream->cancel();
                         q->stream.reset();
@@ -425,13 +430,64 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
 
     void acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h, bool retried)
     {
+        if (!retried)
+            ++acquiring[{req.name, req.token}];
         // std::function wants a copyable target: the handler rides in a shared_ptr.
         auto hp = std::make_shared<asio::any_completion_handler<acquire_signature>>(std::move(h));
         ensure_session(req.ttl.count() / 1000, [self = shared_from_this(), req, retried, hp](error_code ec) {
             if (ec)
-                return dlock::detail::post_completion(self->ex, std::move(*hp), ec, acquire_result{});
+                return self->acquired(req, std::move(*hp), ec, acquire_result{});
             self->send_acquire(req, std::move(*hp), retried);
         });
+    }
+    // Completes an acquire, then lets the releases of its token that waited for it go.
+    void acquired(const lease_request& req, asio::any_completion_handler<acquire_signature> h, error_code ec,
+                  acquire_result res)
+    {
+        dlock::detail::post_completion(ex, std::move(h), ec, std::move(res));
+        std::pair<std::string, std::string> id{req.name, req.token};
+        if (auto it = acquiring.find(id); it != acquiring.end() && --it->second <= 0) {
+            acquiring.erase(it);
+            if (auto w = after_acquire.find(id); w != after_acquire.end()) {
+                auto run = std::move(w->second);
+                after_acquire.erase(w);
+                for (auto& f : run)
+                    f();
+            }
+        }
+    }
+    void release(const lease_key& k, asio::any_completion_handler<bool_signature> h)
+    {
+        if (auto q = queue.find({k.name, k.token}); q != queue.end())
+            drop_queued(q->second, std::nullopt);
+        if (closed)
+            return dlock::detail::post_completion(ex, std::move(h), error_code(error::closed), false);
+        if (acquiring.count({k.name, k.token})) {
+            auto hp = std::make_shared<asio::any_completion_handler<bool_signature>>(std::move(h));
+            after_acquire[{k.name, k.token}].push_back(
+                [self = shared_from_this(), k, hp] { self->release(k, std::move(*hp)); });
+            return;
+        }
+        auto key = k.ref.empty() ? key_for(k.name, k.token) : k.ref;
+        if (key.empty())
+            return dlock::detail::post_completion(ex, std::move(h), error_code(), false);
+        request(
+            txn_path, release_txn(key, range_of(k.name), k.token),
+            [this, name = k.name, key, h = std::move(h)](error_code ec, http_reply r) mutable {
+                reply_error err;
+                bool deleted = false, held = false;
+                ec = reply_failed(ec, r, err);
+                if (!ec && !parse_release(r.body, key, deleted, held, err)) {
+                    fail_text(err);
+                    ec = err.code;
+                }
+                if (!ec && held)  // our own tokened watchers hear it here, not on a stream
+                    for (auto& [id, w] : watchers)
+                        if (w->name == name && !w->token.empty())
+                            notify(w, watch_event::released);
+                dlock::detail::post_completion(ex, std::move(h), ec, held);
+            },
+            milliseconds(0), false, false);  // not idempotent: a second try finds nothing
     }
     void send_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h, bool retried)
     {
@@ -439,43 +495,44 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
         auto key = key_for(req.name, req.token);
         auto l = lease;
         auto sent = clock_type::now();
-        auto body = req.queue ? queued_acquire_txn(key, range, req.token, l) : try_acquire_txn(key, range, req.token, l);
-        request(txn_path, std::move(body), [this, req, retried, key, l, sent, h = std::move(h)](error_code ec,
-                                                                                               http_reply r) mutable {
-            reply_error err;
-            acquire_reply a;
-            ec = reply_failed(ec, r, err);
-            if (!ec && !parse_acquire(r.body, req.queue, key, req.token, l, a, err)) {
-                fail_text(err);
-                ec = err.code;
-            }
-            if (ec == error::session_lost) {
-                if (lease == l)
-                    session_gone(err.text);
-                if (!retried)  // our lease vanished under us: once more, with a new one
-                    return acquire(req, std::move(h), true);
-            }
-            if (ec)
-                return dlock::detail::post_completion(ex, std::move(h), ec, acquire_result{});
-            acquire_result res;
-            bool ours = a.mine && a.mine->value == req.token;
-            if (ours && a.owner && a.owner->key == key) {
-                res.acquired = true;
-                res.fencing_token = static_cast<std::uint64_t>(a.mine->create_revision);
-                // At least 1 ms: 0 would read as "as asked"; a lease this short is a late reply.
-                res.granted_ttl = std::max(milliseconds(1), std::min(req.ttl, ms_until(raw_deadline, sent)));
-                res.lease_ref = key;
-                res.session = static_cast<std::uint64_t>(l);
-                if (auto q = queue.find({req.name, req.token}); q != queue.end())
-                    drop_queued(q->second, std::nullopt);
-            } else {
-                if (a.owner && a.owner->lease == l)
-                    contended[req.name] = true;  // our own holder's next confirmation says so
-                if (req.queue && ours)
-                    start_queued(req.name, req.token, *a.mine, sent, req.ttl);
-            }
-            dlock::detail::post_completion(ex, std::move(h), error_code(), std::move(res));
-        });
+        auto body =
+            req.queue ? queued_acquire_txn(key, range, req.token, l) : try_acquire_txn(key, range, req.token, l);
+        request(txn_path, std::move(body),
+                [this, req, retried, key, l, sent, h = std::move(h)](error_code ec, http_reply r) mutable {
+                    reply_error err;
+                    acquire_reply a;
+                    ec = reply_failed(ec, r, err);
+                    if (!ec && !parse_acquire(r.body, req.queue, key, req.token, l, a, err)) {
+                        fail_text(err);
+                        ec = err.code;
+                    }
+                    if (ec == error::session_lost) {
+                        if (lease == l)
+                            session_gone(err.text);
+                        if (!retried)  // our lease vanished under us: once more, with a new one
+                            return acquire(req, std::move(h), true);
+                    }
+                    if (ec)
+                        return acquired(req, std::move(h), ec, acquire_result{});
+                    acquire_result res;
+                    bool ours = a.mine && a.mine->value == req.token;
+                    if (ours && a.owner && a.owner->key == key) {
+                        res.acquired = true;
+                        res.fencing_token = static_cast<std::uint64_t>(a.mine->create_revision);
+                        // At least 1 ms: 0 would read as "as asked"; a lease this short is a late reply.
+                        res.granted_ttl = std::max(milliseconds(1), std::min(req.ttl, ms_until(raw_deadline, sent)));
+                        res.lease_ref = key;
+                        res.session = static_cast<std::uint64_t>(l);
+                        if (auto q = queue.find({req.name, req.token}); q != queue.end())
+                            drop_queued(q->second, std::nullopt);
+                    } else {
+                        if (a.owner && a.owner->lease == l)
+                            contended[req.name] = true;  // our own holder's next confirmation says so
+                        if (req.queue && ours)
+                            start_queued(req.name, req.token, *a.mine, sent, req.ttl);
+                    }
+                    acquired(req, std::move(h), error_code(), std::move(res));
+                });
     }
 
     // Untokened watches: one stream of deletions under the name.
@@ -485,47 +542,47 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
         if (!ns.retry)
             ns.retry = std::make_shared<asio::steady_timer>(ex);
         auto range = range_of(name);
-        ns.stream = watch_stream::start(
-            ex, cfg, pool.pick(), watch_create_request(range, prefix_end(range), ns.next_rev),
-            [self = weak_from_this(), name](error_code ec, const watch_message& m) {
-                auto s = self.lock();
-                if (!s)
-                    return;
-                auto it = s->names.find(name);
-                if (it == s->names.end())
-                    return;
-                auto& ns = it->second;
-                if (ec || m.canceled || m.compact_revision > 0) {
-                    if (ns.stream)
-                        ns.stream->cancel();
-                    ns.stream.reset();
-                    bool lost_events = m.compact_revision > 0 || ns.next_rev == 0;
-                    if (m.compact_revision > 0)
-                        ns.next_rev = 0;  // from now: what was compacted is gone
-                    if (ns.created && lost_events)
-                        s->tell_name(name, watch_event::resync);
-                    ns.retry->expires_after(ns.pause.next(s->rng));
-                    ns.retry->async_wait([w = std::weak_ptr<impl>(s), name](error_code ec) {
-                        auto s = w.lock();
-                        if (!ec && s && !s->closed && s->names.count(name))
-                            s->start_name_stream(name);
-                    });
-                    return;
-                }
-                ns.pause.reset();
-                if (m.revision > 0)
-                    ns.next_rev = m.revision + 1;
-                if (m.created) {
-                    ns.created = true;
-                    for (auto& [id, w] : s->watchers)
-                        if (w->name == name && w->token.empty() && !w->ready) {
-                            w->ready = true;
-                            s->notify(w, watch_event::ready);
-                        }
-                }
-                if (!m.deleted.empty())
-                    s->tell_name(name, watch_event::released);
-            });
+        ns.stream =
+            watch_stream::start(ex, cfg, pool.pick(), watch_create_request(range, prefix_end(range), ns.next_rev),
+                                [self = weak_from_this(), name](error_code ec, const watch_message& m) {
+                                    auto s = self.lock();
+                                    if (!s)
+                                        return;
+                                    auto it = s->names.find(name);
+                                    if (it == s->names.end())
+                                        return;
+                                    auto& ns = it->second;
+                                    if (ec || m.canceled || m.compact_revision > 0) {
+                                        if (ns.stream)
+                                            ns.stream->cancel();
+                                        ns.stream.reset();
+                                        bool lost_events = m.compact_revision > 0 || ns.next_rev == 0;
+                                        if (m.compact_revision > 0)
+                                            ns.next_rev = 0;  // from now: what was compacted is gone
+                                        if (ns.created && lost_events)
+                                            s->tell_name(name, watch_event::resync);
+                                        ns.retry->expires_after(ns.pause.next(s->rng));
+                                        ns.retry->async_wait([w = std::weak_ptr<impl>(s), name](error_code ec) {
+                                            auto s = w.lock();
+                                            if (!ec && s && !s->closed && s->names.count(name))
+                                                s->start_name_stream(name);
+                                        });
+                                        return;
+                                    }
+                                    ns.pause.reset();
+                                    if (m.revision > 0)
+                                        ns.next_rev = m.revision + 1;
+                                    if (m.created) {
+                                        ns.created = true;
+                                        for (auto& [id, w] : s->watchers)
+                                            if (w->name == name && w->token.empty() && !w->ready) {
+                                                w->ready = true;
+                                                s->notify(w, watch_event::ready);
+                                            }
+                                    }
+                                    if (!m.deleted.empty())
+                                        s->tell_name(name, watch_event::released);
+                                });
     }
     void tell_name(const std::string& name, watch_event ev)
     {
@@ -548,7 +605,10 @@ etcd_store::~etcd_store()
     impl_->owner = nullptr;
 }
 
-asio::any_io_executor etcd_store::get_executor() const { return impl_->ex; }
+asio::any_io_executor etcd_store::get_executor() const
+{
+    return impl_->ex;
+}
 
 store_traits etcd_store::traits() const noexcept
 {
@@ -563,14 +623,20 @@ store_traits etcd_store::traits() const noexcept
     return t;
 }
 
-std::string etcd_store::describe() const { return "etcd " + etcd::to_url(impl_->cfg); }
+std::string etcd_store::describe() const
+{
+    return "etcd " + etcd::to_url(impl_->cfg);
+}
 
 std::string etcd_store::key_of(const std::string& name, const std::string& token) const
 {
     return impl_->key_for(name, token);
 }
 
-std::string etcd_store::current_member() const { return impl_->pool.current(); }
+std::string etcd_store::current_member() const
+{
+    return impl_->pool.current();
+}
 
 session_info etcd_store::session() const noexcept
 {
@@ -713,7 +779,8 @@ void etcd_store::do_try_acquire(const lease_request& req, asio::any_completion_h
     m.acquire(req, std::move(h), false);
 }
 
-void etcd_store::do_renew(const lease_key& k, std::chrono::milliseconds, asio::any_completion_handler<renew_signature> h)
+void etcd_store::do_renew(const lease_key& k, std::chrono::milliseconds,
+                          asio::any_completion_handler<renew_signature> h)
 {
     auto& m = *impl_;
     if (m.closed)
@@ -743,29 +810,7 @@ void etcd_store::do_renew(const lease_key& k, std::chrono::milliseconds, asio::a
 
 void etcd_store::do_release(const lease_key& k, asio::any_completion_handler<bool_signature> h)
 {
-    auto& m = *impl_;
-    if (auto q = m.queue.find({k.name, k.token}); q != m.queue.end())
-        m.drop_queued(q->second, std::nullopt);
-    if (m.closed)
-        return complete(m.ex, h, error_code(error::closed), false);
-    auto key = k.ref.empty() ? m.key_for(k.name, k.token) : k.ref;
-    if (key.empty())
-        return complete(m.ex, h, error_code(), false);
-    m.request(txn_path, release_txn(key, m.range_of(k.name), k.token),
-              [self = impl_, name = k.name, key, h = std::move(h)](error_code ec, http_reply r) mutable {
-                  reply_error err;
-                  bool deleted = false, held = false;
-                  ec = self->reply_failed(ec, r, err);
-                  if (!ec && !parse_release(r.body, key, deleted, held, err)) {
-                      self->fail_text(err);
-                      ec = err.code;
-                  }
-                  if (!ec && held)  // our own tokened watchers hear it here, not on a stream
-                      for (auto& [id, w] : self->watchers)
-                          if (w->name == name && !w->token.empty())
-                              self->notify(w, watch_event::released);
-                  complete(self->ex, h, ec, held);
-              });
+    impl_->release(k, std::move(h));
 }
 
 void etcd_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
@@ -822,7 +867,8 @@ void etcd_store::do_status(const std::string& name, asio::any_completion_handler
                   s.key = first.key;
                   s.fencing_token = static_cast<std::uint64_t>(first.create_revision);
                   for (auto& kv : rr.kvs)
-                      s.last_fencing_token = std::max(s.last_fencing_token, static_cast<std::uint64_t>(kv.create_revision));
+                      s.last_fencing_token =
+                          std::max(s.last_fencing_token, static_cast<std::uint64_t>(kv.create_revision));
                   s.queued = rr.kvs.size() - 1;
                   // The holder's remaining lease, for operators: one more request.
                   self->request(ttl_path, lease_id_request(first.lease),

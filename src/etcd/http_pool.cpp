@@ -120,8 +120,8 @@ asio::awaitable<error_code> connect(state_ptr st, conn& c)
         auto idx = (st->current + i) % n;
         const auto& ep = st->cfg.endpoints[idx];
         error_code ec;
-        auto results =
-            co_await resolver.async_resolve(ep.host, std::to_string(ep.port), asio::redirect_error(asio::use_awaitable, ec));
+        auto results = co_await resolver.async_resolve(ep.host, std::to_string(ep.port),
+                                                       asio::redirect_error(asio::use_awaitable, ec));
         if (st->closed)
             co_return error::closed;
         if (ec)
@@ -142,25 +142,39 @@ asio::awaitable<error_code> connect(state_ptr st, conn& c)
     co_return error::connect_failed;
 }
 
+// A keep-alive connection the member closed while it sat idle fails at once on reuse,
+// before any reply: such a failure says nothing about the request, which may go again.
+bool stale_failure(const error_code& ec)
+{
+    return ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
+           ec == asio::error::broken_pipe;
+}
+
 asio::awaitable<void> run(state_ptr st, std::string target, std::string body, std::chrono::milliseconds timeout,
-                          bool urgent, http_pool::handler h)
+                          bool urgent, bool idempotent, http_pool::handler h)
 {
     error_code ec;
     http_reply rep;
-    auto c = co_await checkout(st, urgent);
-    if (!c) {
-        dlock::detail::post_completion(st->ex, std::move(h), error_code(error::closed), std::move(rep));
-        co_return;
-    }
-    if (!c->connected)
-        ec = co_await connect(st, *c);
-    if (!ec) {
+    for (int attempt = 0;; ++attempt) {
+        auto c = co_await checkout(st, urgent);
+        if (!c) {
+            dlock::detail::post_completion(st->ex, std::move(h), error_code(error::closed), std::move(rep));
+            co_return;
+        }
+        bool reused = c->connected;
+        ec = {};
+        if (!c->connected)
+            ec = co_await connect(st, *c);
+        if (ec) {
+            st->discard(c);
+            break;
+        }
         http::request<http::string_body> req{http::verb::post, target, 11};
         const auto& ep = st->cfg.endpoints[st->current];
         req.set(http::field::host, ep.host + ":" + std::to_string(ep.port));
         req.set(http::field::content_type, "application/json");
         req.keep_alive(true);
-        req.body() = std::move(body);
+        req.body() = body;
         req.prepare_payload();
         c->stream.expires_after(timeout.count() > 0 ? timeout : st->cfg.request_timeout);
         co_await http::async_write(c->stream, req, asio::redirect_error(asio::use_awaitable, ec));
@@ -178,17 +192,28 @@ asio::awaitable<void> run(state_ptr st, std::string target, std::string body, st
             dlock::detail::post_completion(st->ex, std::move(h), ec, std::move(rep));
             co_return;
         }
-        if (st->closed)
+        st->discard(c);
+        if (st->closed) {
             ec = error::closed;
-        else if (ec == beast::error::timeout)
-            ec = error::timeout;
-        else
-            ec = error::connection_lost;
+            break;
+        }
+        if (stale_failure(ec)) {
+            // Its idle siblings went the same way: drop them rather than fail on each in turn.
+            for (auto& i : st->idle) {
+                error_code ignored;
+                i->stream.socket().close(ignored);
+                --st->open;
+            }
+            st->idle.clear();
+            if (reused && idempotent && attempt == 0)
+                continue;
+        }
+        ec = ec == beast::error::timeout ? error_code(error::timeout) : error_code(error::connection_lost);
         // The member failed us: the next connection tries another one first.
-        if (!st->closed && ec != error::timeout && st->cfg.endpoints.size() > 1)
+        if (ec != error::timeout && st->cfg.endpoints.size() > 1)
             st->current = (st->current + 1) % st->cfg.endpoints.size();
+        break;
     }
-    st->discard(c);
     dlock::detail::post_completion(st->ex, std::move(h), ec, std::move(rep));
 }
 
@@ -196,16 +221,20 @@ asio::awaitable<void> run(state_ptr st, std::string target, std::string body, st
 
 http_pool::http_pool(asio::any_io_executor ex, const config& cfg) : st_(std::make_shared<state>(std::move(ex), cfg)) {}
 
-http_pool::~http_pool() { close(); }
+http_pool::~http_pool()
+{
+    close();
+}
 
 void http_pool::post(std::string_view target, std::string body, handler h, std::chrono::milliseconds timeout,
-                     bool urgent)
+                     bool urgent, bool idempotent)
 {
     if (st_->closed) {
         dlock::detail::post_completion(st_->ex, std::move(h), error_code(error::closed), http_reply{});
         return;
     }
-    asio::co_spawn(st_->ex, run(st_, std::string(target), std::move(body), timeout, urgent, std::move(h)), asio::detached);
+    asio::co_spawn(st_->ex, run(st_, std::string(target), std::move(body), timeout, urgent, idempotent, std::move(h)),
+                   asio::detached);
 }
 
 std::string http_pool::current() const
@@ -214,7 +243,10 @@ std::string http_pool::current() const
     return ep.host + ":" + std::to_string(ep.port);
 }
 
-const endpoint& http_pool::pick() const { return st_->cfg.endpoints[st_->current]; }
+const endpoint& http_pool::pick() const
+{
+    return st_->cfg.endpoints[st_->current];
+}
 
 void http_pool::failed(const endpoint& ep)
 {

@@ -30,8 +30,11 @@ public:
     /// POSTs `body` to `target` on the current member. Errors: connect_failed (every member
     /// refused), connection_lost, timeout (request_timeout), closed. `timeout` 0: the config's.
     /// `urgent` (the session's keep-alive): first in line when every connection is busy.
+    /// `idempotent`: sent once more on a fresh connection if a reused one turns out closed
+    /// before any reply (a release is not: its second try would find nothing to delete).
     void post(std::string_view target, std::string body, handler h,
-              std::chrono::milliseconds timeout = std::chrono::milliseconds(0), bool urgent = false);
+              std::chrono::milliseconds timeout = std::chrono::milliseconds(0), bool urgent = false,
+              bool idempotent = true);
     /// The member requests go to now ("host:port").
     std::string current() const;
     /// The member a new connection goes to, and moves on to the next after a failure there.

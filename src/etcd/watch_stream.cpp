@@ -43,8 +43,8 @@ asio::awaitable<void> run(std::shared_ptr<watch_stream::state> st, config cfg, e
     };
     error_code ec;
     tcp::resolver resolver(st->stream.get_executor());
-    auto results =
-        co_await resolver.async_resolve(ep.host, std::to_string(ep.port), asio::redirect_error(asio::use_awaitable, ec));
+    auto results = co_await resolver.async_resolve(ep.host, std::to_string(ep.port),
+                                                   asio::redirect_error(asio::use_awaitable, ec));
     if (st->cancelled)
         co_return;
     if (ec)
@@ -124,7 +124,10 @@ std::shared_ptr<watch_stream> watch_stream::start(asio::any_io_executor ex, cons
     return std::shared_ptr<watch_stream>(new watch_stream(st));
 }
 
-watch_stream::~watch_stream() { cancel(); }
+watch_stream::~watch_stream()
+{
+    cancel();
+}
 
 void watch_stream::cancel()
 {

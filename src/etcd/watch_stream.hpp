@@ -22,8 +22,8 @@ public:
     using callback = std::function<void(boost::system::error_code, const watch_message&)>;
 
     /// Connects to `ep` and creates the watch `create_body` (watch_create_request()).
-    static std::shared_ptr<watch_stream> start(boost::asio::any_io_executor ex, const config& cfg,
-                                               const endpoint& ep, std::string create_body, callback cb);
+    static std::shared_ptr<watch_stream> start(boost::asio::any_io_executor ex, const config& cfg, const endpoint& ep,
+                                               std::string create_body, callback cb);
     ~watch_stream();
     /// Closes the connection; no callback runs after this returns.
     void cancel();

@@ -1,7 +1,5 @@
 #include "common/tcp_proxy.hpp"
 
-#include <future>
-
 #include <boost/algorithm/string/predicate.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -13,6 +11,7 @@
 
 #include <charconv>
 #include <deque>
+#include <future>
 #include <string_view>
 
 namespace dlock::test {
@@ -98,8 +97,8 @@ struct tcp_proxy::session {
     }
 };
 
-tcp_proxy::tcp_proxy(std::uint16_t upstream_port)
-    : acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)), upstream_port_(upstream_port)
+tcp_proxy::tcp_proxy(std::uint16_t upstream_port, bool resp)
+    : acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)), upstream_port_(upstream_port), resp_(resp)
 {
     port_ = acceptor_.local_endpoint().port();
     asio::co_spawn(io_, accept_loop(), asio::detached);
@@ -235,6 +234,12 @@ asio::awaitable<void> tcp_proxy::relay_requests(std::shared_ptr<session> s)
         auto [ec, n] = co_await s->client.async_read_some(asio::buffer(buf), use_tuple);
         if (ec)
             break;
+        if (!resp_) {
+            auto [wec, written] = co_await asio::async_write(s->server, asio::buffer(buf, n), use_tuple);
+            if (wec)
+                break;
+            continue;
+        }
         pending.append(buf, n);
         for (auto c = first_command(pending); c.size != 0; c = first_command(pending)) {
             std::string bytes = pending.substr(0, c.size);

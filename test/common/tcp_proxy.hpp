@@ -26,7 +26,9 @@ namespace dlock::test {
 /// read after the call; every method is thread-safe.
 class tcp_proxy {
 public:
-    explicit tcp_proxy(std::uint16_t upstream_port);
+    /// `resp`: requests are relayed a whole RESP command at a time (so they can be counted
+    /// or answered); false: bytes as they come (any protocol, e.g. HTTP to etcd).
+    explicit tcp_proxy(std::uint16_t upstream_port, bool resp = true);
     ~tcp_proxy();  // closes every connection and joins the thread
     tcp_proxy(const tcp_proxy&) = delete;
     tcp_proxy& operator=(const tcp_proxy&) = delete;
@@ -68,6 +70,7 @@ private:
     boost::asio::io_context io_;
     boost::asio::ip::tcp::acceptor acceptor_;
     std::uint16_t upstream_port_;
+    bool resp_ = true;
     std::uint16_t port_ = 0;
     std::vector<std::weak_ptr<session>> sessions_;  // touched on the proxy thread only
 

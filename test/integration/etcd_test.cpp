@@ -11,6 +11,7 @@
 #include "integration/support.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -43,7 +44,10 @@ std::string temp_dir()
     return dir;
 }
 
-std::string cli_path() { return DLOCK_CLI_PATH; }
+std::string cli_path()
+{
+    return DLOCK_CLI_PATH;
+}
 
 }  // namespace
 
@@ -83,9 +87,9 @@ BOOST_AUTO_TEST_CASE(interop_with_etcdctl_lock)
     std::string section = "echo \"in $0\" >> " + trace + "; sleep 0.05; echo \"out $0\" >> " + trace;
     std::vector<std::unique_ptr<dlock::test::child>> runs;
     for (int i = 0; i < 4; ++i) {
-        runs.push_back(std::make_unique<dlock::test::child>(std::vector<std::string>{
-            "env", "ETCDCTL_API=3", "etcdctl", "--endpoints=" + c.endpoints_csv(), "lock", "shared", "--", "sh", "-c",
-            section, "etcdctl" + std::to_string(i)}));
+        runs.push_back(std::make_unique<dlock::test::child>(
+            std::vector<std::string>{"/usr/bin/env", "ETCDCTL_API=3", "etcdctl", "--endpoints=" + c.endpoints_csv(),
+                                     "lock", "shared", "--", "sh", "-c", section, "etcdctl" + std::to_string(i)}));
         runs.push_back(std::make_unique<dlock::test::child>(
             std::vector<std::string>{cli_path(), "run", "--url", c.url(), "--prefix", "", "--lease", "2s", "shared",
                                      "--", "sh", "-c", section, "dlock" + std::to_string(i)}));
@@ -146,7 +150,7 @@ BOOST_AUTO_TEST_CASE(leader_killed_while_held_and_waited)
             // Some time under the new leader: keep-alives move to a live member.
             asio::steady_timer t(io, 4s);
             co_await t.async_wait(asio::use_awaitable);
-            BOOST_TEST(!waiter_got || g.is_lost());
+            BOOST_TEST((!waiter_got || g.is_lost()));
             BOOST_TEST_MESSAGE("holder lost: " << g.is_lost() << ", on " << holder_store.current_member());
             released = true;
             auto [ec] = co_await g.release(asio::as_tuple(asio::use_awaitable));
@@ -218,11 +222,16 @@ BOOST_AUTO_TEST_CASE(quorum_lost_fails_in_bounded_time)
             c.start(0);
             c.start(1);
             BOOST_TEST(c.wait_leader(20s));
+            // A Txn that timed out for us may still commit once the quorum is back: its key
+            // then holds the name for nobody until the lease we gave up on ends (we revoke it).
             auto s = co_await store.async_status("dlock:q", asio::use_awaitable);
-            BOOST_TEST(!s.held);  // nothing was granted meanwhile
-            auto again = co_await reg.obtain("q").acquire_for(15s);
-            BOOST_TEST(static_cast<bool>(again));
-            co_await again.release();
+            BOOST_TEST_MESSAGE("after recovery: held " << s.held << ", key " << s.key << ", members "
+                                                       << c.endpoints_csv() << ", leader " << c.leader()
+                                                       << ", store on " << store.current_member());
+            auto [ec2, again] = co_await reg.obtain("q").acquire_for(15s, asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST(!ec2, ec2.message() << " / " << store.last_error_text());
+            if (again)
+                co_await again.release();
             store.close();
         },
         60s);
@@ -233,13 +242,13 @@ BOOST_AUTO_TEST_CASE(quorum_lost_fails_in_bounded_time)
 BOOST_AUTO_TEST_CASE(watch_cut_mid_wait_does_not_strand_the_waiter)
 {
     etcd_cluster c;
-    dlock::test::tcp_proxy proxy(c.client_port(0));
+    dlock::test::tcp_proxy proxy(c.client_port(0), false);
     asio::io_context io;
     dlock::etcd_store holder_store(io.get_executor(), config_of(c.url()));
-    dlock::etcd_store waiter_store(io.get_executor(),
-                                   config_of("etcd://127.0.0.1:" + std::to_string(proxy.port())));
+    dlock::etcd_store waiter_store(io.get_executor(), config_of("etcd://127.0.0.1:" + std::to_string(proxy.port())));
     dlock::registry holder(holder_store, {.lease = 3s});
-    dlock::registry waiter(waiter_store, {.lease = 3s, .backoff_max = 30s});  // no retry timer to save it
+    // Retry timers far beyond the test: only the store's own recovery can wake the waiter.
+    dlock::registry waiter(waiter_store, {.lease = 3s, .backoff_min = 5s, .backoff_max = 30s});
     run_test(
         io,
         [&]() -> asio::awaitable<void> {
@@ -264,8 +273,15 @@ BOOST_AUTO_TEST_CASE(watch_cut_mid_wait_does_not_strand_the_waiter)
             }
             BOOST_TEST(queued);
             BOOST_TEST(proxy.drop_connections() >= 2u);
+            auto before = waiter.stats();
             co_await g.release();
             BOOST_TEST((co_await wake.wait([&] { return got; }, 10s)));
+            auto after = waiter.stats();
+            BOOST_TEST_MESSAGE("by notification " << after.woken_by_notification - before.woken_by_notification
+                                                  << ", by timer " << after.woken_by_timer - before.woken_by_timer
+                                                  << ", store hand-offs " << after.store_handoffs);
+            // The grant came through the watch made again after the cut, not a retry timer.
+            BOOST_TEST(after.woken_by_notification > before.woken_by_notification);
             co_await tasks.join(10s);
             holder_store.close();
             waiter_store.close();

@@ -15,7 +15,10 @@ namespace json = boost::json;
 
 namespace {
 
-std::string b64(std::string_view s) { return base64_encode(s); }
+std::string b64(std::string_view s)
+{
+    return base64_encode(s);
+}
 
 }  // namespace
 
@@ -34,10 +37,10 @@ BOOST_AUTO_TEST_CASE(base64_round_trips_every_length_and_refuses_junk)
     BOOST_TEST(base64_encode("foo") == "Zm9v");
     BOOST_TEST(base64_encode("fo") == "Zm8=");
     std::string out;
-    BOOST_TEST(!base64_decode("Zm9", out));     // length
-    BOOST_TEST(!base64_decode("Zm9*", out));    // alphabet
-    BOOST_TEST(!base64_decode("Z===", out));    // too much padding
-    BOOST_TEST(!base64_decode("Zm=v", out));    // padding inside
+    BOOST_TEST(!base64_decode("Zm9", out));       // length
+    BOOST_TEST(!base64_decode("Zm9*", out));      // alphabet
+    BOOST_TEST(!base64_decode("Z===", out));      // too much padding
+    BOOST_TEST(!base64_decode("Zm=v", out));      // padding inside
     BOOST_TEST(!base64_decode("Zm8=Zm8=", out));  // padding before the end
 }
 
@@ -106,23 +109,24 @@ BOOST_AUTO_TEST_CASE(acquire_replies)
     BOOST_TEST(!parse_acquire(R"({"header":{"revision":"5"}})", true, "k", "t", 1, a, err));
     BOOST_TEST(err.code == error::protocol_error);
     BOOST_TEST(!parse_acquire("[1]", true, "k", "t", 1, a, err));
-    BOOST_TEST(!parse_acquire(R"({"responses":[{"response_range":{"kvs":[{"key":"***"}]}}]})", false, "k", "t", 1, a,
-                              err));
+    BOOST_TEST(
+        !parse_acquire(R"({"responses":[{"response_range":{"kvs":[{"key":"***"}]}}]})", false, "k", "t", 1, a, err));
 }
 
 BOOST_AUTO_TEST_CASE(confirm_release_predecessor_and_range)
 {
     confirm_reply c;
     reply_error err;
-    BOOST_TEST_REQUIRE(parse_confirm(R"({"header":{},"succeeded":true,"responses":[{"response_range":{"count":"3"}}]})",
-                                     c, err));
+    BOOST_TEST_REQUIRE(
+        parse_confirm(R"({"header":{},"succeeded":true,"responses":[{"response_range":{"count":"3"}}]})", c, err));
     BOOST_TEST(c.owned);
     BOOST_TEST(c.count == 3);
     BOOST_TEST_REQUIRE(parse_confirm(R"({"header":{"revision":"9"}})", c, err));
     BOOST_TEST(!c.owned);
     auto conf = json::parse(confirm_txn("job/1f", "job/", "tok")).as_object();
     BOOST_TEST(conf.at("compare").as_array().at(0).as_object().at("target").as_string() == "VALUE");
-    BOOST_TEST(conf.at("success").as_array().at(0).as_object().at("request_range").as_object().at("count_only").as_bool());
+    BOOST_TEST(
+        conf.at("success").as_array().at(0).as_object().at("request_range").as_object().at("count_only").as_bool());
 
     bool deleted = false, held = false;
     auto first = [](std::string k) {
@@ -213,11 +217,13 @@ BOOST_AUTO_TEST_CASE(errors_are_classified)
     BOOST_TEST(e.code == error::server_busy);
     BOOST_TEST(dlock::is_transient(e.code));
     BOOST_TEST(e.text == "etcdserver: no leader");
-    BOOST_TEST(classify(500, R"({"code":7,"message":"etcdserver: permission denied"})").code == error::permission_denied);
+    BOOST_TEST(classify(500, R"({"code":7,"message":"etcdserver: permission denied"})").code ==
+               error::permission_denied);
     BOOST_TEST(classify(500, R"({"code":16,"message":"etcdserver: invalid auth token"})").code == error::auth_failed);
     BOOST_TEST(classify(500, R"({"code":5,"message":"etcdserver: requested lease not found"})").code ==
                error::session_lost);
-    BOOST_TEST(classify(400, R"({"code":3,"message":"etcdserver: key is not provided"})").code == error::invalid_request);
+    BOOST_TEST(classify(400, R"({"code":3,"message":"etcdserver: key is not provided"})").code ==
+               error::invalid_request);
     // Not an etcd gateway: an HTML page, or a 404 from another HTTP server.
     auto other = classify(404, "404 page not found");
     BOOST_TEST(other.code == error::protocol_error);
@@ -233,7 +239,8 @@ BOOST_AUTO_TEST_CASE(urls)
 {
     dlock::etcd::config c;
     dlock::etcd::config_error err;
-    BOOST_TEST_REQUIRE(dlock::etcd::parse_url("etcd://127.0.0.1:23790,[::1]:23791,h3/locks/?lease=5s&timeout=2s", c, err));
+    BOOST_TEST_REQUIRE(
+        dlock::etcd::parse_url("etcd://127.0.0.1:23790,[::1]:23791,h3/locks/?lease=5s&timeout=2s", c, err));
     BOOST_TEST(c.endpoints.size() == 3u);
     BOOST_TEST(c.endpoints[1].host == "::1");
     BOOST_TEST(c.endpoints[1].port == 23791);
@@ -246,13 +253,13 @@ BOOST_AUTO_TEST_CASE(urls)
         const char* url;
         error code;
     };
-    for (auto [url, code] : {bad{"redis://h", error::unsupported_scheme}, bad{"h:1", error::invalid_url},
-                             bad{"etcd://", error::invalid_url}, bad{"etcd://h:0", error::invalid_port},
-                             bad{"etcd://h:99999", error::invalid_port}, bad{"etcd://h:x", error::invalid_port},
-                             bad{"etcd://h,", error::invalid_url}, bad{"etcd://u:p@h", error::invalid_url},
-                             bad{"etcd://h?lease=1500ms", error::invalid_lease},
-                             bad{"etcd://h?lease=soon", error::invalid_duration},
-                             bad{"etcd://h?colour=red", error::invalid_option}, bad{"etcd://h?lease", error::invalid_option}}) {
+    for (auto [url, code] :
+         {bad{"redis://h", error::unsupported_scheme}, bad{"h:1", error::invalid_url},
+          bad{"etcd://", error::invalid_url}, bad{"etcd://h:0", error::invalid_port},
+          bad{"etcd://h:99999", error::invalid_port}, bad{"etcd://h:x", error::invalid_port},
+          bad{"etcd://h,", error::invalid_url}, bad{"etcd://u:p@h", error::invalid_url},
+          bad{"etcd://h?lease=1500ms", error::invalid_lease}, bad{"etcd://h?lease=soon", error::invalid_duration},
+          bad{"etcd://h?colour=red", error::invalid_option}, bad{"etcd://h?lease", error::invalid_option}}) {
         dlock::etcd::config out;
         BOOST_TEST(!dlock::etcd::parse_url(url, out, err), url);
         BOOST_TEST(err.code == code, url << ": " << err.message);
