@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Installs what dlock needs to build and test on Debian bookworm (as root, or through sudo).
+# Installs what dlock needs on Debian bookworm (as root, or through sudo): the build and the
+# Redis path (what the demo needs); with --tests also the servers the tests start.
 # Idempotent: when every package is already installed it does nothing, without network.
+#
+#   bash scripts/setup.sh           build + Redis (the demo)
+#   bash scripts/setup.sh --tests   and every store the tests run against
 set -euo pipefail
 
 packages=(
@@ -9,6 +13,16 @@ packages=(
   libhiredis-dev libssl-dev openssl
   redis-server redis-tools
 )
+# The tests' own servers, one line per store.
+test_packages=(
+  etcd-server etcd-client
+)
+
+case ${1:-} in
+  --tests) packages+=("${test_packages[@]}") ;;
+  "") ;;
+  *) echo "setup.sh: unknown argument $1 (expected --tests or nothing)" >&2; exit 2 ;;
+esac
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "setup.sh: no dpkg-query: not a Debian system; install these yourself: ${packages[*]}" >&2

@@ -25,7 +25,7 @@ while (($#)); do
   shift
 done
 
-bash scripts/setup.sh
+bash scripts/setup.sh --tests
 
 args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLOCK_BUILD_TESTS=ON -DDLOCK_BUILD_EXAMPLES=ON -DDLOCK_BUILD_BENCH=ON)
 if ((sanitize)); then
