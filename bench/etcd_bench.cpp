@@ -4,6 +4,7 @@
  * A throwaway 3-member etcd cluster on free loopback ports (--unsafe-no-fsync); the cases:
  *   raw_cycle_floor             the store's own acquire Txn and release Txn, sent raw over one
  *                               keep-alive HTTP connection with a blocking socket, no library
+ *                               (in blocks of 100 interleaved with the next case's)
  *   uncontended_acquire_release one coroutine, one name, through registry + etcd_store;
  *                               ratio to raw_cycle_floor
  *   cross_process_handoff       two processes take turns (hold 3 ms, release, 1 ms pause): the
@@ -95,33 +96,41 @@ private:
     std::string host_, buf_;
 };
 
-std::vector<double> raw_cycles(std::uint16_t port, int samples)
-{
-    raw_http h(port);
-    codec::lease_reply lease;
-    codec::reply_error err;
-    if (!codec::parse_lease(h.post(codec::grant_path, codec::grant_request(30)), lease, err))
-        throw std::runtime_error("raw grant: " + err.text);
-    std::string range = "bench:raw/", key = codec::lock_key(range, lease.id) + "-t", token = "t";
-    std::vector<double> lat;
-    for (int i = 0; i < samples + 200; ++i) {
+// The raw floor: a lease, then acquire and release Txns as the store sends them.
+class raw_locker {
+public:
+    explicit raw_locker(std::uint16_t port) : h_(port)
+    {
+        codec::lease_reply lease;
+        codec::reply_error err;
+        if (!codec::parse_lease(h_.post(codec::grant_path, codec::grant_request(30)), lease, err))
+            throw std::runtime_error("raw grant: " + err.text);
+        lease_ = lease.id;
+        key_ = codec::lock_key(range_, lease_) + "-t";
+    }
+    ~raw_locker() { h_.post(codec::revoke_path, codec::lease_id_request(lease_)); }
+    double cycle()
+    {
         auto t0 = clock_type::now();
         codec::acquire_reply a;
-        if (!codec::parse_acquire(h.post(codec::txn_path, codec::try_acquire_txn(key, range, token, lease.id)), false,
-                                  key, token, lease.id, a, err) ||
+        codec::reply_error err;
+        if (!codec::parse_acquire(h_.post(codec::txn_path, codec::try_acquire_txn(key_, range_, "t", lease_)), false,
+                                  key_, "t", lease_, a, err) ||
             !a.put)
             throw std::runtime_error("raw acquire failed");
         bool deleted = false, held = false;
-        if (!codec::parse_release(h.post(codec::txn_path, codec::release_txn(key, range, token)), key, deleted, held,
+        if (!codec::parse_release(h_.post(codec::txn_path, codec::release_txn(key_, range_, "t")), key_, deleted, held,
                                   err) ||
             !held)
             throw std::runtime_error("raw release failed");
-        if (i >= 200)
-            lat.push_back(bench::us_since(t0));
+        return bench::us_since(t0);
     }
-    h.post(codec::revoke_path, codec::lease_id_request(lease.id));
-    return lat;
-}
+
+private:
+    raw_http h_;
+    std::int64_t lease_ = 0;
+    std::string range_ = "bench:raw/", key_;
+};
 
 dlock::etcd::config config_of(const std::string& url)
 {
@@ -151,21 +160,29 @@ void with_store(const std::string& url, Body body)
         throw std::runtime_error("a bench phase did not finish in 300 s");
 }
 
-std::vector<double> uncontended(const std::string& url, int samples)
+// Blocks of the raw floor and of the library alternate, so both see the same machine.
+void uncontended(const std::string& url, std::uint16_t port, int samples, std::vector<double>& raw,
+                 std::vector<double>& lib)
 {
-    std::vector<double> lat;
+    raw_locker rl(port);
     with_store(url, [&](asio::io_context&, dlock::etcd_store& store) -> asio::awaitable<void> {
         dlock::registry reg(store, {.lease = 10s});
         auto lock = reg.obtain("bench:solo");
-        for (int i = 0; i < samples + 200; ++i) {
-            auto t0 = clock_type::now();
-            auto g = co_await lock.acquire();
-            co_await g.release();
-            if (i >= 200)
-                lat.push_back(bench::us_since(t0));
+        for (int block = 0; block < samples / 100 + 2; ++block) {
+            for (int i = 0; i < 100; ++i) {
+                auto t0 = clock_type::now();
+                auto g = co_await lock.acquire();
+                co_await g.release();
+                if (block >= 2)
+                    lib.push_back(bench::us_since(t0));
+            }
+            for (int i = 0; i < 100; ++i) {
+                auto us = rl.cycle();
+                if (block >= 2)
+                    raw.push_back(us);
+            }
         }
     });
-    return lat;
 }
 
 // Both sides run this: take the lock, hold it 3 ms, release, pause 1 ms; log the times.
@@ -239,10 +256,12 @@ int main(int argc, char** argv)
         auto port = cluster.client_port(0);
         int samples = quick ? 300 : 2000;
         std::vector<bench::result> rs;
-        auto raw = bench::summarize("raw_cycle_floor", raw_cycles(port, samples));
+        std::vector<double> raw_us, lib_us;
+        uncontended(cluster.url(), port, samples, raw_us, lib_us);
+        auto raw = bench::summarize("raw_cycle_floor", raw_us);
         raw.note = "the store's acquire and release Txns over one keep-alive connection, no library";
         rs.push_back(raw);
-        auto solo = bench::summarize("uncontended_acquire_release", uncontended(cluster.url(), samples));
+        auto solo = bench::summarize("uncontended_acquire_release", lib_us);
         solo.ratio = *solo.p50_us / *raw.p50_us;
         solo.note = "registry + etcd_store; ratio to raw_cycle_floor";
         rs.push_back(solo);

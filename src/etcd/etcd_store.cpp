@@ -72,6 +72,8 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
         milliseconds ttl{0};                  // the lease the attempt asked for
         clock_type::time_point first_send{};  // the first queued attempt's send time
         std::shared_ptr<watch_stream> stream;
+        std::string watching;         // the predecessor the stream watches
+        std::int64_t checked_rev = 0;  // the revision of the last check
         std::shared_ptr<asio::steady_timer> retry;
         dlock::detail::backoff pause{milliseconds(20), milliseconds(1000)};
         bool done = false;
@@ -406,8 +408,17 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
                 return;
             }
             auto pred = p.predecessor->key;
+            q->checked_rev = p.revision;
+            if (q->stream && q->watching == pred)
+                return;  // a re-check after the watch was created: the same key, watched
+            if (q->stream)
+                q->stream->cancel();
+            q->watching = pred;
+            // From now, not from the check's revision: a watch that starts in the past waits
+            // for etcd's catch-up loop (every 100 ms). A deletion between the check and the
+            // watch is caught by checking again once the watch exists (see `created`).
             q->stream = watch_stream::start(
-                ex, cfg, pool.pick(), watch_create_request(pred, {}, p.revision + 1),
+                ex, cfg, pool.pick(), watch_create_request(pred, {}, 0),
                 [self = weak_from_this(), q, pred](error_code ec, const watch_message& m) {
                     auto s = self.lock();
                     if (!s || q->done)
@@ -422,8 +433,10 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
                     if (gone) {
                         q->stream->cancel();
                         q->stream.reset();
-                        s->check_queued(q);
+                        return s->check_queued(q);
                     }
+                    if (m.created && m.revision > q->checked_rev)
+                        s->check_queued(q);  // something happened between the check and the watch
                 });
         });
     }
