@@ -204,13 +204,21 @@ std::size_t etcd_cluster::leader() const
     std::uint64_t agreed = 0;
     std::size_t answers = 0;
     for (auto& e : v.as_array()) {
+        // A member that did not answer in time has no Status: no agreement yet.
         auto* o = e.if_object();
-        if (!o)
+        auto* epv = o ? o->if_contains("Endpoint") : nullptr;
+        auto* sv = o ? o->if_contains("Status") : nullptr;
+        auto* hv = sv && sv->is_object() ? sv->as_object().if_contains("header") : nullptr;
+        auto* idv = hv && hv->is_object() ? hv->as_object().if_contains("member_id") : nullptr;
+        auto* leadv = sv && sv->is_object() ? sv->as_object().if_contains("leader") : nullptr;
+        if (!epv || !epv->is_string() || !idv || !leadv || !idv->is_number() || !leadv->is_number())
             return size();
-        auto ep = o->at("Endpoint").as_string();
-        auto& s = o->at("Status").as_object();
-        auto id = s.at("header").as_object().at("member_id").to_number<std::uint64_t>();
-        auto lead = s.at("leader").to_number<std::uint64_t>();
+        auto ep = epv->as_string();
+        boost::system::error_code nec;
+        auto id = idv->to_number<std::uint64_t>(nec);
+        auto lead = leadv->to_number<std::uint64_t>(nec);
+        if (nec)
+            return size();
         for (std::size_t i = 0; i < members_.size(); ++i)
             if (ep == "127.0.0.1:" + std::to_string(members_[i].client_port))
                 index_of[id] = i;
