@@ -178,13 +178,17 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
     }
     // One look at the server before the first grant: a server that is not an etcd gateway
     // is a permanent error, not a connection to retry forever.
-    void probe(std::int64_t want_s)
+    void probe(std::int64_t want_s, bool again = false)
     {
-        request("/v3/maintenance/status", "{}", [this, want_s](error_code ec, http_reply r) {
+        request("/v3/maintenance/status", "{}", [this, want_s, again](error_code ec, http_reply r) {
             if (closed)
                 return fail_session_waiters(error::closed);
             if (ec && ec != error::connection_lost)
                 return fail_session_waiters(ec);
+            // A member may drop one connection as it goes down; a server that is not etcd (Redis
+            // closes on "POST") does it every time: one more try tells them apart.
+            if (ec && !again)
+                return probe(want_s, true);
             bool etcd = !ec && r.status == 200 && r.body.find("\"version\"") != std::string::npos;
             if (!etcd) {
                 if (!ec && r.status != 200) {
