@@ -301,6 +301,10 @@ BOOST_AUTO_TEST_CASE(forced_release_is_seen_by_the_holder)
         [&]() -> asio::awaitable<void> {
             auto g = co_await reg.obtain("f").acquire();
             int status = -1;
+            auto st = dlock::test::run_capture({cli_path(), "status", "--json", "--url", c.url(), "f"}, &status);
+            BOOST_TEST(status == 0, st);
+            BOOST_TEST(st.find("\"held\":true") != std::string::npos, st);
+            BOOST_TEST(st.find("\"fencing_token\":" + std::to_string(g.fencing_token())) != std::string::npos, st);
             auto out = dlock::test::run_capture({cli_path(), "release", "--force", "--url", c.url(), "f"}, &status);
             BOOST_TEST(status == 0, out);
             asio::steady_timer t(io, 3s);  // a watchdog round (lease / 3) and then some
