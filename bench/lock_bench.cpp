@@ -6,6 +6,9 @@
  *   raw_idle_ping_rtt          the same PING after 3 ms idle (a hand-off follows a hold)
  *   raw_lua_pipelined_ceiling  the lock's own acquire+release scripts sent raw, 64 pairs
  *                              per write: the most cycles/s the server gives one connection
+ *   minimal_floor              SET NX PX, then a compare-and-delete script, by hand over a
+ *                              blocking socket: the cheapest correct lock (no fencing, no
+ *                              watchdog); its client CPU per cycle is measured too
  *   raw_uncontended_floor      acquire then release scripts over a blocking socket, no
  *                              library: the floor under the next case on this machine
  *   uncontended_acquire_release  one coroutine, one name        goal p50 <= 2.2 x RTT
@@ -234,6 +237,39 @@ std::vector<double> raw_uncontended(std::uint16_t port, int samples)
         if (i >= 500)
             lat.push_back(bench::us_since(t0));
     }
+    return lat;
+}
+
+// The cheapest correct lock a C++ user could write by hand (issue 16's floor): SET NX PX,
+// then a compare-and-delete script, over a blocking socket. No fencing, no watchdog, no
+// hand-off. `cpu_us` gets the client CPU per cycle.
+std::vector<double> minimal_floor(std::uint16_t port, int samples, double& cpu_us)
+{
+    static constexpr char cad[] =
+        "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+    dlock::redis::script del(cad);
+    raw_client c(port);
+    dlock::redis::request load;
+    load.push("SCRIPT", "LOAD", del.body());
+    c.send(load);
+    c.next();
+    dlock::redis::request a, r;
+    a.push("SET", "bench:minimal", "tok", "NX", "PX", 30000);
+    r.push("EVALSHA", del.sha1(), 1, "bench:minimal", "tok");
+    std::vector<double> lat;
+    double cpu0 = 0;
+    for (int i = 0; i < samples + 500; ++i) {
+        if (i == 500)
+            cpu0 = cpu_seconds();
+        auto t0 = clock_type::now();
+        c.send(a);
+        c.next();
+        c.send(r);
+        c.next();
+        if (i >= 500)
+            lat.push_back(bench::us_since(t0));
+    }
+    cpu_us = (cpu_seconds() - cpu0) * 1e6 / samples;
     return lat;
 }
 
@@ -600,11 +636,22 @@ int main(int argc, char** argv)
         double ceiling = raw_lua_ceiling(port, quick ? 20'000 : 100'000);
         rs.push_back({"raw_lua_pipelined_ceiling", {}, {}, ceiling, {}, {}, {}, "acquire+release cycles/s"});
 
+        double min_cpu_us = 0;
+        auto minimal = bench::summarize("minimal_floor", minimal_floor(port, samples, min_cpu_us));
+        minimal.ratio = *minimal.p50_us / rtt_p50;
+        char min_note[96];
+        std::snprintf(min_note, sizeof min_note, "SET NX PX + compare-and-delete, by hand; %.1f us CPU per cycle",
+                      min_cpu_us);
+        minimal.note = min_note;
+        rs.push_back(minimal);
+
         double cpu0 = cpu_seconds();
         auto solo = bench::summarize("uncontended_acquire_release", uncontended(port, samples));
-        char cpu_note[64];
-        std::snprintf(cpu_note, sizeof cpu_note, "%.1f us CPU per cycle",
-                      (cpu_seconds() - cpu0) * 1e6 / (samples + 500));
+        double solo_cpu_us = (cpu_seconds() - cpu0) * 1e6 / (samples + 500);
+        char cpu_note[160];
+        std::snprintf(cpu_note, sizeof cpu_note,
+                      "%.1f us CPU per cycle (%.2f x minimal_floor's: goal <= 1.5); p50 %.2f x minimal_floor (goal <= 1.25)",
+                      solo_cpu_us, solo_cpu_us / min_cpu_us, *solo.p50_us / *minimal.p50_us);
         solo.note = cpu_note;
         solo.ratio = *solo.p50_us / rtt_p50;
         solo.goal = "p50 <= 2.2 x RTT";
