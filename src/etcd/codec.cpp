@@ -95,6 +95,13 @@ const json::object* parse_object(std::string_view body, json::value& storage, re
     return &o;
 }
 
+// A Txn's compare held: "succeeded" (omitted when false).
+bool succeeded(const json::object& o)
+{
+    auto* s = o.if_contains("succeeded");
+    return s && s->is_bool() && s->as_bool();
+}
+
 std::int64_t header_revision(const json::object& o)
 {
     std::int64_t rev = 0;
@@ -327,8 +334,7 @@ bool parse_acquire(std::string_view body, bool queued, std::string_view key, std
         return false;
     out = {};
     out.revision = header_revision(*o);
-    auto* s = o->if_contains("succeeded");
-    out.put = s && s->is_bool() && s->as_bool();
+    out.put = succeeded(*o);
     if (out.put) {
         out.mine = key_value{std::string(key), std::string(value), out.revision, out.revision, lease};
         if (!queued) {
@@ -361,8 +367,7 @@ bool parse_confirm(std::string_view body, confirm_reply& out, reply_error& err)
     if (!o)
         return false;
     out = {};
-    auto* s = o->if_contains("succeeded");
-    out.owned = s && s->is_bool() && s->as_bool();
+    out.owned = succeeded(*o);
     if (out.owned) {
         auto* r = response_at(*o, 0, "response_range");
         if (!r || !get_int(*r, "count", out.count))
@@ -385,8 +390,7 @@ bool parse_release(std::string_view body, std::string_view key, bool& deleted, b
     auto* o = parse_object(body, v, err);
     if (!o)
         return false;
-    auto* s = o->if_contains("succeeded");
-    deleted = s && s->is_bool() && s->as_bool();
+    deleted = succeeded(*o);
     held = false;
     if (!deleted)
         return true;
@@ -409,8 +413,7 @@ bool parse_succeeded(std::string_view body, bool& out, reply_error& err)
     auto* o = parse_object(body, v, err);
     if (!o)
         return false;
-    auto* s = o->if_contains("succeeded");
-    out = s && s->is_bool() && s->as_bool();
+    out = succeeded(*o);
     return true;
 }
 
@@ -428,8 +431,7 @@ bool parse_predecessor(std::string_view body, predecessor_reply& out, reply_erro
         return false;
     out = {};
     out.revision = header_revision(*o);
-    auto* s = o->if_contains("succeeded");
-    out.mine_exists = s && s->is_bool() && s->as_bool();
+    out.mine_exists = succeeded(*o);
     if (out.mine_exists && !first_kv(response_at(*o, 0, "response_range"), out.predecessor))
         return shape_error(err, "predecessor: no range");
     return true;

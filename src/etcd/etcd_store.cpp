@@ -72,7 +72,7 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
         milliseconds ttl{0};                  // the lease the attempt asked for
         clock_type::time_point first_send{};  // the first queued attempt's send time
         std::shared_ptr<watch_stream> stream;
-        std::string watching;         // the predecessor the stream watches
+        std::string watching;          // the predecessor the stream watches
         std::int64_t checked_rev = 0;  // the revision of the last check
         std::shared_ptr<asio::steady_timer> retry;
         dlock::detail::backoff pause{milliseconds(20), milliseconds(1000)};
@@ -133,6 +133,17 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
         return {};
     }
     void fail_text(const reply_error& err) { set_text(err.text); }
+    // A reply through `parse(body, err)`: the transport's, the server's or the parser's error.
+    template <class Parse>
+    error_code decode(error_code ec, const http_reply& r, Parse parse, reply_error& err)
+    {
+        ec = reply_failed(ec, r, err);
+        if (!ec && !parse(r.body, err)) {
+            fail_text(err);
+            ec = err.code;
+        }
+        return ec;
+    }
 
     template <class F>
     void request(std::string_view path, std::string body, F f, milliseconds timeout = milliseconds(0),
@@ -275,11 +286,8 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
                     return;
                 reply_error err;
                 lease_reply out;
-                ec = reply_failed(ec, r, err);
-                if (!ec && !parse_lease(r.body, out, err)) {
-                    fail_text(err);
-                    ec = err.code;
-                }
+                ec = decode(
+                    ec, r, [&](std::string_view b, reply_error& e) { return parse_lease(b, out, e); }, err);
                 if (!ec && out.ttl <= 0)
                     return session_gone("etcd: lease " + std::to_string(l) + " expired at the server");
                 if (ec == error::session_lost)
@@ -391,11 +399,8 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
                 return;
             reply_error err;
             predecessor_reply p;
-            ec = reply_failed(ec, r, err);
-            if (!ec && !parse_predecessor(r.body, p, err)) {
-                fail_text(err);
-                ec = err.code;
-            }
+            ec = decode(
+                ec, r, [&](std::string_view b, reply_error& e) { return parse_predecessor(b, p, e); }, err);
             if (ec)
                 return retry_queued(q);
             q->pause.reset();
@@ -493,11 +498,9 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
             [this, name = k.name, key, h = std::move(h)](error_code ec, http_reply r) mutable {
                 reply_error err;
                 bool deleted = false, held = false;
-                ec = reply_failed(ec, r, err);
-                if (!ec && !parse_release(r.body, key, deleted, held, err)) {
-                    fail_text(err);
-                    ec = err.code;
-                }
+                ec = decode(
+                    ec, r, [&](std::string_view b, reply_error& e) { return parse_release(b, key, deleted, held, e); },
+                    err);
                 if (!ec && held)  // our own tokened watchers hear it here, not on a stream
                     for (auto& [id, w] : watchers)
                         if (w->name == name && !w->token.empty())
@@ -518,11 +521,12 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
                 [this, req, retried, key, l, sent, h = std::move(h)](error_code ec, http_reply r) mutable {
                     reply_error err;
                     acquire_reply a;
-                    ec = reply_failed(ec, r, err);
-                    if (!ec && !parse_acquire(r.body, req.queue, key, req.token, l, a, err)) {
-                        fail_text(err);
-                        ec = err.code;
-                    }
+                    ec = decode(
+                        ec, r,
+                        [&](std::string_view b, reply_error& e) {
+                            return parse_acquire(b, req.queue, key, req.token, l, a, e);
+                        },
+                        err);
                     if (ec == error::session_lost) {
                         if (lease == l)
                             session_gone(err.text);
@@ -809,11 +813,8 @@ void etcd_store::do_renew(const lease_key& k, std::chrono::milliseconds,
               [self = impl_, name = k.name, h = std::move(h)](error_code ec, http_reply r) mutable {
                   reply_error err;
                   confirm_reply c;
-                  ec = self->reply_failed(ec, r, err);
-                  if (!ec && !parse_confirm(r.body, c, err)) {
-                      self->fail_text(err);
-                      ec = err.code;
-                  }
+                  ec = self->decode(
+                      ec, r, [&](std::string_view b, reply_error& e) { return parse_confirm(b, c, e); }, err);
                   if (ec)
                       return complete(self->ex, h, ec, renew_result{});
                   renew_result res{c.owned, c.owned && c.count > 1};
@@ -839,25 +840,21 @@ void etcd_store::do_force_release(const std::string& name, asio::any_completion_
               [self = impl_, h = std::move(h)](error_code ec, http_reply r) mutable {
                   reply_error err;
                   range_reply rr;
-                  ec = self->reply_failed(ec, r, err);
-                  if (!ec && !parse_range(r.body, rr, err)) {
-                      self->fail_text(err);
-                      ec = err.code;
-                  }
+                  ec = self->decode(
+                      ec, r, [&](std::string_view b, reply_error& e) { return parse_range(b, rr, e); }, err);
                   if (ec || rr.kvs.empty())
                       return complete(self->ex, h, ec, false);
                   // Deletes the holder's key only if it is still that key (not a successor's).
-                  self->request(txn_path, delete_if_created_txn(rr.kvs[0].key, rr.kvs[0].create_revision),
-                                [self, h = std::move(h)](error_code ec, http_reply r) mutable {
-                                    reply_error err;
-                                    bool deleted = false;
-                                    ec = self->reply_failed(ec, r, err);
-                                    if (!ec && !parse_succeeded(r.body, deleted, err)) {
-                                        self->fail_text(err);
-                                        ec = err.code;
-                                    }
-                                    complete(self->ex, h, ec, deleted);
-                                });
+                  self->request(
+                      txn_path, delete_if_created_txn(rr.kvs[0].key, rr.kvs[0].create_revision),
+                      [self, h = std::move(h)](error_code ec, http_reply r) mutable {
+                          reply_error err;
+                          bool deleted = false;
+                          ec = self->decode(
+                              ec, r, [&](std::string_view b, reply_error& e) { return parse_succeeded(b, deleted, e); },
+                              err);
+                          complete(self->ex, h, ec, deleted);
+                      });
               });
 }
 
@@ -870,11 +867,8 @@ void etcd_store::do_status(const std::string& name, asio::any_completion_handler
               [self = impl_, h = std::move(h)](error_code ec, http_reply r) mutable {
                   reply_error err;
                   range_reply rr;
-                  ec = self->reply_failed(ec, r, err);
-                  if (!ec && !parse_range(r.body, rr, err)) {
-                      self->fail_text(err);
-                      ec = err.code;
-                  }
+                  ec = self->decode(
+                      ec, r, [&](std::string_view b, reply_error& e) { return parse_range(b, rr, e); }, err);
                   lock_status s;
                   if (ec || rr.kvs.empty())
                       return complete(self->ex, h, ec, s);
