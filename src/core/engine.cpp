@@ -34,6 +34,7 @@ fsm_config make_fsm_config(const lock_config& c, const store_traits& t)
     f.backoff_max = c.backoff_max;
     f.yield_pause = c.yield_pause;
     f.direct_handoff = t.direct_handoff;
+    f.inherent_queue = t.inherent_queue && t.direct_handoff;
     f.per_session = t.live == liveness::per_session;
     f.confirms = f.per_session && t.confirms_leases;
     f.events = static_cast<bool>(c.on_event);

@@ -434,6 +434,10 @@ void lock_fsm::on_attempt_done(error_code ec, const acquire_result& res, time_po
     // +1 ms: the store's remaining-lease figure rounds down.
     if (res.holder_ttl.count() >= 0)
         return sleep_until(now + res.holder_ttl + milliseconds(1));
+    // Queued in a store whose own queue wakes us (etcd, ZooKeeper: a grant, or a resync
+    // when our place is gone): the timer is only a safety net, one lease away, not a poll.
+    if (cfg_.inherent_queue && wait_.queued_since)
+        return sleep_until(now + std::max(cfg_.lease, cfg_.backoff_max));
     sleep_until(now + wait_backoff_.next(rng_));
 }
 

@@ -36,6 +36,7 @@ struct fsm_config {
     milliseconds backoff_max{1'000};
     std::chrono::microseconds yield_pause{500};
     bool direct_handoff = false;  ///< store_traits::direct_handoff
+    bool inherent_queue = false;  ///< store_traits::inherent_queue: a queued wait is woken by the store
     bool per_session = false;     ///< store_traits::live == per_session: the session keeps leases alive
     bool confirms = false;        ///< per_session with store_traits::confirms_leases: renewals confirm only
     bool events = true;           ///< emit `event` actions (false: lock_config::on_event is empty)

@@ -590,6 +590,36 @@ BOOST_AUTO_TEST_CASE(queued_granted_while_asleep)
     check_idle();
 }
 
+// A store with its own queue (etcd): queued with the holder's lease unknown, the waiter
+// sleeps a lease (a safety net) instead of retrying on the backoff; the store's grant wakes it.
+BOOST_AUTO_TEST_CASE(queued_in_a_store_queue_is_not_a_poll)
+{
+    cfg.inherent_queue = true;
+    make(true);
+    f().on_acquire(1, 10, false, t0);
+    take();
+    f().on_attempt_done(ok, busy(), at(5ms));
+    auto v = take();
+    BOOST_TEST(seq_is(v, {act::watch, act::set_timer}));
+    f().on_watch(watch_event::ready, {}, at(6ms));
+    v = take();
+    BOOST_TEST(is_attempt(v.at(1), "c:2", true));
+    f().on_attempt_done(ok, busy(), at(8ms));
+    v = take();
+    BOOST_TEST(seq_is(v, {act::set_timer}));
+    BOOST_TEST(is_timer(v.at(0), at(3008ms)));  // a lease away, not backoff_min
+    BOOST_TEST(f().state() == fsm_state::queued);
+    f().on_watch(watch_event::granted, grant(9, 3000ms, "g"), at(300ms));
+    v = take();
+    BOOST_TEST(seq_is(v, {act::unwatch, act::cancel_timer, act::set_timer, act::event, act::complete_waiter}));
+    BOOST_TEST(is_granted(v.at(4), 1, 1, 9));
+    f().on_release(1, 0, at(400ms));
+    take();
+    f().on_release_done(0, ok, true, at(401ms));
+    take();
+    check_idle();
+}
+
 BOOST_AUTO_TEST_CASE(queued_grant_with_too_little_left_is_confirmed_by_an_attempt)
 {
     wait_for_lease(true);
