@@ -100,11 +100,54 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
 
     // ---------------------------------------------------------------------------------
     std::string range_of(const std::string& name) const { return cfg.prefix + name + "/"; }
-    // One key per lease token (so that two waiters of one store queue in turn); it starts
-    // as etcd's own `<name>/<lease hex>` and sorts by create_revision as etcd's do.
+    // Which of our keys under a name each of its tokens uses: slot 0 is etcd's own
+    // `<name>/<lease hex>`; a second token of this store on the name at once takes
+    // `<name>/<lease hex>-1`, and so on. A slot is freed once its key is known gone. So a name
+    // has as many key names of ours as tokens at once (etcd keeps every deleted key name in
+    // its index until compaction, and each one slows the range reads of the name).
+    std::map<std::string, std::vector<std::string>> slots;  // name -> token per slot ("" = free)
+
+    std::string slot_key(const std::string& name, std::size_t slot) const
+    {
+        auto k = lock_key(range_of(name), lease);
+        return slot == 0 ? k : k + "-" + std::to_string(slot);
+    }
+    // The key of `token` under `name`; empty without a lease or a slot.
     std::string key_for(const std::string& name, const std::string& token) const
     {
-        return lease ? lock_key(range_of(name), lease) + "-" + token : std::string();
+        auto s = slots.find(name);
+        if (!lease || s == slots.end())
+            return {};
+        auto it = std::find(s->second.begin(), s->second.end(), token);
+        return it == s->second.end() ? std::string() : slot_key(name, static_cast<std::size_t>(it - s->second.begin()));
+    }
+    // The same, giving the token the first free slot if it has none.
+    std::string assign_key(const std::string& name, const std::string& token)
+    {
+        if (!lease)
+            return {};
+        auto& v = slots[name];
+        auto it = std::find(v.begin(), v.end(), token);
+        if (it == v.end()) {
+            it = std::find(v.begin(), v.end(), std::string());
+            if (it == v.end())
+                it = v.insert(v.end(), token);
+            else
+                *it = token;
+        }
+        return slot_key(name, static_cast<std::size_t>(it - v.begin()));
+    }
+    void free_slot(const std::string& name, const std::string& token)
+    {
+        auto s = slots.find(name);
+        if (s == slots.end())
+            return;
+        auto& v = s->second;
+        std::replace(v.begin(), v.end(), token, std::string());
+        while (!v.empty() && v.back().empty())
+            v.pop_back();
+        if (v.empty())
+            slots.erase(s);
     }
     milliseconds drift() const { return milliseconds(ttl_s * 10 + 2); }  // 1% + 2 ms, as the registry's
     session_info info() const
@@ -317,6 +360,7 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
         auto old = info();
         auto old_id = lease;
         lease = 0;
+        slots.clear();  // every key of the lease is gone with it
         suspect = false;
         keepalive_timer.cancel();
         deadline_timer.cancel();
@@ -495,13 +539,15 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
             return dlock::detail::post_completion(ex, std::move(h), error_code(), false);
         request(
             txn_path, release_txn(key, range_of(k.name), k.token),
-            [this, name = k.name, key, h = std::move(h)](error_code ec, http_reply r) mutable {
+            [this, name = k.name, token = k.token, key, h = std::move(h)](error_code ec, http_reply r) mutable {
                 reply_error err;
                 bool deleted = false, held = false;
                 ec = decode(
                     ec, r, [&](std::string_view b, reply_error& e) { return parse_release(b, key, deleted, held, e); },
                     err);
-                if (!ec && held)  // our own tokened watchers hear it here, not on a stream
+                if (!ec)
+                    free_slot(name, token);  // deleted, or not ours: the token has no key now
+                if (!ec && held)             // our own tokened watchers hear it here, not on a stream
                     for (auto& [id, w] : watchers)
                         if (w->name == name && !w->token.empty())
                             notify(w, watch_event::released);
@@ -512,7 +558,7 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
     void send_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h, bool retried)
     {
         auto range = range_of(req.name);
-        auto key = key_for(req.name, req.token);
+        auto key = assign_key(req.name, req.token);
         auto l = lease;
         auto sent = clock_type::now();
         auto body =
@@ -551,6 +597,8 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
                             contended[req.name] = true;  // our own holder's next confirmation says so
                         if (req.queue && ours)
                             start_queued(req.name, req.token, *a.mine, sent, req.ttl);
+                        else if (!a.mine && lease == l)
+                            free_slot(req.name, req.token);  // nothing was put: the slot is free
                     }
                     acquired(req, std::move(h), error_code(), std::move(res));
                 });

@@ -317,6 +317,42 @@ BOOST_AUTO_TEST_CASE(forced_release_is_seen_by_the_holder)
         30s);
 }
 
+// etcd's own layout, `<name>/<lease hex>`, for every acquire of a store (one key name per
+// lease, however many cycles: etcd keeps deleted key names until compaction); a second
+// token of the same store at once takes `-1`.
+BOOST_AUTO_TEST_CASE(keys_follow_etcds_layout)
+{
+    etcd_cluster c;
+    asio::io_context io;
+    dlock::etcd_store store(io.get_executor(), config_of(c.url()));
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            char hex[32];
+            for (int i = 0; i < 3; ++i) {
+                auto a = co_await store.async_try_acquire("layout", "t" + std::to_string(i), 2s, asio::use_awaitable);
+                BOOST_TEST(a.acquired);
+                std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(store.session().generation));
+                BOOST_TEST(a.lease_ref == "layout/" + std::string(hex));
+                if (i == 2) {  // a second token while the first holds: the next slot
+                    dlock::lease_request q{"layout", "other", 2s};
+                    q.queue = true;
+                    auto w = store.watch("layout", "other", [](dlock::watch_event, const dlock::grant_notice&) {});
+                    BOOST_TEST(!(co_await store.async_try_acquire(q, asio::use_awaitable)).acquired);
+                    BOOST_TEST(store.key_of("layout", "other") == "layout/" + std::string(hex) + "-1");
+                    BOOST_TEST((co_await store.async_status("layout", asio::use_awaitable)).queued == 1u);
+                    BOOST_TEST(!(co_await store.async_release("layout", "other", asio::use_awaitable)));
+                    store.unwatch(w);
+                }
+                BOOST_TEST((co_await store.async_release("layout", "t" + std::to_string(i), asio::use_awaitable)));
+            }
+            auto keys = c.etcdctl({"get", "--prefix", "layout/", "--keys-only"});
+            BOOST_TEST(keys.empty(), keys);
+            store.close();
+        },
+        30s);
+}
+
 // Bad input: each a clear error, nothing hangs.
 BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error)
 {

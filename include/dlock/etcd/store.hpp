@@ -11,10 +11,10 @@
 namespace dlock {
 
 /// Keys, in etcd's concurrency.Mutex layout so that `etcdctl lock <prefix><name>` and this
-/// store exclude each other: `<prefix><name>/<lease id in hex>-<lease token>`, value = the
-/// token, attached to the store's lease. (etcd's Mutex reads only the create_revision of
-/// the keys under `<name>/`, never their names, so the token suffix keeps it compatible and
-/// lets two waiters of one store queue in turn.) The holder is the key created first; a waiter's key
+/// store exclude each other: `<prefix><name>/<lease id in hex>`, value = the lease token,
+/// attached to the store's lease. A second token of this store on the same name at once
+/// (two registries) takes `<...>-1`, and so on: etcd's Mutex reads only the create
+/// revisions of the keys under `<name>/`, never their names, so that stays compatible. The holder is the key created first; a waiter's key
 /// waits for the one created just before it (a watch on that key alone: FIFO, no herd).
 /// Fencing token = the key's create_revision (strictly increasing and durable).
 ///
@@ -49,8 +49,8 @@ public:
     /// background) and closes every connection; pending operations complete with error::closed.
     void close() override;
 
-    /// The key this store's current lease would hold `name` under for `token` (empty
-    /// without a lease).
+    /// The key this store's current lease holds (or queues) `name` under for `token` (empty
+    /// if none).
     std::string key_of(const std::string& name, const std::string& token) const;
     /// The member requests go to now, "host:port".
     std::string current_member() const;
