@@ -211,6 +211,28 @@ double raw_lua_ceiling(std::uint16_t port, int cycles)
 
 
 // acquire + release, one after the other, over one blocking socket.
+// `samples` acquire/release cycles sent raw and answered one at a time, after 500 to warm
+// up; `cpu_us` gets the client CPU per measured cycle.
+std::vector<double> raw_cycles(raw_client& c, const dlock::redis::request& acquire,
+                               const dlock::redis::request& release, int samples, double& cpu_us)
+{
+    std::vector<double> lat;
+    double cpu0 = 0;
+    for (int i = 0; i < samples + 500; ++i) {
+        if (i == 500)
+            cpu0 = cpu_seconds();
+        auto t0 = clock_type::now();
+        c.send(acquire);
+        c.next();
+        c.send(release);
+        c.next();
+        if (i >= 500)
+            lat.push_back(bench::us_since(t0));
+    }
+    cpu_us = (cpu_seconds() - cpu0) * 1e6 / samples;
+    return lat;
+}
+
 std::vector<double> raw_uncontended(std::uint16_t port, int samples)
 {
     asio::io_context io;
@@ -227,17 +249,8 @@ std::vector<double> raw_uncontended(std::uint16_t port, int samples)
     dlock::redis::request a, r;
     a.push("EVALSHA", acq.sha1(), 2, keys.lock_key(name), keys.fence_key(name), "tok", 30000);
     push_release(r, rel, keys, name, "tok");
-    std::vector<double> lat;
-    for (int i = 0; i < samples + 500; ++i) {
-        auto t0 = clock_type::now();
-        c.send(a);
-        c.next();
-        c.send(r);
-        c.next();
-        if (i >= 500)
-            lat.push_back(bench::us_since(t0));
-    }
-    return lat;
+    double cpu_us = 0;
+    return raw_cycles(c, a, r, samples, cpu_us);
 }
 
 // The cheapest correct lock a C++ user could write by hand (issue 16's floor): SET NX PX,
@@ -256,21 +269,7 @@ std::vector<double> minimal_floor(std::uint16_t port, int samples, double& cpu_u
     dlock::redis::request a, r;
     a.push("SET", "bench:minimal", "tok", "NX", "PX", 30000);
     r.push("EVALSHA", del.sha1(), 1, "bench:minimal", "tok");
-    std::vector<double> lat;
-    double cpu0 = 0;
-    for (int i = 0; i < samples + 500; ++i) {
-        if (i == 500)
-            cpu0 = cpu_seconds();
-        auto t0 = clock_type::now();
-        c.send(a);
-        c.next();
-        c.send(r);
-        c.next();
-        if (i >= 500)
-            lat.push_back(bench::us_since(t0));
-    }
-    cpu_us = (cpu_seconds() - cpu0) * 1e6 / samples;
-    return lat;
+    return raw_cycles(c, a, r, samples, cpu_us);
 }
 
 // --peer rawpingpong PORT ROUNDS: the pingpong peer over blocking sockets, with the lock's
