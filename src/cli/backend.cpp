@@ -1,6 +1,8 @@
 #include "cli/backend.hpp"
 
+#ifdef DLOCK_HAS_ETCD
 #include <dlock/etcd/store.hpp>
+#endif
 #include <dlock/redis/cluster_store.hpp>
 #include <dlock/redis/redlock_store.hpp>
 #include <dlock/redis/store.hpp>
@@ -15,7 +17,7 @@ namespace {
 using factory = std::unique_ptr<store> (*)(const options&, boost::asio::any_io_executor);
 
 // One row per topology: how to build its store from the server list.
-constexpr std::array<std::pair<topology, factory>, 4> stores{{
+constexpr std::pair<topology, factory> stores[] = {
     {topology::single,
      [](const options& o, boost::asio::any_io_executor ex) -> std::unique_ptr<store> {
          return std::make_unique<redis_store>(ex, o.servers.front());
@@ -28,11 +30,13 @@ constexpr std::array<std::pair<topology, factory>, 4> stores{{
      [](const options& o, boost::asio::any_io_executor ex) -> std::unique_ptr<store> {
          return std::make_unique<cluster_store>(ex, o.servers);
      }},
+#ifdef DLOCK_HAS_ETCD
     {topology::etcd,
      [](const options& o, boost::asio::any_io_executor ex) -> std::unique_ptr<store> {
          return std::make_unique<etcd_store>(ex, o.etcd);
      }},
-}};
+#endif
+};
 
 }  // namespace
 

@@ -332,18 +332,24 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
     // One URL, or a list: Redlock over independent masters, or a cluster's seeds. A
     // Sentinel URL holds its own comma-separated list of sentinels.
     if (out.url.rfind("etcd://", 0) == 0) {
+#ifndef DLOCK_HAS_ETCD
+        return fail(err, "this dlock was built without etcd (DLOCK_WITH_ETCD=OFF): " +
+                             std::string(set.count("--url") ? "--url" : url_from) + " is an etcd:// URL");
+#else
         etcd::config_error eerr;
         if (!etcd::parse_url(out.url, out.etcd, eerr))
             return fail(err, std::string(set.count("--url") ? "--url" : url_from) + ": " + eerr.message);
         if (set.count("--cluster"))
             return fail(err, "--cluster is for Redis Cluster; an etcd:// URL lists the etcd members itself");
         if (out.lease.count() % 1000 != 0)
-            return fail(err, "--lease: etcd leases are whole seconds (got " + std::to_string(out.lease.count()) + " ms)");
+            return fail(err,
+                        "--lease: etcd leases are whole seconds (got " + std::to_string(out.lease.count()) + " ms)");
         out.topology = topology::etcd;
         if (out.cmd == command::release && !out.force)
             return fail(err, "release: refusing to free '" + out.name +
                                  "' whoever holds it without --force (the holder is not told; its lease is gone)");
         return true;
+#endif
     }
     std::vector<std::string> urls;
     if (out.url.rfind("redis+sentinel://", 0) == 0) {

@@ -11,7 +11,9 @@
 // or cluster:PORT for a cluster_store seeded with the cluster node on 127.0.0.1:PORT,
 // or an etcd:// URL for an etcd_store.
 #include <dlock/dlock.hpp>
+#ifdef DLOCK_HAS_ETCD
 #include <dlock/etcd.hpp>
+#endif
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -70,6 +72,7 @@ int main(int argc, char** argv)
     asio::io_context io;
     std::unique_ptr<dlock::store> store_ptr;
     std::function<void()> close_store;
+#ifdef DLOCK_HAS_ETCD
     if (std::string_view(argv[2]).rfind("etcd://", 0) == 0) {
         // etcd://...: an etcd_store over those members.
         dlock::etcd::config cfg;
@@ -81,7 +84,9 @@ int main(int argc, char** argv)
         auto es = std::make_unique<dlock::etcd_store>(io.get_executor(), cfg);
         close_store = [s = es.get()] { s->close(); };
         store_ptr = std::move(es);
-    } else if (std::string_view(argv[2]).rfind("cluster:", 0) == 0) {
+    } else
+#endif
+        if (std::string_view(argv[2]).rfind("cluster:", 0) == 0) {
         // cluster:PORT: a cluster_store seeded with one node on 127.0.0.1.
         dlock::redis::config seed;
         seed.port = static_cast<std::uint16_t>(std::stoi(std::string(argv[2]).substr(8)));
