@@ -18,7 +18,7 @@ using factory = std::unique_ptr<store> (*)(const options&, boost::asio::any_io_e
 constexpr std::array<std::pair<topology, factory>, 4> stores{{
     {topology::single,
      [](const options& o, boost::asio::any_io_executor ex) -> std::unique_ptr<store> {
-         return std::make_unique<redis_store>(ex, o.servers.front());
+         return std::make_unique<redis_store>(ex, o.servers.front(), redis_store_options{.scripting = o.scripting});
      }},
     {topology::redlock,
      [](const options& o, boost::asio::any_io_executor ex) -> std::unique_ptr<store> {

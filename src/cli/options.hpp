@@ -51,6 +51,8 @@ struct options {
     /// count in milliseconds); 0: one try
     std::optional<std::chrono::milliseconds> wait;
     bool watchdog = true;
+    /// false (--no-scripting): Redis without Lua, WATCH/MULTI/EXEC (one server or Sentinel only)
+    bool scripting = true;
     std::chrono::milliseconds grace{10'000};  ///< SIGTERM → SIGKILL after a lost lease
     int conflict_exit_code = exit_status::conflict;
     bool force = false;  ///< release

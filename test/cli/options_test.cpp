@@ -84,6 +84,22 @@ BOOST_AUTO_TEST_CASE(flags_with_values_and_equals)
     BOOST_TEST(ok({"run", "--wait", "0", "job", "--", "true"}).wait->count() == 0);
 }
 
+BOOST_AUTO_TEST_CASE(no_scripting_flag_and_config_field)
+{
+    BOOST_TEST(ok({"run", "job", "--", "true"}).scripting);
+    BOOST_TEST(!ok({"run", "--no-scripting", "job", "--", "true"}).scripting);
+    BOOST_TEST(!ok({"status", "--no-scripting", "job"}).scripting);
+    files["/c.json"] = R"({"scripting": false})";
+    BOOST_TEST(!ok({"run", "--config", "/c.json", "job", "--", "true"}).scripting);
+    files["/bad.json"] = R"({"scripting": "no"})";
+    BOOST_TEST(
+        has(bad({"run", "--config", "/bad.json", "job", "--", "true"}), "\"scripting\": expected true or false"));
+    // Only one server (or Sentinel): Redlock and Cluster keep their scripts.
+    BOOST_TEST(has(bad({"run", "--no-scripting", "--url", "redis://a:1,redis://b:2,redis://c:3", "job", "--", "true"}),
+                   "--no-scripting is for one Redis server"));
+    BOOST_TEST(has(bad({"run", "--no-scripting", "--cluster", "job", "--", "true"}), "--no-scripting"));
+}
+
 BOOST_AUTO_TEST_CASE(arguments_after_the_separator_belong_to_the_command)
 {
     auto o = ok({"run", "job", "--", "grep", "--help", "--url", "x"});

@@ -9,7 +9,8 @@
 // (redis://127.0.0.1:P1,redis://127.0.0.1:P2,...) for a redlock_store over those nodes,
 // or a redis+sentinel:// URL for a redis_store that finds its master through Sentinel,
 // or cluster:PORT for a cluster_store seeded with the cluster node on 127.0.0.1:PORT,
-// or an etcd:// URL for an etcd_store.
+// or an etcd:// URL for an etcd_store,
+// or noscript:redis://[user:pw@]127.0.0.1:P for a redis_store without Lua (WATCH/MULTI/EXEC).
 #include <dlock/dlock.hpp>
 #include <dlock/etcd.hpp>
 
@@ -81,6 +82,18 @@ int main(int argc, char** argv)
         auto es = std::make_unique<dlock::etcd_store>(io.get_executor(), cfg);
         close_store = [s = es.get()] { s->close(); };
         store_ptr = std::move(es);
+    } else if (std::string_view(argv[2]).rfind("noscript:", 0) == 0) {
+        // noscript:URL: a redis_store in the no-scripting mode.
+        dlock::redis::config cfg;
+        dlock::redis::config_error err;
+        if (!dlock::redis::parse_url(std::string(argv[2]).substr(9), cfg, err)) {
+            std::cerr << "lock_worker: " << err.message << "\n";
+            return 2;
+        }
+        auto rs = std::make_unique<dlock::redis_store>(io.get_executor(), cfg,
+                                                       dlock::redis_store_options{.scripting = false});
+        close_store = [s = rs.get()] { s->close(); };
+        store_ptr = std::move(rs);
     } else if (std::string_view(argv[2]).rfind("cluster:", 0) == 0) {
         // cluster:PORT: a cluster_store seeded with one node on 127.0.0.1.
         dlock::redis::config seed;
