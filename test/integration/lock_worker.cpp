@@ -10,9 +10,11 @@
 // or a redis+sentinel:// URL for a redis_store that finds its master through Sentinel,
 // or cluster:PORT for a cluster_store seeded with the cluster node on 127.0.0.1:PORT,
 // or an etcd:// URL for an etcd_store,
+// or a memcached:// URL for a memcached_store (leases of 2 s: whole seconds),
 // or noscript:redis://[user:pw@]127.0.0.1:P for a redis_store without Lua (WATCH/MULTI/EXEC).
 #include <dlock/dlock.hpp>
 #include <dlock/etcd.hpp>
+#include <dlock/memcached.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -82,6 +84,16 @@ int main(int argc, char** argv)
         auto es = std::make_unique<dlock::etcd_store>(io.get_executor(), cfg);
         close_store = [s = es.get()] { s->close(); };
         store_ptr = std::move(es);
+    } else if (std::string_view(argv[2]).rfind("memcached://", 0) == 0) {
+        dlock::memcached::config cfg;
+        dlock::memcached::config_error err;
+        if (!dlock::memcached::parse_url(argv[2], cfg, err)) {
+            std::cerr << "lock_worker: " << err.message << "\n";
+            return 2;
+        }
+        auto ms = std::make_unique<dlock::memcached_store>(io.get_executor(), cfg);
+        close_store = [s = ms.get()] { s->close(); };
+        store_ptr = std::move(ms);
     } else if (std::string_view(argv[2]).rfind("noscript:", 0) == 0) {
         // noscript:URL: a redis_store in the no-scripting mode.
         dlock::redis::config cfg;
@@ -137,7 +149,8 @@ int main(int argc, char** argv)
         int sections = std::stoi(argv[5]);
         std::string counter = argv[6];
         int log = ::open(argv[7], O_WRONLY | O_APPEND | O_CREAT, 0644);
-        dlock::registry reg(store, {.lease = 5s});
+        // Whole-second stores sleep on the holder's remaining lease: keep it short there.
+        dlock::registry reg(store, {.lease = store.traits().ttl_granularity >= 1s ? 2s : 5s});
         int finished = 0;
         std::string pid = std::to_string(::getpid());
         for (int c = 0; c < coroutines; ++c) {
