@@ -9,6 +9,7 @@ packages=(
   libhiredis-dev libssl-dev openssl
   redis-server redis-tools
 )
+packages+=(memcached)  # the memcached store's tests start throwaway memcached servers
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "setup.sh: no dpkg-query: not a Debian system; install these yourself: ${packages[*]}" >&2

@@ -1,6 +1,7 @@
 #include "cli/backend.hpp"
 
 #include <dlock/etcd/store.hpp>
+#include <dlock/memcached/store.hpp>
 #include <dlock/redis/cluster_store.hpp>
 #include <dlock/redis/redlock_store.hpp>
 #include <dlock/redis/store.hpp>
@@ -15,7 +16,7 @@ namespace {
 using factory = std::unique_ptr<store> (*)(const options&, boost::asio::any_io_executor);
 
 // One row per topology: how to build its store from the server list.
-constexpr std::array<std::pair<topology, factory>, 4> stores{{
+constexpr std::array<std::pair<topology, factory>, 5> stores{{
     {topology::single,
      [](const options& o, boost::asio::any_io_executor ex) -> std::unique_ptr<store> {
          return std::make_unique<redis_store>(ex, o.servers.front(), redis_store_options{.scripting = o.scripting});
@@ -31,6 +32,10 @@ constexpr std::array<std::pair<topology, factory>, 4> stores{{
     {topology::etcd,
      [](const options& o, boost::asio::any_io_executor ex) -> std::unique_ptr<store> {
          return std::make_unique<etcd_store>(ex, o.etcd);
+     }},
+    {topology::memcached,
+     [](const options& o, boost::asio::any_io_executor ex) -> std::unique_ptr<store> {
+         return std::make_unique<memcached_store>(ex, o.memcached);
      }},
 }};
 

@@ -356,6 +356,23 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
                                  "' whoever holds it without --force (the holder is not told; its lease is gone)");
         return true;
     }
+    if (out.url.rfind("memcached://", 0) == 0) {
+        memcached::config_error merr;
+        if (!memcached::parse_url(out.url, out.memcached, merr))
+            return fail(err, std::string(set.count("--url") ? "--url" : url_from) + ": " + merr.message);
+        if (set.count("--cluster"))
+            return fail(err, "--cluster is for Redis Cluster; a memcached:// URL lists its servers itself");
+        if (!out.scripting)
+            return fail(err, "--no-scripting is for one Redis server (or Sentinel); memcached runs no scripts");
+        if (out.lease.count() % 1000 != 0 || out.lease.count() < 2000)
+            return fail(err, "--lease: memcached leases are whole seconds, at least 2s (got " +
+                                 std::to_string(out.lease.count()) + " ms)");
+        out.topology = topology::memcached;
+        if (out.cmd == command::release && !out.force)
+            return fail(err, "release: refusing to free '" + out.name +
+                                 "' whoever holds it without --force (the holder is not told; its lease is gone)");
+        return true;
+    }
     std::vector<std::string> urls;
     if (out.url.rfind("redis+sentinel://", 0) == 0) {
         urls.push_back(out.url);
@@ -411,7 +428,10 @@ Options:
                             over independent masters; etcd://host:2379[,host:port...][/prefix]:
                             an etcd cluster, in etcd's own lock layout (`dlock run --prefix ''
                             NAME` and `etcdctl lock NAME` exclude each other); leases in whole
-                            seconds (default: $DLOCK_URL, else redis://127.0.0.1:6379)
+                            seconds; memcached://host:11211[,host:port...]: an efficiency lock
+                            (whole-second leases of 2s or more, no wake-ups: waiters sleep
+                            until the holder's lease ends; a restart loses locks and resets
+                            fencing tokens) (default: $DLOCK_URL, else redis://127.0.0.1:6379)
   --cluster                 the URLs are seeds of a Redis Cluster
   --no-scripting            Redis without Lua (WATCH/MULTI/EXEC), for servers that refuse EVAL;
                             one server or Sentinel; no direct hand-off (waiters are woken)
@@ -450,7 +470,7 @@ usage, 69 server unreachable.
 )";
     return R"(usage: dlock COMMAND [OPTIONS] ...
 
-Distributed locks on Redis or etcd, from the shell.
+Distributed locks on Redis, etcd or memcached, from the shell.
 
 Commands:
   run NAME -- COMMAND...    run COMMAND while holding the lock NAME

@@ -100,6 +100,19 @@ BOOST_AUTO_TEST_CASE(no_scripting_flag_and_config_field)
     BOOST_TEST(has(bad({"run", "--no-scripting", "--cluster", "job", "--", "true"}), "--no-scripting"));
 }
 
+BOOST_AUTO_TEST_CASE(memcached_urls)
+{
+    auto o = ok({"run", "--url", "memcached://a:1,b", "--lease", "10s", "job", "--", "true"});
+    BOOST_TEST((o.topology == topology::memcached));
+    BOOST_REQUIRE(o.memcached.servers.size() == 2u);
+    BOOST_TEST(o.memcached.servers[1].port == 11211);
+    BOOST_TEST(has(bad({"run", "--url", "memcached://a", "--lease", "1500ms", "job", "--", "true"}), "whole seconds"));
+    BOOST_TEST(has(bad({"run", "--url", "memcached://a", "--lease", "1s", "job", "--", "true"}), "at least 2s"));
+    BOOST_TEST(has(bad({"run", "--url", "memcached://a:0", "job", "--", "true"}), "bad port"));
+    BOOST_TEST(has(bad({"run", "--url", "memcached://a", "--cluster", "job", "--", "true"}), "--cluster"));
+    BOOST_TEST(has(bad({"release", "--url", "memcached://a", "job"}), "--force"));
+}
+
 BOOST_AUTO_TEST_CASE(arguments_after_the_separator_belong_to_the_command)
 {
     auto o = ok({"run", "job", "--", "grep", "--help", "--url", "x"});
