@@ -156,7 +156,8 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     {
         std::array<char, 16 * 1024> buf;
         for (;;) {
-            auto [ec, n] = co_await self->socket.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
+            auto [ec, n] =
+                co_await self->socket.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
             if (gen != self->generation || self->st != state::connected)
                 co_return;
             if (ec)

@@ -104,8 +104,8 @@ constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
 auto exec(conn_t& c, std::string bytes, std::size_t n)
 {
     return asio::async_initiate<decltype(tuple), conn_t::exec_signature>(
-        [&c](auto h, std::string b, std::size_t n) { c.exec(std::move(b), n, std::move(h)); }, tuple,
-        std::move(bytes), n);
+        [&c](auto h, std::string b, std::size_t n) { c.exec(std::move(b), n, std::move(h)); }, tuple, std::move(bytes),
+        n);
 }
 
 // An error reply among `rs` (its text kept), else success.
@@ -140,9 +140,9 @@ memcached_store::memcached_store(asio::any_io_executor ex, memcached::config cfg
         cfg.servers.push_back({});
     impl_->cfg = std::move(cfg);
     for (const auto& s : impl_->cfg.servers)
-        impl_->conns.push_back(std::make_unique<conn_t>(
-            ex, memcached::detail::connection_settings{s.host, s.port, impl_->cfg.connect_timeout,
-                                                       impl_->cfg.request_timeout}));
+        impl_->conns.push_back(
+            std::make_unique<conn_t>(ex, memcached::detail::connection_settings{
+                                             s.host, s.port, impl_->cfg.connect_timeout, impl_->cfg.request_timeout}));
 }
 
 memcached_store::~memcached_store()
@@ -252,11 +252,11 @@ void memcached_store::do_try_acquire(const lease_request& req, asio::any_complet
                         keep(frs[0].text);
                     if (fec)
                         co_return finish(self->ex, h, fec, acquire_result{});
-                    auto [aec, ars] = co_await exec(c,
-                                                    proto::ms(k.lock, recipe::value(token, fence),
-                                                              recipe::ttl_flag(ttl) + " ME") +
-                                                        proto::md(k.contended, ""),
-                                                    2);
+                    auto [aec, ars] =
+                        co_await exec(c,
+                                      proto::ms(k.lock, recipe::value(token, fence), recipe::ttl_flag(ttl) + " ME") +
+                                          proto::md(k.contended, ""),
+                                      2);
                     if (!aec)
                         aec = reply_error(ars, keep);
                     if (aec)
@@ -340,8 +340,7 @@ void memcached_store::do_renew(const lease_key& key, std::chrono::milliseconds t
                 if (wrs[0].k == reply::kind::ex)
                     continue;  // changed under us (a retry of ours): read again
                 bool owned = wrs[0].k == reply::kind::hd;
-                co_return finish(self->ex, h, error_code(),
-                                 renew_result{owned, owned && wrs[1].k == reply::kind::hd});
+                co_return finish(self->ex, h, error_code(), renew_result{owned, owned && wrs[1].k == reply::kind::hd});
             }
             finish(self->ex, h, error_code(error::server_busy), renew_result{});
         },
@@ -456,7 +455,7 @@ store::watch_id memcached_store::watch(const std::string&, const std::string&, w
             return;
         auto it = self->watches.find(id);
         if (it == self->watches.end())
-            return;  // unwatched meanwhile
+            return;            // unwatched meanwhile
         auto cb = it->second;  // a copy: the callback may unwatch itself
         cb(watch_event::ready, {});
     });

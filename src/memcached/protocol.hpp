@@ -46,9 +46,9 @@ struct reply {
         server_error,  ///< SERVER_ERROR <text>
     };
     kind k = kind::en;
-    std::string data;                                  ///< VA's value
-    std::vector<std::pair<char, std::string>> flags;   ///< returned flags, e.g. {'c', "42"}, {'t', "5"}
-    std::string text;                                  ///< the error's text (untrusted)
+    std::string data;                                 ///< VA's value
+    std::vector<std::pair<char, std::string>> flags;  ///< returned flags, e.g. {'c', "42"}, {'t', "5"}
+    std::string text;                                 ///< the error's text (untrusted)
 
     /// A returned flag's value, or nullopt.
     std::optional<std::string_view> flag(char f) const;

@@ -59,8 +59,8 @@ void memcached_server::start()
     for (int attempt = 0; attempt < 5; ++attempt) {
         if (port_ == 0 || attempt > 0)
             port_ = free_port();
-        std::vector<std::string> argv = {"memcached", "-l", "127.0.0.1", "-p", std::to_string(port_), "-U", "0",
-                                         "-m",        "16", "-M",        "-t", "1"};
+        std::vector<std::string> argv = {"memcached", "-l", "127.0.0.1", "-p", std::to_string(port_), "-U", "0", "-m",
+                                         "16",        "-M", "-t",        "1"};
         if (::geteuid() == 0)
             argv.insert(argv.end(), {"-u", "root"});  // memcached refuses to run as root otherwise
         argv.insert(argv.end(), extra_.begin(), extra_.end());

@@ -155,18 +155,17 @@ BOOST_AUTO_TEST_CASE(urls)
         const char* url;
         dlock::error code;
     };
-    for (auto [url, code] : {bad_case{"redis://a", dlock::error::unsupported_scheme},
-                             bad_case{"memcached://", dlock::error::invalid_url},
-                             bad_case{"memcached://a:0", dlock::error::invalid_port},
-                             bad_case{"memcached://a:x", dlock::error::invalid_port},
-                             bad_case{"memcached://a:", dlock::error::invalid_port},
-                             bad_case{"memcached://a,", dlock::error::invalid_url},
-                             bad_case{"memcached://a,a:11211", dlock::error::invalid_url},
-                             bad_case{"memcached://u:p@a", dlock::error::invalid_url},
-                             bad_case{"memcached://a/x", dlock::error::invalid_url},
-                             bad_case{"memcached://a?lease=5s", dlock::error::invalid_option},
-                             bad_case{"memcached://a?timeout=soon", dlock::error::invalid_duration},
-                             bad_case{"localhost:11211", dlock::error::invalid_url}}) {
+    for (auto [url, code] :
+         {bad_case{"redis://a", dlock::error::unsupported_scheme}, bad_case{"memcached://", dlock::error::invalid_url},
+          bad_case{"memcached://a:0", dlock::error::invalid_port},
+          bad_case{"memcached://a:x", dlock::error::invalid_port},
+          bad_case{"memcached://a:", dlock::error::invalid_port}, bad_case{"memcached://a,", dlock::error::invalid_url},
+          bad_case{"memcached://a,a:11211", dlock::error::invalid_url},
+          bad_case{"memcached://u:p@a", dlock::error::invalid_url},
+          bad_case{"memcached://a/x", dlock::error::invalid_url},
+          bad_case{"memcached://a?lease=5s", dlock::error::invalid_option},
+          bad_case{"memcached://a?timeout=soon", dlock::error::invalid_duration},
+          bad_case{"localhost:11211", dlock::error::invalid_url}}) {
         dlock::memcached::config d;
         BOOST_TEST(!dlock::memcached::parse_url(url, d, err), url);
         BOOST_TEST(err.code == code, url << ": " << err.message);
