@@ -16,6 +16,7 @@ packages=(
 # The tests' own servers, one line per store.
 test_packages=(
   etcd-server etcd-client
+  memcached
 )
 
 case ${1:-} in

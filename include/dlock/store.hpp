@@ -116,6 +116,9 @@ struct store_traits {
     bool confirms_leases = false;
     /// Fencing tokens survive a restart of the store.
     bool durable_fencing = true;
+    /// Watches report releases (watch_event::released). False (memcached): a watch gives
+    /// `ready` only, and waiters sleep until the holder's remaining lease (holder_ttl).
+    bool release_notifications = true;
     /// Lease kinds served (lease_kind values or-ed together).
     unsigned kinds = static_cast<unsigned>(lease_kind::mutex);
     /// Leases are whole multiples of this, at least min_ttl and at most max_ttl.

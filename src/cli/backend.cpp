@@ -3,6 +3,9 @@
 #ifdef DLOCK_HAS_ETCD
 #include <dlock/etcd/store.hpp>
 #endif
+#ifdef DLOCK_HAS_MEMCACHED
+#include <dlock/memcached/store.hpp>
+#endif
 #include <dlock/redis/cluster_store.hpp>
 #include <dlock/redis/redlock_store.hpp>
 #include <dlock/redis/store.hpp>
@@ -20,7 +23,7 @@ using factory = std::unique_ptr<store> (*)(const options&, boost::asio::any_io_e
 constexpr std::pair<topology, factory> stores[] = {
     {topology::single,
      [](const options& o, boost::asio::any_io_executor ex) -> std::unique_ptr<store> {
-         return std::make_unique<redis_store>(ex, o.servers.front());
+         return std::make_unique<redis_store>(ex, o.servers.front(), redis_store_options{.scripting = o.scripting});
      }},
     {topology::redlock,
      [](const options& o, boost::asio::any_io_executor ex) -> std::unique_ptr<store> {
@@ -34,6 +37,12 @@ constexpr std::pair<topology, factory> stores[] = {
     {topology::etcd,
      [](const options& o, boost::asio::any_io_executor ex) -> std::unique_ptr<store> {
          return std::make_unique<etcd_store>(ex, o.etcd);
+     }},
+#endif
+#ifdef DLOCK_HAS_MEMCACHED
+    {topology::memcached,
+     [](const options& o, boost::asio::any_io_executor ex) -> std::unique_ptr<store> {
+         return std::make_unique<memcached_store>(ex, o.memcached);
      }},
 #endif
 };

@@ -34,6 +34,7 @@ constexpr flag_spec flags[] = {
     {"--grace", true, "r"},      {"--conflict-exit-code", true, "r"},
     {"--json", false, "s"},      {"--force", false, "e"},
     {"--verbose", false, "rse"}, {"--cluster", false, "rse"},
+    {"--no-scripting", false, "rse"},
 };
 
 char command_letter(command c)
@@ -176,6 +177,11 @@ bool apply_file(const std::string& path, const std::string& text, const std::map
                 return fail(err, path + ": \"watchdog\": expected true or false");
             if (!flag_set("--no-watchdog"))
                 out.watchdog = v.as_bool();
+        } else if (key == "scripting") {
+            if (!v.is_bool())
+                return fail(err, path + ": \"scripting\": expected true or false");
+            if (!flag_set("--no-scripting"))
+                out.scripting = v.as_bool();
         } else if (key == "conflict_exit_code") {
             if (!v.is_int64() || v.as_int64() < 0 || v.as_int64() > 255)
                 return fail(err, path + ": \"conflict_exit_code\": expected a number from 0 to 255");
@@ -184,7 +190,8 @@ bool apply_file(const std::string& path, const std::string& text, const std::map
         } else {
             return fail(
                 err, path + ": unknown field \"" + key +
-                         "\" (known: url, cluster, redis, prefix, lease, wait, watchdog, grace, conflict_exit_code)");
+                         "\" (known: url, cluster, redis, prefix, lease, wait, watchdog, grace, conflict_exit_code, "
+                         "scripting)");
         }
     }
     return true;
@@ -320,6 +327,8 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
         out.wait.reset();
     if (set.count("--no-watchdog"))
         out.watchdog = false;
+    if (set.count("--no-scripting"))
+        out.scripting = false;
     if (set.count("--conflict-exit-code") &&
         !exit_code("--conflict-exit-code", set["--conflict-exit-code"], out.conflict_exit_code, err))
         return false;
@@ -345,6 +354,30 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
             return fail(err,
                         "--lease: etcd leases are whole seconds (got " + std::to_string(out.lease.count()) + " ms)");
         out.topology = topology::etcd;
+        if (!out.scripting)
+            return fail(err, "--no-scripting is for one Redis server (or Sentinel); etcd runs no scripts");
+        if (out.cmd == command::release && !out.force)
+            return fail(err, "release: refusing to free '" + out.name +
+                                 "' whoever holds it without --force (the holder is not told; its lease is gone)");
+        return true;
+#endif
+    }
+    if (out.url.rfind("memcached://", 0) == 0) {
+#ifndef DLOCK_HAS_MEMCACHED
+        return fail(err, "this dlock was built without memcached (DLOCK_WITH_MEMCACHED=OFF): " +
+                             std::string(set.count("--url") ? "--url" : url_from) + " is a memcached:// URL");
+#else
+        memcached::config_error merr;
+        if (!memcached::parse_url(out.url, out.memcached, merr))
+            return fail(err, std::string(set.count("--url") ? "--url" : url_from) + ": " + merr.message);
+        if (set.count("--cluster"))
+            return fail(err, "--cluster is for Redis Cluster; a memcached:// URL lists its servers itself");
+        if (!out.scripting)
+            return fail(err, "--no-scripting is for one Redis server (or Sentinel); memcached runs no scripts");
+        if (out.lease.count() % 1000 != 0 || out.lease.count() < 2000)
+            return fail(err, "--lease: memcached leases are whole seconds, at least 2s (got " +
+                                 std::to_string(out.lease.count()) + " ms)");
+        out.topology = topology::memcached;
         if (out.cmd == command::release && !out.force)
             return fail(err, "release: refusing to free '" + out.name +
                                  "' whoever holds it without --force (the holder is not told; its lease is gone)");
@@ -383,6 +416,8 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
         out.topology = topology::cluster;
     else if (out.topology != topology::cluster && out.servers.size() > 1)
         out.topology = topology::redlock;
+    if (!out.scripting && out.topology != topology::single)
+        return fail(err, "--no-scripting is for one Redis server (or Sentinel), not for a Redis Cluster or Redlock");
     if (out.cmd == command::release && !out.force)
         return fail(err, "release: refusing to free '" + out.name +
                              "' whoever holds it without --force (the holder is not told; its lease is gone)");
@@ -404,10 +439,16 @@ Options:
                             over independent masters; etcd://host:2379[,host:port...][/prefix]:
                             an etcd cluster, in etcd's own lock layout (`dlock run --prefix ''
                             NAME` and `etcdctl lock NAME` exclude each other); leases in whole
-                            seconds (default: $DLOCK_URL, else redis://127.0.0.1:6379)
+                            seconds; memcached://host:11211[,host:port...]: an efficiency lock
+                            (whole-second leases of 2s or more, no wake-ups: waiters sleep
+                            until the holder's lease ends; a restart loses locks and resets
+                            fencing tokens) (default: $DLOCK_URL, else redis://127.0.0.1:6379)
   --cluster                 the URLs are seeds of a Redis Cluster
+  --no-scripting            Redis without Lua (WATCH/MULTI/EXEC), for servers that refuse EVAL;
+                            one server or Sentinel; no direct hand-off (waiters are woken)
   --config FILE             JSON file with any of: url, cluster, redis, prefix, lease, wait,
-                            watchdog, grace, conflict_exit_code (default: $DLOCK_CONFIG); flags win
+                            watchdog, grace, conflict_exit_code, scripting (default:
+                            $DLOCK_CONFIG); flags win
   --prefix P                key prefix, so applications sharing a server don't collide (dlock)
   --lease D                 lease, e.g. 500ms, 30s, 2m (30s). With the watchdog it is how long
                             a crashed dlock keeps the lock; without, how long the command may run
@@ -425,13 +466,13 @@ Exit status: COMMAND's own, or 2 bad usage, 69 server unreachable or refused us,
 126 COMMAND not executable, 127 COMMAND not found.
 )";
     if (topic == "status")
-        return R"(usage: dlock status [--url URL] [--cluster] [--config FILE] [--prefix P] [--json] NAME
+        return R"(usage: dlock status [--url URL] [--cluster] [--no-scripting] [--config FILE] [--prefix P] [--json] NAME
 
 Shows whether NAME is held, the remaining lease, the holder's fencing token and the last
 token issued. Exit status: 0, or 2 bad usage, 69 server unreachable.
 )";
     if (topic == "release")
-        return R"(usage: dlock release --force [--url URL] [--cluster] [--config FILE] [--prefix P] NAME
+        return R"(usage: dlock release --force [--url URL] [--cluster] [--no-scripting] [--config FILE] [--prefix P] NAME
 
 Operator's escape hatch: deletes NAME's lock whoever holds it and wakes its waiters. The
 holder is not told until its next renewal (its `dlock run` then stops its command with
@@ -440,7 +481,7 @@ usage, 69 server unreachable.
 )";
     return R"(usage: dlock COMMAND [OPTIONS] ...
 
-Distributed locks on Redis or etcd, from the shell.
+Distributed locks on Redis, etcd or memcached, from the shell.
 
 Commands:
   run NAME -- COMMAND...    run COMMAND while holding the lock NAME

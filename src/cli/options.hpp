@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dlock/etcd/config.hpp>
+#include <dlock/memcached/config.hpp>
 #include <dlock/redis/config.hpp>
 
 #include "cli/exit_status.hpp"
@@ -30,7 +31,8 @@ enum class topology {
     single,
     redlock,
     cluster,
-    etcd,  ///< an etcd:// URL: etcd_store over the listed members
+    etcd,       ///< an etcd:// URL: etcd_store over the listed members
+    memcached,  ///< a memcached:// URL: memcached_store over the listed servers
 };
 
 /// The longest --lease or --grace. Redis refuses expiry times that overflow its 64-bit
@@ -44,6 +46,7 @@ struct options {
     std::string url = "redis://127.0.0.1:6379";  ///< one URL, or a comma-separated list
     std::vector<redis::config> servers;          ///< parsed from url (+ "redis" in the config file)
     etcd::config etcd;                           ///< topology::etcd: parsed from url
+    memcached::config memcached;                 ///< topology::memcached: parsed from url
     dlock::cli::topology topology = topology::single;
     std::string prefix = "dlock";
     std::chrono::milliseconds lease{30'000};
@@ -51,6 +54,8 @@ struct options {
     /// count in milliseconds); 0: one try
     std::optional<std::chrono::milliseconds> wait;
     bool watchdog = true;
+    /// false (--no-scripting): Redis without Lua, WATCH/MULTI/EXEC (one server or Sentinel only)
+    bool scripting = true;
     std::chrono::milliseconds grace{10'000};  ///< SIGTERM → SIGKILL after a lost lease
     int conflict_exit_code = exit_status::conflict;
     bool force = false;  ///< release

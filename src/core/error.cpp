@@ -47,7 +47,8 @@ public:
             return "too few replicas acknowledged the lock in time: check the replicas, or lower wait_replicas";
         case error::permission_denied:
             return "the server refused the command for this user: grant the commands and keys the store needs "
-                   "(see the README's ACL list)";
+                   "(see the README's ACL list); if it refuses Lua scripts (EVAL/EVALSHA), use Redis without "
+                   "scripting: redis_store_options::scripting = false (dlock --no-scripting)";
         case error::wrong_type:
             return "a key the lock uses holds a value of another type: another program writes under this "
                    "namespace; choose another namespace or remove the key";

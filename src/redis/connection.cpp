@@ -361,6 +361,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                 if (!self->closed && self->push && self->push->on_disconnected)
                     self->push->on_disconnected(ec);
                 self->fail_all(self->queue.take_written(), error::connection_lost, ended_by::io);
+                self->fail_all(self->queue.take_pinned(), error::connection_lost, ended_by::no_io);
                 if (self->closed)
                     break;
             } else {
@@ -475,8 +476,22 @@ void connection::connect_impl(asio::any_completion_handler<connect_signature> h)
     i.start();
 }
 
+std::uint64_t connection::generation() const noexcept
+{
+    return impl_->generation;
+}
+
+void connection::pinned_impl(const request& req, std::uint64_t generation,
+                             asio::any_completion_handler<exec_signature> h)
+{
+    auto& i = *impl_;
+    if (!i.closed && (!i.connected || i.generation != generation))
+        return post_completion(i.ex, std::move(h), error_code(error::connection_lost), response());
+    exec_impl(req, i.cfg.request_timeout, std::move(h), true);
+}
+
 void connection::exec_impl(const request& req, std::chrono::milliseconds timeout,
-                           asio::any_completion_handler<exec_signature> h)
+                           asio::any_completion_handler<exec_signature> h, bool pinned)
 {
     auto& i = *impl_;
     if (i.closed)
@@ -487,6 +502,7 @@ void connection::exec_impl(const request& req, std::chrono::milliseconds timeout
     auto op = std::make_shared<exec_op>();
     op->payload = req.payload();
     op->expected = req.size();
+    op->pinned = pinned;
     op->replies.reserve(req.size());
     op->slot = asio::get_associated_cancellation_slot(h);
     dlock::detail::assign_handler(op->handler, std::move(h));

@@ -6,6 +6,7 @@
 #include "redis/keys.hpp"
 #include "redis/redis_scripts.hpp"
 #include "redis/script_replies.hpp"
+#include "redis/tx_runner.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -29,7 +30,8 @@ using redis::reply_type;
 struct redis_store::impl {
     impl(asio::any_io_executor e, redis::config cfg, redis_store_options o)
         : ex(e), address(detail::config_address(cfg)), conn(e, cfg), sub(e, cfg), ns(std::move(o.ns)),
-          wait_replicas(o.wait_replicas), wait_timeout(std::max(o.wait_timeout, std::chrono::milliseconds(1)))
+          wait_replicas(o.wait_replicas), wait_timeout(std::max(o.wait_timeout, std::chrono::milliseconds(1))),
+          scripting(o.scripting)
     {
         if (!cfg.sentinel.master_name.empty())
             watch_sentinels(cfg);
@@ -62,6 +64,9 @@ struct redis_store::impl {
     std::string ns;
     int wait_replicas;
     std::chrono::milliseconds wait_timeout;
+    bool scripting;
+    // The no-scripting mode's transactions (scripting off only).
+    std::unique_ptr<redis::tx::runner> tx;
     std::vector<std::unique_ptr<redis::subscriber>> sentinel_watchers;
     // A watch's subscriptions: the name's channel, and with a token its grant channel.
     std::map<watch_id, std::vector<redis::subscriber::listener_id>> watches;
@@ -90,6 +95,11 @@ struct redis_store::impl {
     redis::script status{scripts::status};
 
     redis::detail::keys names(const std::string& name) const { return {ns, name}; }
+    redis::tx::names tx_names(const std::string& name) const
+    {
+        auto k = names(name);
+        return {k.lock(), k.fence(), k.released(), k.queue()};
+    }
 };
 
 redis_store::redis_store(asio::any_io_executor ex, redis::config cfg, std::string ns)
@@ -98,8 +108,13 @@ redis_store::redis_store(asio::any_io_executor ex, redis::config cfg, std::strin
 }
 
 redis_store::redis_store(asio::any_io_executor ex, redis::config cfg, redis_store_options opts)
-    : impl_(std::make_unique<impl>(ex, std::move(cfg), std::move(opts)))
+    : impl_(std::make_unique<impl>(ex, cfg, opts))
 {
+    if (!opts.scripting)
+        impl_->tx = std::make_unique<redis::tx::runner>(
+            ex, std::move(cfg),
+            redis::tx::runner_options{.wait_replicas = impl_->wait_replicas, .wait_timeout = impl_->wait_timeout},
+            text_keeper());
 }
 
 redis_store::~redis_store() = default;
@@ -121,6 +136,8 @@ void redis_store::close()
 {
     impl_->conn.close();
     impl_->sub.close();
+    if (impl_->tx)
+        impl_->tx->close();
     for (auto& s : impl_->sentinel_watchers)
         s->close();
 }
@@ -154,14 +171,14 @@ store_traits redis_store::traits() const noexcept
 {
     store_traits t;
     // WAIT after acquire cannot cover a hand-off made inside another client's release.
-    t.direct_handoff = impl_->wait_replicas <= 0;
+    t.direct_handoff = impl_->wait_replicas <= 0 && impl_->scripting;
     t.max_ttl = detail::redis_max_ttl;
     return t;
 }
 
 std::string redis_store::describe() const
 {
-    return "redis " + impl_->address + " ns=" + impl_->ns;
+    return "redis " + impl_->address + " ns=" + impl_->ns + (impl_->scripting ? "" : " scripting=off");
 }
 
 std::function<void(std::string)> redis_store::text_keeper()
@@ -177,8 +194,28 @@ void redis_store::do_connect(asio::any_completion_handler<connect_signature> h)
     impl_->conn.async_connect([this, alive = lifetime(), h = std::move(h)](error_code ec) mutable {
         if (ec && !alive.expired())
             set_error_text(impl_->conn.last_server_message());
-        std::move(h)(ec);
+        if (ec || alive.expired() || !impl_->scripting)
+            return std::move(h)(ec);
+        // Find out now whether this user may run scripts, rather than at the first acquire.
+        redis::request probe;
+        probe.push("EVAL", "return 1", 0);
+        impl_->conn.async_exec(probe, [this, alive, h = std::move(h)](error_code ec, redis::response r) mutable {
+            if (ec == error::server_error && r.size() == 1 && !alive.expired())
+                ec = scripts_refused(r[0].str);
+            std::move(h)(ec);
+        });
     });
+}
+
+// A refused EVAL: NOPERM (an ACL without @scripting), or a server that disabled the command.
+error_code redis_store::scripts_refused(const std::string& text)
+{
+    set_error_text(text);
+    auto ec = detail::error_from_reply(text);
+    if (ec == error::server_error && (text.rfind("ERR unknown command", 0) == 0 || text.rfind("NOSCRIPT", 0) == 0 ||
+                                      text.find("disabled") != std::string::npos))
+        ec = error::permission_denied;
+    return ec;
 }
 
 namespace {
@@ -207,6 +244,8 @@ void redis_store::do_try_acquire(const lease_request& req, asio::any_completion_
         return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), acquire_result{});
     if (!detail::valid_redis_ttl(req.ttl))
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), acquire_result{});
+    if (impl_->tx)
+        return impl_->tx->acquire(impl_->tx_names(req.name), req.token, req.ttl, std::move(h));
     const auto& name = req.name;
     const auto& token = req.token;
     auto ttl = req.ttl;
@@ -260,6 +299,8 @@ void redis_store::do_renew(const lease_key& key, std::chrono::milliseconds ttl,
 {
     if (!detail::valid_redis_ttl(ttl))
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), renew_result{});
+    if (impl_->tx)
+        return impl_->tx->renew(impl_->tx_names(key.name), key.token, ttl, std::move(h));
     std::array<std::string, 1> keys{lock_key(key.name)};
     std::array<std::string, 2> args{key.token, std::to_string(ttl.count())};
     impl_->conn.async_eval(impl_->renew, keys, args,
@@ -280,6 +321,10 @@ void redis_store::do_force_release(const std::string& name, asio::any_completion
 void redis_store::release(const std::string& name, const std::string& token, bool force,
                           asio::any_completion_handler<bool_signature> h)
 {
+    if (impl_->tx && force)
+        return impl_->tx->force_release(impl_->tx_names(name), std::move(h));
+    if (impl_->tx)
+        return impl_->tx->release(impl_->tx_names(name), token, std::move(h));
     auto k = impl_->names(name);
     std::array<std::string, 4> keys{k.lock(), k.fence(), k.queue(), k.queue_ttl()};
     std::array<std::string, 4> args{token, k.released(), k.grant_prefix()};
@@ -292,6 +337,8 @@ void redis_store::release(const std::string& name, const std::string& token, boo
 
 void redis_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
 {
+    if (impl_->tx)
+        return impl_->tx->status(impl_->tx_names(name), std::move(h));
     auto k = impl_->names(name);
     std::array<std::string, 3> keys{k.lock(), k.fence(), k.queue()};
     auto decode = [key = keys[0]](const reply& r, lock_status& st) {
@@ -349,7 +396,9 @@ store::watch_id redis_store::watch(const std::string& name, const std::string& t
 {
     auto state = std::make_shared<watch_state>();
     state->cb = std::move(cb);
-    state->unconfirmed = token.empty() ? 1 : 2;
+    // Without scripts nothing queues, so no grant can come: the name's channel is enough.
+    const bool grants = !token.empty() && impl_->scripting;
+    state->unconfirmed = grants ? 2 : 1;
     std::vector<redis::subscriber::listener_id> ids;
     ids.push_back(impl_->sub.listen(channel(name), [state](const redis::event& ev) {
         switch (ev.kind) {
@@ -362,7 +411,7 @@ store::watch_id redis_store::watch(const std::string& name, const std::string& t
         case redis::event_kind::disconnected: break;  // resubscribed follows the reconnect
         }
     }));
-    if (!token.empty()) {
+    if (grants) {
         ids.push_back(impl_->sub.listen(grant_channel(name, token), [state](const redis::event& ev) {
             switch (ev.kind) {
             case redis::event_kind::subscribed: state->on_confirmed(1, false); break;

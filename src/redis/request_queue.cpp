@@ -79,6 +79,20 @@ std::vector<std::shared_ptr<pending>> request_queue::take_written()
     return out;
 }
 
+std::vector<std::shared_ptr<pending>> request_queue::take_pinned()
+{
+    std::vector<std::shared_ptr<pending>> out;
+    for (auto it = queued_.begin(); it != queued_.end();) {
+        if ((*it)->pinned) {
+            out.push_back(std::move(*it));
+            it = queued_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return out;
+}
+
 std::vector<std::shared_ptr<pending>> request_queue::take_all()
 {
     auto out = take_written();

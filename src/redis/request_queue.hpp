@@ -29,6 +29,7 @@ struct pending {
     response replies;
     std::size_t received = 0;  // counts replies even when abandoned ones are dropped
     pending_state state = pending_state::queued;
+    bool pinned = false;  // only for the connection it was queued on: never written on a later one
 };
 
 class request_queue {
@@ -55,6 +56,10 @@ public:
 
     /// On connection loss: every request on the wire. Queued ones stay for the next connection.
     std::vector<std::shared_ptr<pending>> take_written();
+
+    /// On connection loss, after take_written(): the queued requests pinned to that connection
+    /// (they must not go out on the next one). Unpinned ones stay queued.
+    std::vector<std::shared_ptr<pending>> take_pinned();
 
     /// On close: everything.
     std::vector<std::shared_ptr<pending>> take_all();

@@ -84,6 +84,37 @@ BOOST_AUTO_TEST_CASE(flags_with_values_and_equals)
     BOOST_TEST(ok({"run", "--wait", "0", "job", "--", "true"}).wait->count() == 0);
 }
 
+BOOST_AUTO_TEST_CASE(no_scripting_flag_and_config_field)
+{
+    BOOST_TEST(ok({"run", "job", "--", "true"}).scripting);
+    BOOST_TEST(!ok({"run", "--no-scripting", "job", "--", "true"}).scripting);
+    BOOST_TEST(!ok({"status", "--no-scripting", "job"}).scripting);
+    files["/c.json"] = R"({"scripting": false})";
+    BOOST_TEST(!ok({"run", "--config", "/c.json", "job", "--", "true"}).scripting);
+    files["/bad.json"] = R"({"scripting": "no"})";
+    BOOST_TEST(
+        has(bad({"run", "--config", "/bad.json", "job", "--", "true"}), "\"scripting\": expected true or false"));
+    // Only one server (or Sentinel): Redlock and Cluster keep their scripts.
+    BOOST_TEST(has(bad({"run", "--no-scripting", "--url", "redis://a:1,redis://b:2,redis://c:3", "job", "--", "true"}),
+                   "--no-scripting is for one Redis server"));
+    BOOST_TEST(has(bad({"run", "--no-scripting", "--cluster", "job", "--", "true"}), "--no-scripting"));
+}
+
+#ifdef DLOCK_HAS_MEMCACHED
+BOOST_AUTO_TEST_CASE(memcached_urls)
+{
+    auto o = ok({"run", "--url", "memcached://a:1,b", "--lease", "10s", "job", "--", "true"});
+    BOOST_TEST((o.topology == topology::memcached));
+    BOOST_REQUIRE(o.memcached.servers.size() == 2u);
+    BOOST_TEST(o.memcached.servers[1].port == 11211);
+    BOOST_TEST(has(bad({"run", "--url", "memcached://a", "--lease", "1500ms", "job", "--", "true"}), "whole seconds"));
+    BOOST_TEST(has(bad({"run", "--url", "memcached://a", "--lease", "1s", "job", "--", "true"}), "at least 2s"));
+    BOOST_TEST(has(bad({"run", "--url", "memcached://a:0", "job", "--", "true"}), "bad port"));
+    BOOST_TEST(has(bad({"run", "--url", "memcached://a", "--cluster", "job", "--", "true"}), "--cluster"));
+    BOOST_TEST(has(bad({"release", "--url", "memcached://a", "job"}), "--force"));
+}
+#endif
+
 BOOST_AUTO_TEST_CASE(arguments_after_the_separator_belong_to_the_command)
 {
     auto o = ok({"run", "job", "--", "grep", "--help", "--url", "x"});

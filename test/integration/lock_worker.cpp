@@ -9,10 +9,15 @@
 // (redis://127.0.0.1:P1,redis://127.0.0.1:P2,...) for a redlock_store over those nodes,
 // or a redis+sentinel:// URL for a redis_store that finds its master through Sentinel,
 // or cluster:PORT for a cluster_store seeded with the cluster node on 127.0.0.1:PORT,
-// or an etcd:// URL for an etcd_store.
+// or an etcd:// URL for an etcd_store,
+// or a memcached:// URL for a memcached_store (leases of 2 s: whole seconds),
+// or noscript:redis://[user:pw@]127.0.0.1:P for a redis_store without Lua (WATCH/MULTI/EXEC).
 #include <dlock/dlock.hpp>
 #ifdef DLOCK_HAS_ETCD
 #include <dlock/etcd.hpp>
+#endif
+#ifdef DLOCK_HAS_MEMCACHED
+#include <dlock/memcached.hpp>
 #endif
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -86,7 +91,32 @@ int main(int argc, char** argv)
         store_ptr = std::move(es);
     } else
 #endif
-        if (std::string_view(argv[2]).rfind("cluster:", 0) == 0) {
+#ifdef DLOCK_HAS_MEMCACHED
+        if (std::string_view(argv[2]).rfind("memcached://", 0) == 0) {
+        dlock::memcached::config cfg;
+        dlock::memcached::config_error err;
+        if (!dlock::memcached::parse_url(argv[2], cfg, err)) {
+            std::cerr << "lock_worker: " << err.message << "\n";
+            return 2;
+        }
+        auto ms = std::make_unique<dlock::memcached_store>(io.get_executor(), cfg);
+        close_store = [s = ms.get()] { s->close(); };
+        store_ptr = std::move(ms);
+    } else
+#endif
+        if (std::string_view(argv[2]).rfind("noscript:", 0) == 0) {
+        // noscript:URL: a redis_store in the no-scripting mode.
+        dlock::redis::config cfg;
+        dlock::redis::config_error err;
+        if (!dlock::redis::parse_url(std::string(argv[2]).substr(9), cfg, err)) {
+            std::cerr << "lock_worker: " << err.message << "\n";
+            return 2;
+        }
+        auto rs = std::make_unique<dlock::redis_store>(io.get_executor(), cfg,
+                                                       dlock::redis_store_options{.scripting = false});
+        close_store = [s = rs.get()] { s->close(); };
+        store_ptr = std::move(rs);
+    } else if (std::string_view(argv[2]).rfind("cluster:", 0) == 0) {
         // cluster:PORT: a cluster_store seeded with one node on 127.0.0.1.
         dlock::redis::config seed;
         seed.port = static_cast<std::uint16_t>(std::stoi(std::string(argv[2]).substr(8)));
@@ -129,7 +159,8 @@ int main(int argc, char** argv)
         int sections = std::stoi(argv[5]);
         std::string counter = argv[6];
         int log = ::open(argv[7], O_WRONLY | O_APPEND | O_CREAT, 0644);
-        dlock::registry reg(store, {.lease = 5s});
+        // Whole-second stores sleep on the holder's remaining lease: keep it short there.
+        dlock::registry reg(store, {.lease = store.traits().ttl_granularity >= 1s ? 2s : 5s});
         int finished = 0;
         std::string pid = std::to_string(::getpid());
         for (int c = 0; c < coroutines; ++c) {

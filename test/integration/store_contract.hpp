@@ -46,6 +46,13 @@ inline asio::awaitable<void> check_traits(dlock::store& st, const std::string& n
     BOOST_TEST(tr.min_ttl.count() >= 1);
     BOOST_TEST(tr.max_ttl >= tr.min_ttl);
     BOOST_TEST(st.direct_handoff() == tr.direct_handoff);
+    if (tr.ttl_granularity > 1ms) {
+        // A lease that is not a whole number of the store's unit is refused, not rounded.
+        auto [ec, r] = co_await st.async_try_acquire(name, "odd", tr.min_ttl + tr.ttl_granularity / 2,
+                                                     asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST(ec == dlock::error::invalid_lease);
+        BOOST_TEST(!r.acquired);
+    }
     if (tr.max_ttl < std::chrono::milliseconds::max()) {
         // Refused before anything is sent, and nothing was taken.
         auto [ec, r] =
@@ -175,8 +182,10 @@ inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void
     // Another owner: refused, told how long the lease has left.
     auto b = co_await st.async_try_acquire(name, "owner-b", 5s, asio::use_awaitable);
     BOOST_TEST(!b.acquired);
+    // A store with a coarse clock (memcached: whole seconds) may report up to one unit less.
+    const auto unit = st.traits().ttl_granularity > 1ms ? st.traits().ttl_granularity.count() : 0;
     if (!per_session || b.holder_ttl.count() >= 0) {
-        BOOST_TEST(b.holder_ttl.count() > (per_session ? 0 : 4000));
+        BOOST_TEST(b.holder_ttl.count() > (per_session ? 0 : 4000 - unit));
         BOOST_TEST(b.holder_ttl.count() <= 5000);
     }
     // Renewal: only by the owner, and it reports that someone else asked.
@@ -202,8 +211,13 @@ inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void
         t.expires_after(2ms);
         co_await t.async_wait(asio::use_awaitable);
     }
-    BOOST_REQUIRE(events.size() >= 2u);
-    BOOST_TEST((events[1] == dlock::watch_event::released));
+    // A store without notifications (memcached) only ever says `ready`.
+    if (st.traits().release_notifications) {
+        BOOST_REQUIRE(events.size() >= 2u);
+        BOOST_TEST((events[1] == dlock::watch_event::released));
+    } else {
+        BOOST_TEST(events.size() == 1u);
+    }
     // A new lease: a larger fencing token.
     auto c = co_await st.async_try_acquire(name, "owner-b", 5s, asio::use_awaitable);
     BOOST_TEST(c.acquired);
@@ -221,12 +235,19 @@ inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void
             co_await check_handoff(st, name + ":handoff");
         co_return stop();
     }
-    // Expiry: a short lease ends by itself.
-    auto d = co_await st.async_try_acquire(name, "owner-c", 50ms, asio::use_awaitable);
+    // Expiry: a short lease ends by itself (the shortest the store takes; a store with a
+    // coarse clock may keep it up to two of its units longer).
+    const auto short_lease = std::max<std::chrono::milliseconds>(50ms, st.traits().min_ttl);
+    auto d = co_await st.async_try_acquire(name, "owner-c", short_lease, asio::use_awaitable);
     BOOST_TEST(d.acquired);
-    t.expires_after(120ms);
+    t.expires_after(short_lease + 70ms);
     co_await t.async_wait(asio::use_awaitable);
     auto e = co_await st.async_try_acquire(name, "owner-d", 5s, asio::use_awaitable);
+    for (int i = 0; !e.acquired && unit > 0 && i < 2 * unit / 20 + 10; ++i) {
+        t.expires_after(20ms);
+        co_await t.async_wait(asio::use_awaitable);
+        e = co_await st.async_try_acquire(name, "owner-d", 5s, asio::use_awaitable);
+    }
     BOOST_TEST(e.acquired);
     BOOST_TEST(e.fencing_token > d.fencing_token);  // never reset by expiry
     co_await st.async_release(name, "owner-d", asio::use_awaitable);

@@ -100,6 +100,21 @@ public:
             token, &req, timeout);
     }
 
+    /// Like async_exec, but only on the connection `generation` (see generation()): it fails
+    /// with error::connection_lost at once if that connection is not up now, and if it drops
+    /// before the request is written (it is never written on a later connection). For
+    /// requests that rely on the state of one connection, such as WATCH before MULTI/EXEC.
+    template <class Token = boost::asio::deferred_t>
+    auto async_exec_pinned(const request& req, std::uint64_t generation, Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, exec_signature>(
+            [this](auto handler, const request* r, std::uint64_t g) { pinned_impl(*r, g, std::move(handler)); }, token,
+            &req, generation);
+    }
+    /// Names the current connection: changes each time a connection ends. With
+    /// is_connected(), what async_exec_pinned needs.
+    std::uint64_t generation() const noexcept;
+
     /// Runs `s` with EVALSHA, retrying once with EVAL if the server lost its script cache.
     /// Completion: void(error_code, reply) with the script's reply; errors as async_exec.
     template <class Token = boost::asio::deferred_t>
@@ -146,7 +161,9 @@ public:
 private:
     void connect_impl(boost::asio::any_completion_handler<connect_signature> h);
     void exec_impl(const request& req, std::chrono::milliseconds timeout,
-                   boost::asio::any_completion_handler<exec_signature> h);
+                   boost::asio::any_completion_handler<exec_signature> h, bool pinned = false);
+    void pinned_impl(const request& req, std::uint64_t generation,
+                     boost::asio::any_completion_handler<exec_signature> h);
     void eval_impl(const script& s, std::span<const std::string> keys, std::span<const std::string> args,
                    boost::asio::any_completion_handler<script_signature> h);
 

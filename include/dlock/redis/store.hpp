@@ -33,13 +33,23 @@ struct redis_store_options {
     /// WAIT holds up the command connection: requests pipelined behind it (renewals of
     /// other locks included) wait up to this long, so keep it well under the lease / 3.
     std::chrono::milliseconds wait_timeout{100};
+    /// true: each operation is one Lua script (EVALSHA). false: the no-scripting mode, for
+    /// servers that refuse scripts (ACL `-@scripting`, managed services without EVAL): the
+    /// same keys, fencing counter, renewal and release run as WATCH/MULTI/EXEC transactions
+    /// on a connection of their own, one at a time, retried on a WATCH conflict (up to 32
+    /// times, then error::server_busy). Each operation costs two round trips, and there is
+    /// no direct hand-off (traits().direct_handoff is false): a release wakes waiters by
+    /// pub/sub and they retry. Needs WATCH, MULTI, EXEC, UNWATCH, HMGET, HSET, HDEL, PTTL,
+    /// PEXPIRE, INCR, GET, LLEN, UNLINK, PUBLISH, SUBSCRIBE. The `dlock` tool: --no-scripting.
+    bool scripting = true;
 };
 
 /// The store contract over one Redis (direct or through Sentinel).
 ///
 /// Errors: the connection's (connection_lost, timeout, closed, ...); a server error reply
 /// as its own code, with the server's text in last_error_text(): NOPERM → permission_denied
-/// (e.g. an ACL without EVAL/EVALSHA), WRONGTYPE → wrong_type (a key of the namespace holds
+/// (e.g. an ACL without EVAL/EVALSHA: async_connect checks that scripts may run, and says
+/// so at once; see redis_store_options::scripting), WRONGTYPE → wrong_type (a key of the namespace holds
 /// another type), LOADING/BUSY/MASTERDOWN/READONLY/... → server_busy (transient), anything
 /// else → server_error; a lease outside 1 ms..2^46 ms → invalid_lease, before sending.
 /// Watches: no callback after unwatch() returns (the subscriber guarantees it per listener).
@@ -51,7 +61,7 @@ public:
     ~redis_store() override;
 
     boost::asio::any_io_executor get_executor() const override;
-    /// direct_handoff unless wait_replicas is set (a hand-off inside a release cannot be
+    /// direct_handoff unless wait_replicas is set or scripting is off (a hand-off inside a release cannot be
     /// WAITed for); mutex leases of 1 ms up to 2^46 ms (Redis refuses expiry times that
     /// overflow; longer ones fail with error::invalid_lease before anything is sent).
     store_traits traits() const noexcept override;
@@ -88,6 +98,7 @@ private:
     void do_renew(const lease_key& key, std::chrono::milliseconds ttl,
                   boost::asio::any_completion_handler<renew_signature> h) override;
     void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) override;
+    boost::system::error_code scripts_refused(const std::string& text);
     // Keeps a server's error text on this store if it still exists when the reply comes.
     std::function<void(std::string)> text_keeper();
     void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;

@@ -1,0 +1,470 @@
+#include <dlock/error.hpp>
+#include <dlock/memcached/store.hpp>
+
+#include "common/post_completion.hpp"
+#include "memcached/connection.hpp"
+#include "memcached/protocol.hpp"
+#include "memcached/recipe.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <map>
+#include <utility>
+
+namespace dlock {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using detail::post_completion;
+using memcached::proto::reply;
+namespace recipe = memcached::recipe;
+namespace proto = memcached::proto;
+
+namespace {
+
+// A CAS or add that lost a race is read again; this many in a row is contention we report
+// (server_busy, transient) rather than spin on.
+constexpr int max_races = 8;
+
+// FNV-1a, for rendezvous hashing of names over servers.
+std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ULL)
+{
+    for (unsigned char c : s) {
+        h ^= c;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+std::uint64_t mix(std::uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb3fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+using replies = std::vector<reply>;
+
+}  // namespace
+
+struct memcached_store::impl {
+    asio::any_io_executor ex;
+    memcached::config cfg;
+    std::vector<std::unique_ptr<memcached::detail::connection>> conns;
+    std::map<watch_id, watch_callback> watches;
+    watch_id next_watch = 1;
+
+    // The keys of one name, all on the name's server.
+    struct keys {
+        proto::wire_key lock, fence, contended;
+        std::string lock_text;
+        memcached::detail::connection* conn = nullptr;
+        bool ok() const { return !lock.text.empty() && !fence.text.empty() && !contended.text.empty(); }
+    };
+
+    std::size_t server_of(const std::string& name) const
+    {
+        std::size_t best = 0;
+        std::uint64_t best_score = 0;
+        auto h = fnv1a(name);
+        for (std::size_t i = 0; i < cfg.servers.size(); ++i) {
+            const auto& s = cfg.servers[i];
+            auto score = mix(h ^ fnv1a(s.host + ":" + std::to_string(s.port)));
+            if (i == 0 || score > best_score) {
+                best = i;
+                best_score = score;
+            }
+        }
+        return best;
+    }
+
+    keys keys_of(const std::string& name)
+    {
+        keys k;
+        k.lock_text = cfg.ns + ":lock:" + name;
+        k.lock = proto::encode_key(k.lock_text);
+        k.fence = proto::encode_key(cfg.ns + ":fence:" + name);
+        k.contended = proto::encode_key(cfg.ns + ":contended:" + name);
+        k.conn = conns[server_of(name)].get();
+        return k;
+    }
+};
+
+namespace {
+
+using conn_t = memcached::detail::connection;
+constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
+
+auto exec(conn_t& c, std::string bytes, std::size_t n)
+{
+    return asio::async_initiate<decltype(tuple), conn_t::exec_signature>(
+        [&c](auto h, std::string b, std::size_t n) { c.exec(std::move(b), n, std::move(h)); }, tuple, std::move(bytes),
+        n);
+}
+
+// An error reply among `rs` (its text kept), else success.
+error_code reply_error(const replies& rs, const std::function<void(std::string)>& keep)
+{
+    for (const auto& r : rs)
+        if (auto ec = recipe::error_of(r)) {
+            keep(r.text);
+            return ec;
+        }
+    return {};
+}
+
+template <class Sig, class... Args>
+void finish(const asio::any_io_executor& ex, std::shared_ptr<asio::any_completion_handler<Sig>> h, Args&&... args)
+{
+    post_completion(ex, std::move(*h), std::forward<Args>(args)...);
+}
+
+template <class Sig>
+auto shared(asio::any_completion_handler<Sig> h)
+{
+    return std::make_shared<asio::any_completion_handler<Sig>>(std::move(h));
+}
+
+}  // namespace
+
+memcached_store::memcached_store(asio::any_io_executor ex, memcached::config cfg) : impl_(std::make_shared<impl>())
+{
+    impl_->ex = ex;
+    if (cfg.servers.empty())
+        cfg.servers.push_back({});
+    impl_->cfg = std::move(cfg);
+    for (const auto& s : impl_->cfg.servers)
+        impl_->conns.push_back(
+            std::make_unique<conn_t>(ex, memcached::detail::connection_settings{
+                                             s.host, s.port, impl_->cfg.connect_timeout, impl_->cfg.request_timeout}));
+}
+
+memcached_store::~memcached_store()
+{
+    close();
+}
+
+asio::any_io_executor memcached_store::get_executor() const
+{
+    return impl_->ex;
+}
+
+store_traits memcached_store::traits() const noexcept
+{
+    store_traits t;
+    t.direct_handoff = false;
+    t.release_notifications = false;  // memcached has no pub/sub: waiters sleep on holder_ttl
+    t.durable_fencing = false;        // a restart or an eviction resets the counter
+    t.ttl_granularity = recipe::granularity;
+    t.min_ttl = recipe::min_ttl;
+    t.max_ttl = recipe::max_ttl;
+    return t;
+}
+
+std::string memcached_store::describe() const
+{
+    return "memcached " + memcached::to_url(impl_->cfg) + " ns=" + impl_->cfg.ns;
+}
+
+std::size_t memcached_store::server_of(const std::string& name) const
+{
+    return impl_->server_of(name);
+}
+std::string memcached_store::lock_key(const std::string& name) const
+{
+    return impl_->cfg.ns + ":lock:" + name;
+}
+std::string memcached_store::fence_key(const std::string& name) const
+{
+    return impl_->cfg.ns + ":fence:" + name;
+}
+
+void memcached_store::close()
+{
+    for (auto& c : impl_->conns)
+        c->close();
+    impl_->watches.clear();
+}
+
+// Connects to every server and checks that each speaks the meta protocol (mn → MN).
+void memcached_store::do_connect(asio::any_completion_handler<connect_signature> h)
+{
+    auto keep = [this, alive = lifetime()](std::string text) {
+        if (!alive.expired())
+            set_error_text(std::move(text));
+    };
+    asio::co_spawn(
+        impl_->ex,
+        [self = impl_, keep, h = shared(std::move(h))]() -> asio::awaitable<void> {
+            error_code first;
+            for (auto& c : self->conns) {
+                auto [ec, rs] = co_await exec(*c, proto::mn(), 1);
+                if (!ec && !(rs.size() == 1 && rs[0].k == reply::kind::mn))
+                    ec = error::protocol_error;
+                if (!ec)
+                    ec = reply_error(rs, keep);
+                if (ec && !first)
+                    first = ec;
+            }
+            finish(self->ex, h, first);
+        },
+        asio::detached);
+}
+
+void memcached_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
+{
+    if (req.kind != lease_kind::mutex)
+        return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), acquire_result{});
+    if (!recipe::valid_ttl(req.ttl))
+        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), acquire_result{});
+    auto k = impl_->keys_of(req.name);
+    if (!k.ok())
+        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_name), acquire_result{});
+    auto keep = [this, alive = lifetime()](std::string text) {
+        if (!alive.expired())
+            set_error_text(std::move(text));
+    };
+    asio::co_spawn(
+        impl_->ex,
+        [self = impl_, k, token = req.token, ttl = req.ttl, keep, h = shared(std::move(h))]() -> asio::awaitable<void> {
+            auto& c = *k.conn;
+            for (int i = 0; i < max_races; ++i) {
+                auto [ec, rs] = co_await exec(c, proto::mg(k.lock, "v c t"), 1);
+                recipe::lock_view v;
+                if (!ec && (ec = recipe::read_lock(rs[0], v)) && rs[0].text.empty())
+                    keep("dlock: the key " + k.lock_text + " holds something that is not a dlock lock");
+                else if (ec && !rs.empty())
+                    keep(rs[0].text);
+                if (ec)
+                    co_return finish(self->ex, h, ec, acquire_result{});
+                acquire_result out;
+                if (!v.present) {
+                    // Free: a new fencing token, then add (fails if someone added first).
+                    auto [fec, frs] = co_await exec(c, proto::ma(k.fence, "N0 J1 v"), 1);
+                    std::uint64_t fence = 0;
+                    if (!fec && (fec = recipe::read_counter(frs[0], fence)))
+                        keep(frs[0].text);
+                    if (fec)
+                        co_return finish(self->ex, h, fec, acquire_result{});
+                    auto [aec, ars] =
+                        co_await exec(c,
+                                      proto::ms(k.lock, recipe::value(token, fence), recipe::ttl_flag(ttl) + " ME") +
+                                          proto::md(k.contended, ""),
+                                      2);
+                    if (!aec)
+                        aec = reply_error(ars, keep);
+                    if (aec)
+                        co_return finish(self->ex, h, aec, acquire_result{});
+                    if (ars[0].k != reply::kind::hd)
+                        continue;  // NS: another owner added it first
+                    out.acquired = true;
+                    out.fencing_token = fence;
+                    out.granted_ttl = ttl;
+                    co_return finish(self->ex, h, error_code(), out);
+                }
+                if (v.owner == token) {
+                    // Ours already (a retry): refresh by CAS, same token.
+                    auto [rec, rrs] = co_await exec(c,
+                                                    proto::ms(k.lock, recipe::value(token, v.fence),
+                                                              recipe::ttl_flag(ttl) + " C" + std::to_string(v.cas)),
+                                                    1);
+                    if (!rec)
+                        rec = reply_error(rrs, keep);
+                    if (rec)
+                        co_return finish(self->ex, h, rec, acquire_result{});
+                    if (rrs[0].k != reply::kind::hd)
+                        continue;  // EX / NF: it changed; read again
+                    out.acquired = true;
+                    out.fencing_token = v.fence;
+                    out.granted_ttl = ttl;
+                    co_return finish(self->ex, h, error_code(), out);
+                }
+                // Held by another owner: tell it (its next renewal reports contended).
+                auto [cec, crs] = co_await exec(c, proto::ms(k.contended, "1", recipe::ttl_flag(ttl)), 1);
+                if (!cec)
+                    cec = reply_error(crs, keep);
+                if (cec)
+                    co_return finish(self->ex, h, cec, acquire_result{});
+                out.holder_ttl = recipe::holder_ttl(v);
+                co_return finish(self->ex, h, error_code(), out);
+            }
+            keep("dlock: " + std::to_string(max_races) + " races in a row on " + k.lock_text);
+            finish(self->ex, h, error_code(error::server_busy), acquire_result{});
+        },
+        asio::detached);
+}
+
+void memcached_store::do_renew(const lease_key& key, std::chrono::milliseconds ttl,
+                               asio::any_completion_handler<renew_signature> h)
+{
+    if (!recipe::valid_ttl(ttl))
+        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), renew_result{});
+    auto k = impl_->keys_of(key.name);
+    if (!k.ok())
+        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_name), renew_result{});
+    auto keep = [this, alive = lifetime()](std::string text) {
+        if (!alive.expired())
+            set_error_text(std::move(text));
+    };
+    asio::co_spawn(
+        impl_->ex,
+        [self = impl_, k, token = key.token, ttl, keep, h = shared(std::move(h))]() -> asio::awaitable<void> {
+            auto& c = *k.conn;
+            for (int i = 0; i < max_races; ++i) {
+                auto [ec, rs] = co_await exec(c, proto::mg(k.lock, "v c"), 1);
+                recipe::lock_view v;
+                if (!ec)
+                    ec = recipe::read_lock(rs[0], v);
+                if (ec) {
+                    if (!rs.empty())
+                        keep(rs[0].text);
+                    co_return finish(self->ex, h, ec, renew_result{});
+                }
+                if (!v.present || v.owner != token)
+                    co_return finish(self->ex, h, error_code(), renew_result{});
+                auto [wec, wrs] = co_await exec(c,
+                                                proto::ms(k.lock, recipe::value(token, v.fence),
+                                                          recipe::ttl_flag(ttl) + " C" + std::to_string(v.cas)) +
+                                                    proto::md(k.contended, ""),
+                                                2);
+                if (!wec)
+                    wec = reply_error(wrs, keep);
+                if (wec)
+                    co_return finish(self->ex, h, wec, renew_result{});
+                if (wrs[0].k == reply::kind::ex)
+                    continue;  // changed under us (a retry of ours): read again
+                bool owned = wrs[0].k == reply::kind::hd;
+                co_return finish(self->ex, h, error_code(), renew_result{owned, owned && wrs[1].k == reply::kind::hd});
+            }
+            finish(self->ex, h, error_code(error::server_busy), renew_result{});
+        },
+        asio::detached);
+}
+
+void memcached_store::do_release(const lease_key& key, asio::any_completion_handler<bool_signature> h)
+{
+    auto k = impl_->keys_of(key.name);
+    if (!k.ok())
+        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_name), false);
+    auto keep = [this, alive = lifetime()](std::string text) {
+        if (!alive.expired())
+            set_error_text(std::move(text));
+    };
+    asio::co_spawn(
+        impl_->ex,
+        [self = impl_, k, token = key.token, keep, h = shared(std::move(h))]() -> asio::awaitable<void> {
+            auto& c = *k.conn;
+            for (int i = 0; i < max_races; ++i) {
+                auto [ec, rs] = co_await exec(c, proto::mg(k.lock, "v c"), 1);
+                recipe::lock_view v;
+                if (!ec)
+                    ec = recipe::read_lock(rs[0], v);
+                if (ec) {
+                    if (!rs.empty())
+                        keep(rs[0].text);
+                    co_return finish(self->ex, h, ec, false);
+                }
+                if (!v.present || v.owner != token)
+                    co_return finish(self->ex, h, error_code(), false);
+                // Delete only the item we read: a CAS mismatch means it changed hands.
+                auto [dec, drs] = co_await exec(c, proto::md(k.lock, "C" + std::to_string(v.cas)), 1);
+                if (!dec)
+                    dec = reply_error(drs, keep);
+                if (dec)
+                    co_return finish(self->ex, h, dec, false);
+                if (drs[0].k == reply::kind::ex)
+                    continue;
+                co_return finish(self->ex, h, error_code(), drs[0].k == reply::kind::hd);
+            }
+            finish(self->ex, h, error_code(error::server_busy), false);
+        },
+        asio::detached);
+}
+
+void memcached_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
+{
+    auto k = impl_->keys_of(name);
+    if (!k.ok())
+        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_name), false);
+    auto keep = [this, alive = lifetime()](std::string text) {
+        if (!alive.expired())
+            set_error_text(std::move(text));
+    };
+    asio::co_spawn(
+        impl_->ex,
+        [self = impl_, k, keep, h = shared(std::move(h))]() -> asio::awaitable<void> {
+            auto [ec, rs] = co_await exec(*k.conn, proto::md(k.lock, "") + proto::md(k.contended, ""), 2);
+            if (!ec)
+                ec = reply_error(rs, keep);
+            finish(self->ex, h, ec, !ec && rs[0].k == reply::kind::hd);
+        },
+        asio::detached);
+}
+
+void memcached_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
+{
+    auto k = impl_->keys_of(name);
+    if (!k.ok())
+        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_name), lock_status{});
+    auto keep = [this, alive = lifetime()](std::string text) {
+        if (!alive.expired())
+            set_error_text(std::move(text));
+    };
+    asio::co_spawn(
+        impl_->ex,
+        [self = impl_, k, keep, h = shared(std::move(h))]() -> asio::awaitable<void> {
+            auto [ec, rs] = co_await exec(*k.conn, proto::mg(k.lock, "v c t") + proto::mg(k.fence, "v"), 2);
+            lock_status st;
+            recipe::lock_view v;
+            if (!ec)
+                ec = reply_error(rs, keep);
+            if (!ec)
+                ec = recipe::read_lock(rs[0], v);
+            std::uint64_t counter = 0;
+            if (!ec && rs[1].k != reply::kind::en)
+                ec = recipe::read_counter(rs[1], counter);
+            if (!ec) {
+                st.held = v.present;
+                st.holder = v.owner;
+                st.fencing_token = v.fence;
+                st.ttl = v.present && v.ttl_s >= 0 ? std::chrono::milliseconds(v.ttl_s * 1000)
+                                                   : std::chrono::milliseconds(-1);
+                st.last_fencing_token = counter;
+            }
+            st.key = k.lock_text;
+            finish(self->ex, h, ec, st);
+        },
+        asio::detached);
+}
+
+// No notifications: `ready` at once (posted), then nothing. A waiter sleeps until the
+// holder's remaining lease and retries.
+store::watch_id memcached_store::watch(const std::string&, const std::string&, watch_callback cb)
+{
+    auto id = impl_->next_watch++;
+    impl_->watches.emplace(id, std::move(cb));
+    asio::post(impl_->ex, [weak = std::weak_ptr<impl>(impl_), id] {
+        auto self = weak.lock();
+        if (!self)
+            return;
+        auto it = self->watches.find(id);
+        if (it == self->watches.end())
+            return;            // unwatched meanwhile
+        auto cb = it->second;  // a copy: the callback may unwatch itself
+        cb(watch_event::ready, {});
+    });
+    return id;
+}
+
+void memcached_store::unwatch(watch_id id)
+{
+    impl_->watches.erase(id);
+}
+
+}  // namespace dlock
