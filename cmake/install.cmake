@@ -19,5 +19,5 @@ configure_package_config_file(cmake/dlock-config.cmake.in
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/dlock-config-version.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/dlock-config.cmake ${CMAKE_CURRENT_BINARY_DIR}/dlock-config-version.cmake
-  ${CMAKE_CURRENT_LIST_DIR}/dlock-hiredis.cmake
+  ${CMAKE_CURRENT_LIST_DIR}/dlock-hiredis.cmake ${CMAKE_CURRENT_LIST_DIR}/dlock-zookeeper-c.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dlock)

@@ -10,6 +10,7 @@
 // or a redis+sentinel:// URL for a redis_store that finds its master through Sentinel,
 // or cluster:PORT for a cluster_store seeded with the cluster node on 127.0.0.1:PORT,
 // or an etcd:// URL for an etcd_store,
+// or a zk:// URL for a zookeeper_store,
 // or a memcached:// URL for a memcached_store (leases of 2 s: whole seconds),
 // or noscript:redis://[user:pw@]127.0.0.1:P for a redis_store without Lua (WATCH/MULTI/EXEC).
 #include <dlock/dlock.hpp>
@@ -18,6 +19,9 @@
 #endif
 #ifdef DLOCK_HAS_MEMCACHED
 #include <dlock/memcached.hpp>
+#endif
+#ifdef DLOCK_HAS_ZOOKEEPER
+#include <dlock/zookeeper.hpp>
 #endif
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -89,6 +93,19 @@ int main(int argc, char** argv)
         auto es = std::make_unique<dlock::etcd_store>(io.get_executor(), cfg);
         close_store = [s = es.get()] { s->close(); };
         store_ptr = std::move(es);
+    } else
+#endif
+#ifdef DLOCK_HAS_ZOOKEEPER
+        if (std::string_view(argv[2]).rfind("zk://", 0) == 0) {
+        dlock::zookeeper::config cfg;
+        dlock::zookeeper::config_error err;
+        if (!dlock::zookeeper::parse_url(argv[2], cfg, err)) {
+            std::cerr << "lock_worker: " << err.message << "\n";
+            return 2;
+        }
+        auto zs = std::make_unique<dlock::zookeeper_store>(io.get_executor(), cfg);
+        close_store = [s = zs.get()] { s->close(); };
+        store_ptr = std::move(zs);
     } else
 #endif
 #ifdef DLOCK_HAS_MEMCACHED

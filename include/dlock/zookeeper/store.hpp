@@ -1,0 +1,71 @@
+// The ZooKeeper store: the lock recipe of ZooKeeper's docs in Apache Curator's node layout
+// (InterProcessMutex), on the io_context through the C client's single-threaded library,
+// with one ZooKeeper session per store.
+#pragma once
+
+#include <dlock/store.hpp>
+#include <dlock/zookeeper/config.hpp>
+
+#include <memory>
+#include <string>
+
+namespace dlock {
+
+/// Nodes: the lock of name N is the path `<root>/<N>` (a container node: the servers delete
+/// it once empty); each contender creates `<root>/<N>/_c_<guid>-lock-<sequence>` (ephemeral,
+/// sequential; the guid is derived from the lease token, data = the token), exactly as
+/// Curator's InterProcessMutex does, so dlock and Curator on the same path exclude each
+/// other. The lowest sequence holds; a waiter watches only the node just before its own (a
+/// data watch: FIFO, no herd, no polling); a create whose reply was lost is found again by
+/// its guid. Fencing token = the node's czxid (strictly increasing across the ensemble,
+/// durable), not its sequence number.
+///
+/// Session: one per store, opened at first use; the client's traffic (and a request of ours
+/// every third of the timeout) keeps it alive, and the watchdog's renewals only confirm that
+/// each node still exists. ZooKeeper reports an expiry only after reconnecting, so the store
+/// keeps its own deadline (send time of the last answered request + the negotiated timeout
+/// - drift) and declares every lock of the session lost by then; after that no node of the
+/// old session is trusted (the old session is closed, which deletes its nodes).
+///
+/// Errors: connect_failed (no server answered within connect_timeout), connection_lost and
+/// timeout are transient; invalid_lease (a session timeout outside the servers' bounds),
+/// invalid_name (a name that makes no ZooKeeper path), permission_denied (an ACL) and
+/// wrong_type (the lock path is an ephemeral node) are permanent. last_error_text() says more.
+class zookeeper_store final : public store {
+public:
+    zookeeper_store(boost::asio::any_io_executor ex, zookeeper::config cfg);
+    ~zookeeper_store() override;
+
+    boost::asio::any_io_executor get_executor() const override;
+    store_traits traits() const noexcept override;
+    /// "zookeeper zk://host:port,host:port/chroot (root /dlock)".
+    std::string describe() const override;
+    using store::watch;
+    /// Without a token: changes among the name's contenders (`released` when one goes).
+    /// With a token: `ready` at once, `granted` when the token's node becomes the first.
+    watch_id watch(const std::string& name, const std::string& token, watch_callback cb) override;
+    void unwatch(watch_id id) override;
+    session_info session() const noexcept override;
+    watch_id watch_session(std::function<void(session_event, const session_info&)> cb) override;
+    /// Ends the session (every node of the store goes at once) and the connection; pending
+    /// operations complete with error::closed. Blocks for one round trip when connected.
+    void close() override;
+
+    /// The node `token` holds or waits with under `name` (empty if none).
+    std::string node_of(const std::string& name, const std::string& token) const;
+
+    struct impl;
+
+private:
+    void do_connect(boost::asio::any_completion_handler<connect_signature> h) override;
+    void do_try_acquire(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h) override;
+    void do_renew(const lease_key& key, std::chrono::milliseconds ttl,
+                  boost::asio::any_completion_handler<renew_signature> h) override;
+    void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
+
+    std::shared_ptr<impl> impl_;
+};
+
+}  // namespace dlock

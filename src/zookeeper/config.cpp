@@ -1,0 +1,178 @@
+#include <dlock/error.hpp>
+#include <dlock/zookeeper/config.hpp>
+
+#include "common/duration.hpp"
+
+#include <charconv>
+
+namespace dlock::zookeeper {
+
+namespace {
+
+bool fail(config_error& err, error code, std::string message)
+{
+    err.code = code;
+    err.message = std::move(message);
+    return false;
+}
+
+bool parse_server(std::string_view text, server& out, config_error& err)
+{
+    std::string_view host = text, port;
+    if (!text.empty() && text.front() == '[') {  // [v6]:port
+        auto close = text.find(']');
+        if (close == std::string_view::npos)
+            return fail(err, error::invalid_url, "zk URL: unclosed '[' in '" + std::string(text) + "'");
+        host = text.substr(1, close - 1);
+        auto rest = text.substr(close + 1);
+        if (!rest.empty()) {
+            if (rest.front() != ':')
+                return fail(err, error::invalid_url, "zk URL: junk after ']' in '" + std::string(text) + "'");
+            port = rest.substr(1);
+            if (port.empty())
+                return fail(err, error::invalid_port, "zk URL: empty port in '" + std::string(text) + "'");
+        }
+    } else if (auto colon = text.rfind(':'); colon != std::string_view::npos) {
+        host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+        if (port.empty())
+            return fail(err, error::invalid_port, "zk URL: empty port in '" + std::string(text) + "'");
+    }
+    if (host.empty())
+        return fail(err, error::invalid_url, "zk URL: a server without a host in '" + std::string(text) + "'");
+    out.host = std::string(host);
+    out.port = 2181;
+    if (!port.empty()) {
+        unsigned p = 0;
+        auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+        if (ec != std::errc() || end != port.data() + port.size() || p == 0 || p > 65535)
+            return fail(err, error::invalid_port, "zk URL: bad port '" + std::string(port) + "' (1..65535)");
+        out.port = static_cast<std::uint16_t>(p);
+    }
+    return true;
+}
+
+bool parse_option(std::string_view key, std::string_view value, config& out, config_error& err)
+{
+    auto duration = [&](std::chrono::milliseconds& field) {
+        std::chrono::milliseconds d{};
+        if (!detail::parse_duration(value, d) || d.count() <= 0)
+            return fail(err, error::invalid_duration,
+                        "zk URL: option '" + std::string(key) + "': bad duration '" + std::string(value) + "'");
+        field = d;
+        return true;
+    };
+    if (key == "session_timeout")
+        return duration(out.session_timeout);
+    if (key == "connect_timeout")
+        return duration(out.connect_timeout);
+    if (key == "root") {
+        if (auto why = check_path(value); !why.empty())
+            return fail(err, error::invalid_option, "zk URL: option 'root': " + why);
+        out.root = std::string(value);
+        return true;
+    }
+    return fail(err, error::invalid_option,
+                "zk URL: unknown option '" + std::string(key) + "' (known: root, session_timeout, connect_timeout)");
+}
+
+}  // namespace
+
+std::string check_path(std::string_view path)
+{
+    if (path.empty() || path.front() != '/')
+        return "'" + std::string(path) + "' is not an absolute path (it must start with '/')";
+    if (path.size() > 1 && path.back() == '/')
+        return "'" + std::string(path) + "' ends with '/'";
+    for (unsigned char c : path)
+        if (c < 0x20 || c == 0x7f)
+            return "a path may not hold control characters or NUL";
+    std::string_view rest = path.substr(1);
+    while (path.size() > 1) {
+        auto slash = rest.find('/');
+        auto part = rest.substr(0, slash);
+        if (part.empty())
+            return "'" + std::string(path) + "' has an empty component ('//')";
+        if (part == "." || part == "..")
+            return "'" + std::string(path) + "' has a '.' or '..' component";
+        if (slash == std::string_view::npos)
+            break;
+        rest = rest.substr(slash + 1);
+    }
+    return {};
+}
+
+bool parse_url(std::string_view url, config& out, config_error& err)
+{
+    std::string_view rest;
+    for (std::string_view scheme : {"zk://", "zookeeper://"})
+        if (url.substr(0, scheme.size()) == scheme)
+            rest = url.substr(scheme.size());
+    if (rest.data() == nullptr) {
+        if (url.find("://") == std::string_view::npos)
+            return fail(err, error::invalid_url,
+                        "not a ZooKeeper URL (expected zk://host:port[,host:port...][/chroot]): '" + std::string(url) +
+                            "'");
+        return fail(err, error::unsupported_scheme,
+                    "unsupported scheme in '" + std::string(url.substr(0, url.find("://"))) + "://' (expected zk://)");
+    }
+    config c = out;
+    auto q = rest.find('?');
+    std::string_view query = q == std::string_view::npos ? std::string_view() : rest.substr(q + 1);
+    rest = rest.substr(0, q);
+    auto slash = rest.find('/');
+    std::string_view chroot = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+    rest = rest.substr(0, slash);
+    if (chroot == "/")
+        chroot = {};
+    if (!chroot.empty())
+        if (auto why = check_path(chroot); !why.empty())
+            return fail(err, error::invalid_url, "zk URL: chroot " + why);
+    c.chroot = std::string(chroot);
+    if (rest.find('@') != std::string_view::npos)
+        return fail(err, error::invalid_url, "zk URL: user names and passwords are not supported");
+    if (rest.empty())
+        return fail(err, error::invalid_url, "zk URL: no server in '" + std::string(url) + "'");
+    c.servers.clear();
+    while (!rest.empty()) {
+        auto comma = rest.find(',');
+        server s;
+        if (!parse_server(rest.substr(0, comma), s, err))
+            return false;
+        for (const auto& o : c.servers)
+            if (o.host == s.host && o.port == s.port)
+                return fail(err, error::invalid_url,
+                            "zk URL: server " + s.host + ":" + std::to_string(s.port) + " is listed twice");
+        c.servers.push_back(std::move(s));
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        if (comma != std::string_view::npos && rest.empty())
+            return fail(err, error::invalid_url, "zk URL: a trailing ',' in the server list");
+    }
+    while (!query.empty()) {
+        auto amp = query.find('&');
+        auto kv = query.substr(0, amp);
+        auto eq = kv.find('=');
+        if (eq == std::string_view::npos)
+            return fail(err, error::invalid_option, "zk URL: option '" + std::string(kv) + "' has no value");
+        if (!parse_option(kv.substr(0, eq), kv.substr(eq + 1), c, err))
+            return false;
+        query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    }
+    out = std::move(c);
+    return true;
+}
+
+std::string to_url(const config& cfg)
+{
+    std::string s = "zk://";
+    for (std::size_t i = 0; i < cfg.servers.size(); ++i) {
+        if (i)
+            s += ',';
+        const auto& h = cfg.servers[i].host;
+        s += h.find(':') != std::string::npos ? "[" + h + "]" : h;
+        s += ':' + std::to_string(cfg.servers[i].port);
+    }
+    return s + cfg.chroot;
+}
+
+}  // namespace dlock::zookeeper

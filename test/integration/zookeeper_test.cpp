@@ -1,0 +1,411 @@
+// zookeeper_store on a real 3-server ZooKeeper ensemble: exclusion across processes,
+// interop with Apache Curator's InterProcessMutex (a Java program compiled here), faults
+// (leader killed, holder paused past its session, quorum lost, a waiter's predecessor
+// gone) and bad input.
+#include <dlock/dlock.hpp>
+#include <dlock/zookeeper.hpp>
+
+#include "common/child.hpp"
+#include "common/redis_server.hpp"
+#include "common/zk_ensemble.hpp"
+#include "integration/mutual_exclusion.hpp"
+#include "integration/support.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using dlock::test::run_test;
+using dlock::test::zk_ensemble;
+
+namespace {
+
+dlock::zookeeper::config config_of(const std::string& url)
+{
+    dlock::zookeeper::config c;
+    dlock::zookeeper::config_error err;
+    if (!dlock::zookeeper::parse_url(url, c, err))
+        throw std::runtime_error(err.message);
+    return c;
+}
+
+std::string temp_dir()
+{
+    char dir[] = "/tmp/dlock-zkt-XXXXXX";
+    if (!::mkdtemp(dir))
+        throw std::runtime_error("mkdtemp failed");
+    return dir;
+}
+
+// The Curator program, compiled once per test run into a throwaway directory.
+const std::string& curator_dir()
+{
+    static const std::string dir = [] {
+        auto d = temp_dir();
+        int status = -1;
+        auto out = dlock::test::run_capture(
+            {"javac", "-cp", zk_ensemble::curator_classpath(), "-d", d, DLOCK_CURATOR_SOURCE}, &status);
+        if (status != 0)
+            throw std::runtime_error("javac CuratorLock.java failed (is default-jdk-headless installed?): " + out);
+        return d;
+    }();
+    return dir;
+}
+
+std::vector<std::string> curator(std::vector<std::string> args)
+{
+    std::vector<std::string> argv = {"java", "-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
+                                     zk_ensemble::curator_classpath() + ":" + curator_dir(), "CuratorLock"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(zookeeper)
+
+// Three processes, ten coroutines each, on one name: the count is exact and the fencing
+// tokens (czxids) rise in lock order.
+BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
+{
+    zk_ensemble z;
+    auto dir = temp_dir();
+    std::string counter = dir + "/counter", log = dir + "/log";
+    constexpr int processes = 3, coroutines = 10, sections = 20;  // 600 sections
+    std::vector<std::unique_ptr<dlock::test::child>> workers;
+    for (int p = 0; p < processes; ++p)
+        workers.push_back(std::make_unique<dlock::test::child>(
+            std::vector<std::string>{dlock::test::worker_path(), "count", z.url("?session_timeout=4s"), "zmx",
+                                     std::to_string(coroutines), std::to_string(sections), counter, log}));
+    for (auto& w : workers) {
+        auto line = w->read_line(120s);
+        BOOST_TEST_MESSAGE("worker: " << line.value_or("<none>"));
+        BOOST_TEST((line && line->rfind("done", 0) == 0));
+        BOOST_TEST(w->wait() == 0);
+    }
+    auto r = dlock::test::check_count_log(counter, log, processes, processes * coroutines * sections);
+    BOOST_TEST(r.switches > 3u, "process switches: " << r.switches);
+    std::filesystem::remove_all(dir);
+}
+
+// The headline: Java services locking with Curator's InterProcessMutex and dlock processes on
+// the same path exclude each other. Two of each count on one shared file: the count is
+// exact, and the fencing tokens (czxids, both sides log them) rise in file order.
+BOOST_AUTO_TEST_CASE(interop_with_curator_counts_exactly)
+{
+    zk_ensemble z;
+    curator_dir();  // compiled before the clock starts mattering
+    auto dir = temp_dir();
+    std::string counter = dir + "/counter", log = dir + "/log";
+    // lock_worker's registry puts "dlock:" before the name: Curator locks /dlock/dlock:shared.
+    std::vector<std::unique_ptr<dlock::test::child>> procs;
+    for (int i = 0; i < 2; ++i) {
+        procs.push_back(std::make_unique<dlock::test::child>(
+            curator({"count", z.connect_string(), "/dlock/dlock:shared", "60", counter, log})));
+        procs.push_back(std::make_unique<dlock::test::child>(
+            std::vector<std::string>{dlock::test::worker_path(), "count", z.url("?session_timeout=4s"), "shared", "3",
+                                     "20", counter, log}));
+    }
+    for (auto& p : procs) {
+        auto line = p->read_line(120s);
+        BOOST_TEST_MESSAGE("process: " << line.value_or("<none>"));
+        BOOST_TEST((line && line->rfind("done", 0) == 0));
+        BOOST_TEST(p->wait() == 0);
+    }
+    auto r = dlock::test::check_count_log(counter, log, 4, 2 * 60 + 2 * 3 * 20);
+    BOOST_TEST(r.switches > 3u, "process switches: " << r.switches);
+    std::filesystem::remove_all(dir);
+}
+
+// Both ways, step by step: a Curator holder keeps dlock out and hands over to it; a dlock
+// holder keeps a Curator waiter queued (its node behind ours) until it releases.
+BOOST_AUTO_TEST_CASE(interop_with_curator_both_ways)
+{
+    zk_ensemble z;
+    curator_dir();
+    asio::io_context io;
+    dlock::zookeeper_store store(io.get_executor(), config_of(z.url("?session_timeout=4s")));
+    dlock::registry reg(store, {.lease = 3s});
+    dlock::test::child holder(curator({"hold", z.connect_string(), "/dlock/dlock:both", "4000"}));
+    auto line = holder.read_line(60s);
+    BOOST_REQUIRE((line && line->rfind("acquired ", 0) == 0));
+    std::uint64_t java_token = std::stoull(line->substr(9));
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            // Curator holds: dlock cannot take it, and sees Curator's node as the holder.
+            auto [ec, none] = co_await reg.obtain("both").try_acquire(asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST(!none);
+            auto s = co_await store.async_status("dlock:both", asio::use_awaitable);
+            BOOST_TEST(s.held);
+            BOOST_TEST(s.fencing_token == java_token);
+            BOOST_TEST(s.key.find("/dlock/dlock:both/_c_") == 0u, s.key);
+            // dlock waits in line and gets it when Curator releases, with a larger token.
+            auto g = co_await reg.obtain("both").acquire_for(30s);
+            BOOST_TEST(g.fencing_token() > java_token);
+            BOOST_TEST(holder.read_line(10s).value_or("") == "released");
+            // dlock holds: a Curator waiter queues behind it and gets it only after the release.
+            dlock::test::child waiter(curator({"wait", z.connect_string(), "/dlock/dlock:both"}));
+            BOOST_TEST(waiter.read_line(60s).value_or("") == "waiting");
+            asio::steady_timer t(io);
+            std::size_t queued = 0;
+            for (int i = 0; i < 1000 && queued == 0; ++i) {
+                queued = (co_await store.async_status("dlock:both", asio::use_awaitable)).queued;
+                t.expires_after(10ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            BOOST_TEST(queued == 1u);
+            auto mine = g.fencing_token();
+            co_await g.release();
+            auto got = waiter.read_line(30s);
+            BOOST_REQUIRE((got && got->rfind("acquired ", 0) == 0));
+            BOOST_TEST(std::stoull(got->substr(9)) > mine);
+            BOOST_TEST(waiter.wait() == 0);
+            store.close();
+        },
+        90s);
+    BOOST_TEST(holder.wait() == 0);
+}
+
+// A holder and a waiter (two stores: two sessions) while the leader is SIGKILLed: never two
+// holders; the holder keeps its lock (the session survives a failover) or is told it lost
+// it; the waiter proceeds once the holder releases.
+BOOST_AUTO_TEST_CASE(leader_killed_while_held_and_waited)
+{
+    zk_ensemble z;
+    asio::io_context io;
+    dlock::zookeeper_store holder_store(io.get_executor(), config_of(z.url("?session_timeout=6s")));
+    dlock::zookeeper_store waiter_store(io.get_executor(), config_of(z.url("?session_timeout=6s")));
+    dlock::registry holder(holder_store, {.lease = 3s});
+    dlock::registry waiter(waiter_store, {.lease = 3s});
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto g = co_await holder.obtain("job").acquire();
+            auto first = g.fencing_token();
+            bool released = false, waiter_got = false;
+            std::uint64_t waiter_token = 0;
+            dlock::test::notifier wake(io.get_executor());
+            dlock::test::task_group tasks(io.get_executor());
+            auto wait_for_job = [&]() -> asio::awaitable<void> {
+                auto w = co_await waiter.obtain("job").acquire();
+                BOOST_TEST((released || g.is_lost()), "the waiter got the lock while the holder held it");
+                waiter_got = true;
+                waiter_token = w.fencing_token();
+                co_await w.release();
+                wake.notify();
+            };
+            tasks.spawn(wait_for_job());
+            auto leader = z.leader();
+            BOOST_REQUIRE(leader < z.size());
+            BOOST_TEST_MESSAGE("killing leader " << leader);
+            z.kill(leader);
+            BOOST_TEST(z.wait_leader(30s));
+            asio::steady_timer t(io, 3s);  // some time under the new leader
+            co_await t.async_wait(asio::use_awaitable);
+            BOOST_TEST((!waiter_got || g.is_lost()));
+            BOOST_TEST_MESSAGE("holder lost: " << g.is_lost());
+            released = true;
+            auto [ec] = co_await g.release(asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST((!ec || ec == dlock::error::lock_lost), ec.message());
+            BOOST_TEST((co_await wake.wait([&] { return waiter_got; }, 30s)));
+            BOOST_TEST(waiter_token > first);
+            co_await tasks.join(10s);
+            holder_store.close();
+            waiter_store.close();
+        },
+        90s);
+}
+
+// A holder SIGSTOPped past its session timeout: the servers expire the session, another
+// takes the lock with a larger token; on resume the holder learns it lost (its own deadline
+// passed with nothing confirmed), and its node is gone.
+BOOST_AUTO_TEST_CASE(paused_holder_learns_of_loss_and_is_fenced)
+{
+    zk_ensemble z;
+    dlock::test::child holder({dlock::test::worker_path(), "hold", z.url("?session_timeout=1s"), "p", "1000"});
+    auto line = holder.read_line();
+    BOOST_REQUIRE((line && line->rfind("acquired ", 0) == 0));
+    std::uint64_t old_token = std::stoull(line->substr(9));
+    holder.signal(SIGSTOP);
+    asio::io_context io;
+    dlock::zookeeper_store store(io.get_executor(), config_of(z.url("?session_timeout=4s")));
+    dlock::registry reg(store, {.lease = 2s});
+    std::uint64_t new_token = 0;
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto g = co_await reg.obtain("p").acquire_for(20s);
+            new_token = g.fencing_token();
+            auto s = co_await store.async_status("dlock:p", asio::use_awaitable);
+            BOOST_TEST(s.queued == 0u);  // the paused holder's node went with its session
+            BOOST_TEST(s.fencing_token == new_token);
+            holder.signal(SIGCONT);
+            auto result = holder.read_line(20s);
+            BOOST_REQUIRE(result.has_value());
+            BOOST_TEST(*result == "lost=1 token=" + std::to_string(old_token));
+            co_await g.release();
+            store.close();
+        },
+        40s);
+    BOOST_TEST(new_token > old_token);
+    BOOST_TEST(holder.wait() == 0);
+}
+
+// With 2 of 3 servers down nothing can be granted: a bounded acquire fails in bounded time
+// with an error that says why; once they return, the lock works again.
+BOOST_AUTO_TEST_CASE(quorum_lost_fails_in_bounded_time)
+{
+    zk_ensemble z;
+    asio::io_context io;
+    dlock::zookeeper_store store(io.get_executor(), config_of(z.url("?session_timeout=2s&connect_timeout=2s")));
+    dlock::registry reg(store, {.lease = 2s});
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto warm = co_await reg.obtain("q0").acquire();
+            co_await warm.release();
+            z.kill(0);
+            z.kill(1);
+            auto t0 = std::chrono::steady_clock::now();
+            auto [ec, g] = co_await reg.obtain("q").acquire_for(3s, asio::as_tuple(asio::use_awaitable));
+            auto took = std::chrono::steady_clock::now() - t0;
+            BOOST_TEST(!!ec);
+            BOOST_TEST(!g);
+            BOOST_TEST_MESSAGE("quorum lost: " << ec.message() << " / " << store.last_error_text());
+            BOOST_TEST((took < 10s));
+            z.start(0);
+            z.start(1);
+            BOOST_TEST(z.wait_leader(30s));
+            auto [ec2, again] = co_await reg.obtain("q").acquire_for(30s, asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST(!ec2, ec2.message() << " / " << store.last_error_text());
+            if (again)
+                co_await again.release();
+            store.close();
+        },
+        90s);
+}
+
+// Three sessions in line: A holds, B waits behind A, C behind B. B gives up (its session
+// closes, its node goes): C looks again, finds A before it and keeps waiting; it gets the
+// lock at A's release, not before.
+BOOST_AUTO_TEST_CASE(a_waiter_whose_predecessor_goes_keeps_its_place)
+{
+    zk_ensemble z;
+    asio::io_context io;
+    auto url = z.url("?session_timeout=4s");
+    dlock::zookeeper_store a_store(io.get_executor(), config_of(url)), b_store(io.get_executor(), config_of(url)),
+        c_store(io.get_executor(), config_of(url));
+    dlock::registry a(a_store, {.lease = 3s}), b(b_store, {.lease = 3s}), c(c_store, {.lease = 3s});
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto ga = co_await a.obtain("line").acquire();
+            bool a_released = false, c_got = false;
+            dlock::test::notifier wake(io.get_executor());
+            dlock::test::task_group tasks(io.get_executor());
+            asio::steady_timer t(io);
+            auto queued = [&]() -> asio::awaitable<std::size_t> {
+                co_return (co_await a_store.async_status("dlock:line", asio::use_awaitable)).queued;
+            };
+            asio::cancellation_signal stop_b;
+            auto b_waits = [&]() -> asio::awaitable<void> {
+                auto [ec, g] = co_await b.obtain("line").acquire(
+                    asio::bind_cancellation_slot(stop_b.slot(), asio::as_tuple(asio::use_awaitable)));
+                BOOST_TEST(!g, "B got the lock");
+            };
+            tasks.spawn(b_waits());
+            for (int i = 0; i < 1000 && (co_await queued()) < 1; ++i) {
+                t.expires_after(10ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            auto c_waits = [&]() -> asio::awaitable<void> {
+                auto g = co_await c.obtain("line").acquire();
+                BOOST_TEST(a_released, "C got the lock while A held it");
+                c_got = true;
+                wake.notify();
+                co_await g.release();
+            };
+            tasks.spawn(c_waits());
+            for (int i = 0; i < 1000 && (co_await queued()) < 2; ++i) {
+                t.expires_after(10ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            BOOST_TEST((co_await queued()) == 2u);
+            stop_b.emit(asio::cancellation_type::terminal);  // B's node goes
+            for (int i = 0; i < 1000 && (co_await queued()) > 1; ++i) {
+                t.expires_after(10ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            BOOST_TEST((co_await queued()) == 1u);  // C, still in line
+            t.expires_after(500ms);                 // C had time to (wrongly) take it
+            co_await t.async_wait(asio::use_awaitable);
+            BOOST_TEST(!c_got);
+            a_released = true;
+            co_await ga.release();
+            BOOST_TEST((co_await wake.wait([&] { return c_got; }, 10s)));
+            BOOST_TEST(c.stats().woken_by_notification + c.stats().store_handoffs > 0u);
+            co_await tasks.join(10s);
+            a_store.close();
+            b_store.close();
+            c_store.close();
+        },
+        60s);
+}
+
+// Bad input: each a clear error, nothing hangs.
+BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error)
+{
+    {
+        dlock::zookeeper::config c;
+        dlock::zookeeper::config_error err;
+        BOOST_TEST(!dlock::zookeeper::parse_url("zk://127.0.0.1:notaport", c, err));
+        BOOST_TEST((err.code == dlock::error::invalid_port));
+    }
+    zk_ensemble z(1);
+    dlock::test::redis_server redis;  // a server that is not ZooKeeper
+    asio::io_context io;
+    dlock::zookeeper_store too_short(io.get_executor(), config_of(z.url("?session_timeout=50ms")));
+    dlock::zookeeper_store wrong(io.get_executor(),
+                                 config_of("zk://127.0.0.1:" + std::to_string(redis.port()) + "?connect_timeout=2s"));
+    dlock::zookeeper_store store(io.get_executor(), config_of(z.url()));
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            // A session timeout below the servers' minimum (2 ticks = 200 ms).
+            auto [e1, r1] = co_await too_short.async_try_acquire("b", "t", 2s, asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST((e1 == dlock::error::invalid_lease), e1.message());
+            BOOST_TEST(!dlock::is_transient(e1));
+            BOOST_TEST(too_short.last_error_text().find("outside the servers' bounds") != std::string::npos,
+                       too_short.last_error_text());
+            // Not ZooKeeper: a bounded, clear failure.
+            auto t0 = std::chrono::steady_clock::now();
+            auto [e2, r2] = co_await wrong.async_try_acquire("b", "t", 2s, asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST((e2 == dlock::error::connect_failed), e2.message());
+            BOOST_TEST((std::chrono::steady_clock::now() - t0 < 6s));
+            BOOST_TEST(wrong.last_error_text().find("not ZooKeeper") != std::string::npos, wrong.last_error_text());
+            // Names that make no path: refused before anything is sent.
+            for (std::string bad : {std::string("a//b"), std::string("x/"), std::string("nul\0x", 5)}) {
+                auto [e3, r3] = co_await store.async_try_acquire(bad, "t", 2s, asio::as_tuple(asio::use_awaitable));
+                BOOST_TEST((e3 == dlock::error::invalid_name), bad << ": " << e3.message());
+            }
+            // A 10 KB name is a path ZooKeeper takes: locked and freed like any other.
+            std::string big(10'000, 'n');
+            auto r4 = co_await store.async_try_acquire(big, "t", 2s, asio::use_awaitable);
+            BOOST_TEST(r4.acquired);
+            BOOST_TEST((co_await store.async_release(big, "t", asio::use_awaitable)));
+            too_short.close();
+            wrong.close();
+            store.close();
+        },
+        60s);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,97 @@
+// A Java service locking with Apache Curator's InterProcessMutex, for the interop tests and
+// the bench: the same lock path as dlock's zookeeper_store, checked on shared files.
+//   count CONNECT PATH SECTIONS COUNTER_FILE LOG_FILE
+//       SECTIONS critical sections: read the counter, sleep 1 ms, write it + 1, append
+//       "java-<pid> <czxid of our lock node>" to the log. Prints "done".
+//   bench CONNECT PATH N
+//       N uncontended acquire+release cycles; prints "p50_us=.. p99_us=.."
+//   hold CONNECT PATH MILLIS
+//       acquires, prints "acquired <czxid>", holds MILLIS, releases, prints "released".
+//   wait CONNECT PATH
+//       prints "waiting", acquires, prints "acquired <czxid>", releases.
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+public class CuratorLock {
+    // getLockPath() is protected: our own node, for its czxid (the fencing token dlock uses).
+    static class Mutex extends InterProcessMutex {
+        Mutex(CuratorFramework c, String path) { super(c, path); }
+        String node() { return getLockPath(); }
+    }
+
+    public static void main(String[] args) throws Exception {
+        String mode = args[0];
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+            .connectString(args[1])
+            .sessionTimeoutMs(4000)
+            .connectionTimeoutMs(4000)
+            .retryPolicy(new ExponentialBackoffRetry(50, 10))
+            .build();
+        client.start();
+        client.blockUntilConnected();
+        Mutex lock = new Mutex(client, args[2]);
+        String pid = Long.toString(ProcessHandle.current().pid());
+        switch (mode) {
+        case "count": {
+            int sections = Integer.parseInt(args[3]);
+            Path counter = Path.of(args[4]), log = Path.of(args[5]);
+            for (int i = 0; i < sections; ++i) {
+                lock.acquire();
+                long czxid = client.checkExists().forPath(lock.node()).getCzxid();
+                String text = Files.exists(counter) ? Files.readString(counter).trim() : "";
+                long v = text.isEmpty() ? 0 : Long.parseLong(text);
+                Thread.sleep(1);
+                Files.writeString(counter, Long.toString(v + 1));
+                Files.writeString(log, "java-" + pid + " " + czxid + "\n", StandardOpenOption.CREATE,
+                                  StandardOpenOption.APPEND);
+                lock.release();
+            }
+            System.out.println("done");
+            break;
+        }
+        case "bench": {
+            int n = Integer.parseInt(args[3]);
+            long[] us = new long[n];
+            for (int i = 0; i < n + 50; ++i) {
+                long t0 = System.nanoTime();
+                lock.acquire();
+                lock.release();
+                if (i >= 50)
+                    us[i - 50] = (System.nanoTime() - t0) / 1000;
+            }
+            Arrays.sort(us);
+            System.out.println("p50_us=" + us[n / 2] + " p99_us=" + us[(int) (n * 0.99)]);
+            break;
+        }
+        case "hold": {
+            lock.acquire();
+            System.out.println("acquired " + client.checkExists().forPath(lock.node()).getCzxid());
+            System.out.flush();
+            Thread.sleep(Long.parseLong(args[3]));
+            lock.release();
+            System.out.println("released");
+            break;
+        }
+        case "wait": {
+            System.out.println("waiting");
+            System.out.flush();
+            lock.acquire();
+            System.out.println("acquired " + client.checkExists().forPath(lock.node()).getCzxid());
+            lock.release();
+            break;
+        }
+        default:
+            System.err.println("CuratorLock: unknown mode " + mode);
+            System.exit(2);
+        }
+        System.out.flush();
+        client.close();
+    }
+}

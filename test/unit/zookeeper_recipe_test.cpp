@@ -1,0 +1,99 @@
+// ZooKeeper's lock recipe without a server: Curator's node names, ordering by sequence,
+// where a token stands, lock paths, URLs.
+#include <dlock/error.hpp>
+#include <dlock/zookeeper/config.hpp>
+
+#include "zookeeper/recipe.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+namespace recipe = dlock::zookeeper::recipe;
+using namespace std::chrono_literals;
+
+BOOST_AUTO_TEST_SUITE(zookeeper_recipe)
+
+BOOST_AUTO_TEST_CASE(node_names_follow_curators_layout)
+{
+    auto g = recipe::guid_of("0123456789abcdef:42:7");
+    BOOST_TEST(g.size() == 36u);
+    BOOST_TEST(g[8] == '-');
+    BOOST_TEST(g[13] == '-');
+    BOOST_TEST(g[18] == '-');
+    BOOST_TEST(g[23] == '-');
+    BOOST_TEST(g == recipe::guid_of("0123456789abcdef:42:7"));  // the same token finds its node again
+    BOOST_TEST(g != recipe::guid_of("0123456789abcdef:42:8"));
+    BOOST_TEST(recipe::node_prefix("t") == "_c_" + recipe::guid_of("t") + "-lock-");
+}
+
+BOOST_AUTO_TEST_CASE(sequences_and_order)
+{
+    BOOST_TEST(*recipe::sequence_of("_c_8e5f6c1a-0000-4000-8000-000000000000-lock-0000000012") == 12);
+    BOOST_TEST(*recipe::sequence_of("lock-0000000000") == 0);  // Curator without protection
+    BOOST_TEST(!recipe::sequence_of("leases"));
+    BOOST_TEST(!recipe::sequence_of("_c_x-lock-"));
+    BOOST_TEST(!recipe::sequence_of("_c_x-lock-12a"));
+    // Ordered by sequence, not by name (the guids sort anyhow); other children ignored.
+    auto a = recipe::node_prefix("a") + "0000000010";
+    auto b = recipe::node_prefix("b") + "0000000002";
+    auto c = "_c_ffffffff-ffff-ffff-ffff-ffffffffffff-lock-0000000005";  // a Curator client
+    auto sorted = recipe::contenders({a, "junk", b, c});
+    BOOST_REQUIRE(sorted.size() == 3u);
+    BOOST_TEST(sorted[0] == b);
+    BOOST_TEST(sorted[1] == c);
+    BOOST_TEST(sorted[2] == a);
+    auto pa = recipe::find(sorted, "a");
+    BOOST_TEST(pa.found);
+    BOOST_TEST(!pa.first);
+    BOOST_TEST(pa.predecessor == c);  // a waiter watches the node just before its own
+    auto pb = recipe::find(sorted, "b");
+    BOOST_TEST(pb.first);
+    BOOST_TEST(pb.predecessor.empty());
+    BOOST_TEST(!recipe::find(sorted, "z").found);
+}
+
+BOOST_AUTO_TEST_CASE(lock_paths)
+{
+    std::string why;
+    BOOST_TEST(recipe::lock_path("/dlock", "orders:42", why) == "/dlock/orders:42");
+    BOOST_TEST(recipe::lock_path("/", "x", why) == "/x");
+    BOOST_TEST(recipe::lock_path("/dlock", "a/b", why) == "/dlock/a/b");
+    for (std::string bad : {std::string(), std::string("a//b"), std::string("a/"), std::string(".."),
+                            std::string("a\nb"), std::string("a\0b", 3)}) {
+        BOOST_TEST(recipe::lock_path("/dlock", bad, why).empty(), bad);
+        BOOST_TEST(!why.empty());
+    }
+}
+
+BOOST_AUTO_TEST_CASE(urls)
+{
+    dlock::zookeeper::config c;
+    dlock::zookeeper::config_error err;
+    BOOST_TEST(dlock::zookeeper::parse_url("zk://a:1,b,[::1]:3/app?root=/locks&session_timeout=3s&connect_timeout=1s",
+                                           c, err),
+               err.message);
+    BOOST_REQUIRE(c.servers.size() == 3u);
+    BOOST_TEST(c.servers[1].port == 2181);
+    BOOST_TEST(c.servers[2].host == "::1");
+    BOOST_TEST(c.chroot == "/app");
+    BOOST_TEST(c.root == "/locks");
+    BOOST_TEST(c.session_timeout.count() == 3000);
+    BOOST_TEST(c.connect_timeout.count() == 1000);
+    BOOST_TEST(dlock::zookeeper::to_url(c) == "zk://a:1,b:2181,[::1]:3/app");
+    struct bad_case {
+        const char* url;
+        dlock::error code;
+    };
+    for (auto b : {bad_case{"redis://a", dlock::error::unsupported_scheme}, bad_case{"zk://", dlock::error::invalid_url},
+                   bad_case{"zk://a:0", dlock::error::invalid_port}, bad_case{"zk://a,a", dlock::error::invalid_url},
+                   bad_case{"zk://a/b/", dlock::error::invalid_url},
+                   bad_case{"zk://a?root=x", dlock::error::invalid_option},
+                   bad_case{"zk://a?session_timeout=soon", dlock::error::invalid_duration},
+                   bad_case{"zk://a?color=red", dlock::error::invalid_option}, bad_case{"a:1", dlock::error::invalid_url}}) {
+        dlock::zookeeper::config_error e;
+        BOOST_TEST(!dlock::zookeeper::parse_url(b.url, c, e), b.url);
+        BOOST_TEST((e.code == make_error_code(b.code)), b.url << ": " << e.message);
+        BOOST_TEST(!e.message.empty());
+    }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
