@@ -12,6 +12,7 @@
 #include "integration/support.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -61,7 +62,7 @@ const std::string& curator_dir()
 
 std::vector<std::string> curator(std::vector<std::string> args)
 {
-    std::vector<std::string> argv = {"java", "-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
+    std::vector<std::string> argv = {"/usr/bin/java", "-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
                                      zk_ensemble::curator_classpath() + ":" + curator_dir(), "CuratorLock"};
     argv.insert(argv.end(), args.begin(), args.end());
     return argv;
