@@ -9,6 +9,9 @@
 #include <dlock/redis/cluster_store.hpp>
 #include <dlock/redis/redlock_store.hpp>
 #include <dlock/redis/store.hpp>
+#ifdef DLOCK_HAS_ZOOKEEPER
+#include <dlock/zookeeper/store.hpp>
+#endif
 
 #include <array>
 #include <utility>
@@ -37,6 +40,12 @@ constexpr std::pair<topology, factory> stores[] = {
     {topology::etcd,
      [](const options& o, boost::asio::any_io_executor ex) -> std::unique_ptr<store> {
          return std::make_unique<etcd_store>(ex, o.etcd);
+     }},
+#endif
+#ifdef DLOCK_HAS_ZOOKEEPER
+    {topology::zookeeper,
+     [](const options& o, boost::asio::any_io_executor ex) -> std::unique_ptr<store> {
+         return std::make_unique<zookeeper_store>(ex, o.zookeeper);
      }},
 #endif
 #ifdef DLOCK_HAS_MEMCACHED

@@ -362,6 +362,25 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
         return true;
 #endif
     }
+    if (out.url.rfind("zk://", 0) == 0 || out.url.rfind("zookeeper://", 0) == 0) {
+#ifndef DLOCK_HAS_ZOOKEEPER
+        return fail(err, "this dlock was built without ZooKeeper (DLOCK_WITH_ZOOKEEPER=OFF): " +
+                             std::string(set.count("--url") ? "--url" : url_from) + " is a zk:// URL");
+#else
+        zookeeper::config_error zerr;
+        if (!zookeeper::parse_url(out.url, out.zookeeper, zerr))
+            return fail(err, std::string(set.count("--url") ? "--url" : url_from) + ": " + zerr.message);
+        if (set.count("--cluster"))
+            return fail(err, "--cluster is for Redis Cluster; a zk:// URL lists the ensemble's servers itself");
+        if (!out.scripting)
+            return fail(err, "--no-scripting is for one Redis server (or Sentinel); ZooKeeper runs no scripts");
+        out.topology = topology::zookeeper;
+        if (out.cmd == command::release && !out.force)
+            return fail(err, "release: refusing to free '" + out.name +
+                                 "' whoever holds it without --force (the holder is not told; its node is gone)");
+        return true;
+#endif
+    }
     if (out.url.rfind("memcached://", 0) == 0) {
 #ifndef DLOCK_HAS_MEMCACHED
         return fail(err, "this dlock was built without memcached (DLOCK_WITH_MEMCACHED=OFF): " +
@@ -442,7 +461,10 @@ Options:
                             seconds; memcached://host:11211[,host:port...]: an efficiency lock
                             (whole-second leases of 2s or more, no wake-ups: waiters sleep
                             until the holder's lease ends; a restart loses locks and resets
-                            fencing tokens) (default: $DLOCK_URL, else redis://127.0.0.1:6379)
+                            fencing tokens); zk://host:2181[,host:port...][/chroot][?root=/dlock]:
+                            a ZooKeeper ensemble, in Curator's InterProcessMutex layout (lock
+                            path <root>/<prefix><NAME>) (default: $DLOCK_URL, else
+                            redis://127.0.0.1:6379)
   --cluster                 the URLs are seeds of a Redis Cluster
   --no-scripting            Redis without Lua (WATCH/MULTI/EXEC), for servers that refuse EVAL;
                             one server or Sentinel; no direct hand-off (waiters are woken)
@@ -481,7 +503,7 @@ usage, 69 server unreachable.
 )";
     return R"(usage: dlock COMMAND [OPTIONS] ...
 
-Distributed locks on Redis, etcd or memcached, from the shell.
+Distributed locks on Redis, etcd, ZooKeeper or memcached, from the shell.
 
 Commands:
   run NAME -- COMMAND...    run COMMAND while holding the lock NAME

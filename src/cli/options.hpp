@@ -5,6 +5,7 @@
 #include <dlock/etcd/config.hpp>
 #include <dlock/memcached/config.hpp>
 #include <dlock/redis/config.hpp>
+#include <dlock/zookeeper/config.hpp>
 
 #include "cli/exit_status.hpp"
 
@@ -33,6 +34,7 @@ enum class topology {
     cluster,
     etcd,       ///< an etcd:// URL: etcd_store over the listed members
     memcached,  ///< a memcached:// URL: memcached_store over the listed servers
+    zookeeper,  ///< a zk:// URL: zookeeper_store over the listed ensemble
 };
 
 /// The longest --lease or --grace. Redis refuses expiry times that overflow its 64-bit
@@ -47,6 +49,7 @@ struct options {
     std::vector<redis::config> servers;          ///< parsed from url (+ "redis" in the config file)
     etcd::config etcd;                           ///< topology::etcd: parsed from url
     memcached::config memcached;                 ///< topology::memcached: parsed from url
+    zookeeper::config zookeeper;                 ///< topology::zookeeper: parsed from url
     dlock::cli::topology topology = topology::single;
     std::string prefix = "dlock";
     std::chrono::milliseconds lease{30'000};

@@ -115,6 +115,21 @@ BOOST_AUTO_TEST_CASE(memcached_urls)
 }
 #endif
 
+#ifdef DLOCK_HAS_ZOOKEEPER
+BOOST_AUTO_TEST_CASE(zookeeper_urls)
+{
+    auto o = ok({"run", "--url", "zk://a:1,b/app?root=/locks", "job", "--", "true"});
+    BOOST_TEST((o.topology == topology::zookeeper));
+    BOOST_REQUIRE(o.zookeeper.servers.size() == 2u);
+    BOOST_TEST(o.zookeeper.servers[1].port == 2181);
+    BOOST_TEST(o.zookeeper.chroot == "/app");
+    BOOST_TEST(o.zookeeper.root == "/locks");
+    BOOST_TEST(has(bad({"run", "--url", "zk://a:0", "job", "--", "true"}), "bad port"));
+    BOOST_TEST(has(bad({"run", "--url", "zk://a", "--cluster", "job", "--", "true"}), "--cluster"));
+    BOOST_TEST(has(bad({"release", "--url", "zk://a", "job"}), "--force"));
+}
+#endif
+
 BOOST_AUTO_TEST_CASE(arguments_after_the_separator_belong_to_the_command)
 {
     auto o = ok({"run", "job", "--", "grep", "--help", "--url", "x"});

@@ -361,6 +361,41 @@ BOOST_AUTO_TEST_CASE(a_waiter_whose_predecessor_goes_keeps_its_place)
         60s);
 }
 
+#ifdef DLOCK_CLI_PATH
+// The tool on ZooKeeper: `dlock run` runs under the lock, `status` shows the holder and its
+// czxid, and `release --force` deletes the holder's node, which its watchdog then notices.
+BOOST_AUTO_TEST_CASE(the_tool_runs_reports_and_forces_a_release)
+{
+    zk_ensemble z;
+    const std::string cli = DLOCK_CLI_PATH;
+    int status = -1;
+    auto out = dlock::test::run_capture({cli, "run", "--url", z.url(), "tool", "--", "sh", "-c", "echo ran"}, &status);
+    BOOST_TEST(status == 0, out);
+    BOOST_TEST(out.find("ran") != std::string::npos, out);
+    asio::io_context io;
+    dlock::zookeeper_store store(io.get_executor(), config_of(z.url("?session_timeout=4s")));
+    dlock::registry reg(store, {.lease = 3s});
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto g = co_await reg.obtain("f").acquire();
+            auto st = dlock::test::run_capture({cli, "status", "--json", "--url", z.url(), "f"}, &status);
+            BOOST_TEST(status == 0, st);
+            BOOST_TEST(st.find("\"held\":true") != std::string::npos, st);
+            BOOST_TEST(st.find("\"fencing_token\":" + std::to_string(g.fencing_token())) != std::string::npos, st);
+            auto rel = dlock::test::run_capture({cli, "release", "--force", "--url", z.url(), "f"}, &status);
+            BOOST_TEST(status == 0, rel);
+            asio::steady_timer t(io, 3s);  // a watchdog round (lease / 3) and then some
+            co_await t.async_wait(asio::bind_cancellation_slot(g.lost_slot(), asio::as_tuple(asio::use_awaitable)));
+            BOOST_TEST(g.is_lost());
+            auto [ec] = co_await g.release(asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST((ec == dlock::error::lock_lost));
+            store.close();
+        },
+        60s);
+}
+#endif
+
 // Bad input: each a clear error, nothing hangs.
 BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error)
 {
