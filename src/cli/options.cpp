@@ -28,12 +28,18 @@ struct flag_spec {
 };
 
 constexpr flag_spec flags[] = {
-    {"--url", true, "rse"},      {"--config", true, "rse"},
-    {"--prefix", true, "rse"},   {"--lease", true, "r"},
-    {"--wait", true, "r"},       {"--no-watchdog", false, "r"},
-    {"--grace", true, "r"},      {"--conflict-exit-code", true, "r"},
-    {"--json", false, "s"},      {"--force", false, "e"},
-    {"--verbose", false, "rse"}, {"--cluster", false, "rse"},
+    {"--url", true, "rse"},
+    {"--config", true, "rse"},
+    {"--prefix", true, "rse"},
+    {"--lease", true, "r"},
+    {"--wait", true, "r"},
+    {"--no-watchdog", false, "r"},
+    {"--grace", true, "r"},
+    {"--conflict-exit-code", true, "r"},
+    {"--json", false, "s"},
+    {"--force", false, "e"},
+    {"--verbose", false, "rse"},
+    {"--cluster", false, "rse"},
     {"--no-scripting", false, "rse"},
 };
 
@@ -188,10 +194,10 @@ bool apply_file(const std::string& path, const std::string& text, const std::map
             if (!flag_set("--conflict-exit-code"))
                 out.conflict_exit_code = static_cast<int>(v.as_int64());
         } else {
-            return fail(
-                err, path + ": unknown field \"" + key +
-                         "\" (known: url, cluster, redis, prefix, lease, wait, watchdog, grace, conflict_exit_code, "
-                         "scripting)");
+            return fail(err,
+                        path + ": unknown field \"" + key +
+                            "\" (known: url, cluster, redis, prefix, lease, wait, watchdog, grace, conflict_exit_code, "
+                            "scripting)");
         }
     }
     return true;

@@ -19,7 +19,7 @@ struct client::call {
     std::uint64_t id = 0;
     bool is_watch = false;
     clock::time_point sent{};
-    std::uint64_t watch_id = 0;     // a request that sets a watch: the watch's call
+    std::uint64_t watch_id = 0;    // a request that sets a watch: the watch's call
     bool watch_on_nonode = false;  // exists(): a missing node is watched for its creation
     std::function<std::function<void()>(int rc, const char* s, int len, const Stat* st, const String_vector* v)> raw;
 };
@@ -122,8 +122,8 @@ std::shared_ptr<client> client::open(asio::any_io_executor ex, const std::string
     std::shared_ptr<client> c(new client(ex));
     c->on_state_ = std::move(on_state);
     c->confirmed_ = clock::now();
-    c->zh_ = zookeeper_init2(hosts.c_str(), &client_access::session, static_cast<int>(session_timeout.count()),
-                             nullptr, c.get(), 0, &log_line);
+    c->zh_ = zookeeper_init2(hosts.c_str(), &client_access::session, static_cast<int>(session_timeout.count()), nullptr,
+                             c.get(), 0, &log_line);
     if (!c->zh_) {
         err = std::string("the ZooKeeper client refused '") + hosts + "': " + std::strerror(errno);
         return nullptr;
@@ -214,9 +214,8 @@ namespace {
 
 client::call* watch_call(client::call* c, client::watch_fn fn)
 {
-    c->raw = [fn = std::move(fn)](int type, const char*, int, const Stat*, const String_vector*) -> std::function<void()> {
-        return [fn, type] { fn(type); };
-    };
+    c->raw = [fn = std::move(fn)](int type, const char*, int, const Stat*,
+                                  const String_vector*) -> std::function<void()> { return [fn, type] { fn(type); }; };
     return c;
 }
 
@@ -239,12 +238,14 @@ void client::create(const std::string& path, const std::string& data, int flags,
     started(rc, id);
 }
 
-void client::get_children(const std::string& path, std::function<void(int, std::vector<std::string>)> cb, watch_fn watch)
+void client::get_children(const std::string& path, std::function<void(int, std::vector<std::string>)> cb,
+                          watch_fn watch)
 {
     call* w = watch ? watch_call(add_call(true), std::move(watch)) : nullptr;
     auto* c = add_call(false);
     c->watch_id = w ? w->id : 0;
-    c->raw = [cb = std::move(cb)](int rc, const char*, int, const Stat*, const String_vector* v) -> std::function<void()> {
+    c->raw = [cb = std::move(cb)](int rc, const char*, int, const Stat*,
+                                  const String_vector* v) -> std::function<void()> {
         std::vector<std::string> names;
         if (rc == ZOK && v)
             for (int i = 0; i < v->count; ++i)
@@ -264,7 +265,8 @@ void client::exists(const std::string& path, std::function<void(int, node_stat)>
     auto* c = add_call(false);
     c->watch_id = w ? w->id : 0;
     c->watch_on_nonode = true;
-    c->raw = [cb = std::move(cb)](int rc, const char*, int, const Stat* st, const String_vector*) -> std::function<void()> {
+    c->raw = [cb = std::move(cb)](int rc, const char*, int, const Stat* st,
+                                  const String_vector*) -> std::function<void()> {
         return [cb, rc, stat = to_stat(st)] { cb(rc, stat); };
     };
     auto id = c->id;
@@ -294,9 +296,8 @@ void client::get(const std::string& path, std::function<void(int, std::string, n
 void client::remove(const std::string& path, std::function<void(int)> cb)
 {
     auto* c = add_call(false);
-    c->raw = [cb = std::move(cb)](int rc, const char*, int, const Stat*, const String_vector*) -> std::function<void()> {
-        return [cb, rc] { cb(rc); };
-    };
+    c->raw = [cb = std::move(cb)](int rc, const char*, int, const Stat*,
+                                  const String_vector*) -> std::function<void()> { return [cb, rc] { cb(rc); }; };
     auto id = c->id;
     int rc = zh_ ? zoo_adelete(zh_, path.c_str(), -1, &client_access::void_done, c) : ZCLOSING;
     started(rc, id);

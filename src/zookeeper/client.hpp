@@ -37,8 +37,7 @@ public:
     /// `hosts`: numeric "ip:port,ip:port[/chroot]" (the C client resolves names with a
     /// blocking call). Null and `err` set if the C client refuses the arguments.
     static std::shared_ptr<client> open(boost::asio::any_io_executor ex, const std::string& hosts,
-                                        std::chrono::milliseconds session_timeout, state_fn on_state,
-                                        std::string& err);
+                                        std::chrono::milliseconds session_timeout, state_fn on_state, std::string& err);
     ~client();
 
     /// Ends the session (its ephemeral nodes go at once) and the handle. Pending requests
@@ -60,8 +59,7 @@ public:
                       watch_fn watch = {});
     void exists(const std::string& path, std::function<void(int rc, node_stat)> cb, watch_fn watch = {});
     /// A data watch (Curator's choice for the predecessor: no lingering creation watch).
-    void get(const std::string& path, std::function<void(int rc, std::string data, node_stat)> cb,
-             watch_fn watch = {});
+    void get(const std::string& path, std::function<void(int rc, std::string data, node_stat)> cb, watch_fn watch = {});
     void remove(const std::string& path, std::function<void(int rc)> cb);
 
     struct call;  // one pending request or watch: the C library's `data`

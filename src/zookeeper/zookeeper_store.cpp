@@ -124,19 +124,13 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
         case ZCLOSING:
         case ZSESSIONEXPIRED:
         case ZINVALIDSTATE:
-        case ZSESSIONMOVED:
-            return error::connection_lost;
-        case ZOPERATIONTIMEOUT:
-            return error::timeout;
+        case ZSESSIONMOVED: return error::connection_lost;
+        case ZOPERATIONTIMEOUT: return error::timeout;
         case ZNOAUTH:
-        case ZAUTHFAILED:
-            return error::permission_denied;
-        case ZNOCHILDRENFOREPHEMERALS:
-            return error::wrong_type;
-        case ZBADARGUMENTS:
-            return error::invalid_request;
-        default:
-            return error::server_error;
+        case ZAUTHFAILED: return error::permission_denied;
+        case ZNOCHILDRENFOREPHEMERALS: return error::wrong_type;
+        case ZBADARGUMENTS: return error::invalid_request;
+        default: return error::server_error;
         }
     }
 
@@ -187,30 +181,31 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
         });
         for (std::size_t i = 0; i < cfg.servers.size(); ++i) {
             const auto& srv = cfg.servers[i];
-            resolver.async_resolve(
-                srv.host, std::to_string(srv.port),
-                [self = shared_from_this(), i, left, hosts, failed](error_code ec, asio::ip::tcp::resolver::results_type r) {
-                    if (!self->opening || self->closed)
-                        return;
-                    if (!ec && !r.empty()) {
-                        auto ep = r.begin()->endpoint();
-                        auto a = ep.address().to_string();
-                        (*hosts)[i] = (ep.address().is_v6() ? "[" + a + "]" : a) + ":" + std::to_string(ep.port());
-                    } else {
-                        *failed = self->cfg.servers[i].host + ": " + ec.message();
-                    }
-                    if (--*left)
-                        return;
-                    std::string list;
-                    for (auto& h : *hosts)
-                        if (!h.empty())
-                            list += (list.empty() ? "" : ",") + h;
-                    if (list.empty()) {
-                        self->set_text("zookeeper: no server name resolved (" + *failed + ")");
-                        return self->fail_session_waiters(error::resolve_failed);
-                    }
-                    self->start_client(list + self->cfg.chroot);
-                });
+            resolver.async_resolve(srv.host, std::to_string(srv.port),
+                                   [self = shared_from_this(), i, left, hosts,
+                                    failed](error_code ec, asio::ip::tcp::resolver::results_type r) {
+                                       if (!self->opening || self->closed)
+                                           return;
+                                       if (!ec && !r.empty()) {
+                                           auto ep = r.begin()->endpoint();
+                                           auto a = ep.address().to_string();
+                                           (*hosts)[i] = (ep.address().is_v6() ? "[" + a + "]" : a) + ":" +
+                                                         std::to_string(ep.port());
+                                       } else {
+                                           *failed = self->cfg.servers[i].host + ": " + ec.message();
+                                       }
+                                       if (--*left)
+                                           return;
+                                       std::string list;
+                                       for (auto& h : *hosts)
+                                           if (!h.empty())
+                                               list += (list.empty() ? "" : ",") + h;
+                                       if (list.empty()) {
+                                           self->set_text("zookeeper: no server name resolved (" + *failed + ")");
+                                           return self->fail_session_waiters(error::resolve_failed);
+                                       }
+                                       self->start_client(list + self->cfg.chroot);
+                                   });
         }
     }
     void start_client(const std::string& hosts)
@@ -720,7 +715,8 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
                         // No lock path yet (or reaped): watch for its creation instead.
                         bool had = !nw.last.empty();
                         nw.last.clear();
-                        self->zk->exists(path, [](int, node_stat) {}, on_change);
+                        self->zk->exists(
+                            path, [](int, node_stat) {}, on_change);
                         self->ready_name(name);
                         if (had)
                             self->tell_name(name, watch_event::released);

@@ -65,11 +65,27 @@ std::string four_letter(std::uint16_t port, const std::string& word)
 std::string zk_ensemble::curator_classpath()
 {
     std::string cp;
-    for (const char* jar : {"curator-recipes", "curator-framework", "curator-client", "zookeeper", "zookeeper-jute",
-                            "guava", "slf4j-api", "slf4j-nop", "netty-handler", "netty-transport", "netty-common",
-                            "netty-buffer", "netty-resolver", "netty-codec", "netty-transport-native-epoll",
-                            "netty-transport-native-unix-common", "commons-lang3", "jline", "audience-annotations",
-                            "metrics-core", "snappy-java"})
+    for (const char* jar : {"curator-recipes",
+                            "curator-framework",
+                            "curator-client",
+                            "zookeeper",
+                            "zookeeper-jute",
+                            "guava",
+                            "slf4j-api",
+                            "slf4j-nop",
+                            "netty-handler",
+                            "netty-transport",
+                            "netty-common",
+                            "netty-buffer",
+                            "netty-resolver",
+                            "netty-codec",
+                            "netty-transport-native-epoll",
+                            "netty-transport-native-unix-common",
+                            "commons-lang3",
+                            "jline",
+                            "audience-annotations",
+                            "metrics-core",
+                            "snappy-java"})
         if (std::filesystem::exists(std::string("/usr/share/java/") + jar + ".jar"))
             cp += (cp.empty() ? "" : ":") + std::string("/usr/share/java/") + jar + ".jar";
     return cp;

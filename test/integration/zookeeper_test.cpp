@@ -52,7 +52,7 @@ const std::string& curator_dir()
         auto d = temp_dir();
         int status = -1;
         auto out = dlock::test::run_capture(
-            {"javac", "-cp", zk_ensemble::curator_classpath(), "-d", d, DLOCK_CURATOR_SOURCE}, &status);
+            {"/usr/bin/javac", "-cp", zk_ensemble::curator_classpath(), "-d", d, DLOCK_CURATOR_SOURCE}, &status);
         if (status != 0)
             throw std::runtime_error("javac CuratorLock.java failed (is default-jdk-headless installed?): " + out);
         return d;
@@ -62,8 +62,13 @@ const std::string& curator_dir()
 
 std::vector<std::string> curator(std::vector<std::string> args)
 {
-    std::vector<std::string> argv = {"/usr/bin/java", "-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
-                                     zk_ensemble::curator_classpath() + ":" + curator_dir(), "CuratorLock"};
+    std::vector<std::string> argv = {"/usr/bin/java",
+                                     "-Xmx96m",
+                                     "-XX:+UseSerialGC",
+                                     "-XX:TieredStopAtLevel=1",
+                                     "-cp",
+                                     zk_ensemble::curator_classpath() + ":" + curator_dir(),
+                                     "CuratorLock"};
     argv.insert(argv.end(), args.begin(), args.end());
     return argv;
 }
@@ -110,9 +115,8 @@ BOOST_AUTO_TEST_CASE(interop_with_curator_counts_exactly)
     for (int i = 0; i < 2; ++i) {
         procs.push_back(std::make_unique<dlock::test::child>(
             curator({"count", z.connect_string(), "/dlock/dlock:shared", "60", counter, log})));
-        procs.push_back(std::make_unique<dlock::test::child>(
-            std::vector<std::string>{dlock::test::worker_path(), "count", z.url("?session_timeout=4s"), "shared", "3",
-                                     "20", counter, log}));
+        procs.push_back(std::make_unique<dlock::test::child>(std::vector<std::string>{
+            dlock::test::worker_path(), "count", z.url("?session_timeout=4s"), "shared", "3", "20", counter, log}));
     }
     for (auto& p : procs) {
         auto line = p->read_line(120s);

@@ -9,6 +9,9 @@
 //       acquires, prints "acquired <czxid>", holds MILLIS, releases, prints "released".
 //   wait CONNECT PATH
 //       prints "waiting", acquires, prints "acquired <czxid>", releases.
+//   handoff CONNECT PATH N
+//       two sessions take turns: one holds while the other queues behind it; the time from
+//       the holder's release to the waiter's acquire, N times; prints "p50_us=.. p99_us=.."
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -68,6 +71,41 @@ public class CuratorLock {
             }
             Arrays.sort(us);
             System.out.println("p50_us=" + us[n / 2] + " p99_us=" + us[(int) (n * 0.99)]);
+            break;
+        }
+        case "handoff": {
+            int n = Integer.parseInt(args[3]);
+            CuratorFramework other = CuratorFrameworkFactory.builder().connectString(args[1]).sessionTimeoutMs(4000)
+                .connectionTimeoutMs(4000).retryPolicy(new ExponentialBackoffRetry(50, 10)).build();
+            other.start();
+            other.blockUntilConnected();
+            Mutex second = new Mutex(other, args[2]);
+            long[] us = new long[n];
+            for (int i = 0; i < n + 10; ++i) {
+                Mutex holder = i % 2 == 0 ? lock : second, waiter = i % 2 == 0 ? second : lock;
+                holder.acquire();
+                long[] got = new long[1];
+                Thread t = new Thread(() -> {
+                    try {
+                        waiter.acquire();
+                        got[0] = System.nanoTime();
+                        waiter.release();
+                    } catch (Exception e) {
+                        throw new RuntimeException(e);
+                    }
+                });
+                t.start();
+                while (holder.getParticipantNodes().size() < 2)
+                    Thread.sleep(1);
+                long t0 = System.nanoTime();
+                holder.release();
+                t.join();
+                if (i >= 10)
+                    us[i - 10] = (got[0] - t0) / 1000;
+            }
+            Arrays.sort(us);
+            System.out.println("p50_us=" + us[n / 2] + " p99_us=" + us[(int) (n * 0.99)]);
+            other.close();
             break;
         }
         case "hold": {

@@ -68,9 +68,9 @@ BOOST_AUTO_TEST_CASE(urls)
 {
     dlock::zookeeper::config c;
     dlock::zookeeper::config_error err;
-    BOOST_TEST(dlock::zookeeper::parse_url("zk://a:1,b,[::1]:3/app?root=/locks&session_timeout=3s&connect_timeout=1s",
-                                           c, err),
-               err.message);
+    BOOST_TEST(
+        dlock::zookeeper::parse_url("zk://a:1,b,[::1]:3/app?root=/locks&session_timeout=3s&connect_timeout=1s", c, err),
+        err.message);
     BOOST_REQUIRE(c.servers.size() == 3u);
     BOOST_TEST(c.servers[1].port == 2181);
     BOOST_TEST(c.servers[2].host == "::1");
@@ -83,12 +83,12 @@ BOOST_AUTO_TEST_CASE(urls)
         const char* url;
         dlock::error code;
     };
-    for (auto b : {bad_case{"redis://a", dlock::error::unsupported_scheme}, bad_case{"zk://", dlock::error::invalid_url},
-                   bad_case{"zk://a:0", dlock::error::invalid_port}, bad_case{"zk://a,a", dlock::error::invalid_url},
-                   bad_case{"zk://a/b/", dlock::error::invalid_url},
-                   bad_case{"zk://a?root=x", dlock::error::invalid_option},
-                   bad_case{"zk://a?session_timeout=soon", dlock::error::invalid_duration},
-                   bad_case{"zk://a?color=red", dlock::error::invalid_option}, bad_case{"a:1", dlock::error::invalid_url}}) {
+    for (auto b :
+         {bad_case{"redis://a", dlock::error::unsupported_scheme}, bad_case{"zk://", dlock::error::invalid_url},
+          bad_case{"zk://a:0", dlock::error::invalid_port}, bad_case{"zk://a,a", dlock::error::invalid_url},
+          bad_case{"zk://a/b/", dlock::error::invalid_url}, bad_case{"zk://a?root=x", dlock::error::invalid_option},
+          bad_case{"zk://a?session_timeout=soon", dlock::error::invalid_duration},
+          bad_case{"zk://a?color=red", dlock::error::invalid_option}, bad_case{"a:1", dlock::error::invalid_url}}) {
         dlock::zookeeper::config_error e;
         BOOST_TEST(!dlock::zookeeper::parse_url(b.url, c, e), b.url);
         BOOST_TEST((e.code == make_error_code(b.code)), b.url << ": " << e.message);
