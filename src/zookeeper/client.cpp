@@ -121,7 +121,6 @@ std::shared_ptr<client> client::open(asio::any_io_executor ex, const std::string
     (void)quiet;
     std::shared_ptr<client> c(new client(ex));
     c->on_state_ = std::move(on_state);
-    c->confirmed_ = clock::now();
     c->zh_ = zookeeper_init2(hosts.c_str(), &client_access::session, static_cast<int>(session_timeout.count()), nullptr,
                              c.get(), 0, &log_line);
     if (!c->zh_) {

@@ -248,17 +248,28 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
                     drop_client();
                     return fail_session_waiters(error::invalid_lease);
                 }
-                session_id = id;
-                suspect = false;
-                opening = false;
-                connect_timer.cancel();
-                arm_ping();
-                arm_deadline();
-                emit_session(session_event::up, info());
-                auto w = std::move(session_waiters);
-                session_waiters.clear();
-                for (auto& c : w)
-                    c({});
+                // The handshake's send time is the library's: date the session by a request
+                // of ours instead, answered after the session exists.
+                zk->exists("/", [w = weak_from_this(), id, c = zk](int rc, node_stat) {
+                    auto s = w.lock();
+                    if (!s || s->closed || s->zk != c || !s->opening)
+                        return;
+                    if (rc != ZOK && rc != ZNONODE) {
+                        s->drop_client();
+                        return s->fail_session_waiters(s->to_error(rc, "confirming a new session"));
+                    }
+                    s->session_id = id;
+                    s->suspect = false;
+                    s->opening = false;
+                    s->connect_timer.cancel();
+                    s->arm_ping();
+                    s->arm_deadline();
+                    s->emit_session(session_event::up, s->info());
+                    auto waiters = std::move(s->session_waiters);
+                    s->session_waiters.clear();
+                    for (auto& f : waiters)
+                        f({});
+                });
                 return;
             }
             if (session_id && id == session_id && suspect) {
@@ -300,9 +311,15 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
             auto s = w.lock();
             if (ec || !s || s->closed || s->session_id != id || !s->zk)
                 return;
-            s->zk->exists("/", [w](int, node_stat) {
-                if (auto s = w.lock())
-                    s->arm_deadline();
+            s->zk->exists("/", [w, id](int rc, node_stat) {
+                auto s = w.lock();
+                if (!s || s->closed || s->session_id != id || (rc != ZOK && rc != ZNONODE))
+                    return;
+                // Answered: the session lived at the send time; its locks' ends move with it.
+                bool was = s->suspect;
+                s->suspect = false;
+                s->arm_deadline();
+                s->emit_session(was ? session_event::restored : session_event::up, s->info());
             });
             s->arm_ping();
         });

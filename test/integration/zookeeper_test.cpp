@@ -97,7 +97,8 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
         BOOST_TEST(w->wait() == 0);
     }
     auto r = dlock::test::check_count_log(counter, log, processes, processes * coroutines * sections);
-    BOOST_TEST(r.switches > 3u, "process switches: " << r.switches);
+    // More than the 2 switches of three processes taking turns once each: they interleaved.
+    BOOST_TEST(r.switches > 2u, "process switches: " << r.switches);
     std::filesystem::remove_all(dir);
 }
 
@@ -180,8 +181,8 @@ BOOST_AUTO_TEST_CASE(interop_with_curator_both_ways)
 }
 
 // A holder and a waiter (two stores: two sessions) while the leader is SIGKILLed: never two
-// holders; the holder keeps its lock (the session survives a failover) or is told it lost
-// it; the waiter proceeds once the holder releases.
+// holders; the holder keeps its lock (its session outlives the election) and the waiter
+// proceeds once the holder releases.
 BOOST_AUTO_TEST_CASE(leader_killed_while_held_and_waited)
 {
     zk_ensemble z;
@@ -215,11 +216,12 @@ BOOST_AUTO_TEST_CASE(leader_killed_while_held_and_waited)
             BOOST_TEST(z.wait_leader(30s));
             asio::steady_timer t(io, 3s);  // some time under the new leader
             co_await t.async_wait(asio::use_awaitable);
-            BOOST_TEST((!waiter_got || g.is_lost()));
-            BOOST_TEST_MESSAGE("holder lost: " << g.is_lost());
+            BOOST_TEST(!waiter_got);
+            // A session of 6 s outlives an election: the holder kept its lock throughout.
+            BOOST_TEST(!g.is_lost());
             released = true;
             auto [ec] = co_await g.release(asio::as_tuple(asio::use_awaitable));
-            BOOST_TEST((!ec || ec == dlock::error::lock_lost), ec.message());
+            BOOST_TEST(!ec, ec.message());
             BOOST_TEST((co_await wake.wait([&] { return waiter_got; }, 30s)));
             BOOST_TEST(waiter_token > first);
             co_await tasks.join(10s);
@@ -227,6 +229,31 @@ BOOST_AUTO_TEST_CASE(leader_killed_while_held_and_waited)
             waiter_store.close();
         },
         90s);
+}
+
+// A critical section many session timeouts long: the session's confirmations keep moving
+// the lock's end (no lease silently expires under long work), and it releases cleanly.
+BOOST_AUTO_TEST_CASE(a_long_hold_stays_valid)
+{
+    zk_ensemble z;
+    asio::io_context io;
+    dlock::zookeeper_store store(io.get_executor(), config_of(z.url("?session_timeout=1s")));
+    dlock::registry reg(store, {.lease = 1s});
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto g = co_await reg.obtain("long").acquire();
+            auto first_end = g.valid_until();
+            asio::steady_timer t(io, 4s);
+            co_await t.async_wait(asio::use_awaitable);
+            BOOST_TEST(!g.is_lost());
+            BOOST_TEST((g.valid_until() > first_end + 2s));
+            BOOST_TEST((g.valid_until() > std::chrono::steady_clock::now()));
+            auto [ec] = co_await g.release(asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST(!ec, ec.message());
+            store.close();
+        },
+        30s);
 }
 
 // A holder SIGSTOPped past its session timeout: the servers expire the session, another
