@@ -7,12 +7,15 @@
 
 #include "common/child.hpp"
 #include "common/redis_server.hpp"
+#include "common/tcp_proxy.hpp"
 #include "common/zk_ensemble.hpp"
 #include "integration/mutual_exclusion.hpp"
 #include "integration/support.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -426,6 +429,69 @@ BOOST_AUTO_TEST_CASE(the_tool_runs_reports_and_forces_a_release)
         60s);
 }
 #endif
+
+// A create whose reply is lost (the connection drops while the reply is held back): the
+// node exists at the servers; the retry with the same token finds it by its guid and takes
+// it, instead of leaving it behind as an orphan that would block the name.
+BOOST_AUTO_TEST_CASE(a_create_whose_reply_was_lost_is_found_again)
+{
+    zk_ensemble z;
+    dlock::test::tcp_proxy proxy(z.client_port(0), false);
+    asio::io_context io;
+    dlock::zookeeper_store store(io.get_executor(),
+                                 config_of("zk://127.0.0.1:" + std::to_string(proxy.port()) + "?session_timeout=8s"));
+    dlock::zookeeper_store observer(io.get_executor(), config_of(z.url("?session_timeout=4s")));
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            // The session, and the lock path (a container: it outlives the node for a while).
+            auto warm = co_await store.async_try_acquire("lost", "w", 2s, asio::use_awaitable);
+            BOOST_TEST(warm.acquired);
+            BOOST_TEST((co_await store.async_release("lost", "w", asio::use_awaitable)));
+            auto before = store.session().generation;
+            proxy.delay_replies(3s);
+            bool first_done = false;
+            boost::system::error_code first_ec;
+            dlock::test::notifier wake(io.get_executor());
+            asio::co_spawn(
+                io,
+                [&]() -> asio::awaitable<void> {
+                    auto [ec, r] =
+                        co_await store.async_try_acquire("lost", "tok", 2s, asio::as_tuple(asio::use_awaitable));
+                    first_ec = ec;
+                    first_done = true;
+                    wake.notify();
+                },
+                asio::detached);
+            // The servers made the node (seen from another session); its reply is held back.
+            asio::steady_timer t(io);
+            dlock::lock_status seen;
+            for (int i = 0; i < 500 && !seen.held; ++i) {
+                seen = co_await observer.async_status("lost", asio::use_awaitable);
+                t.expires_after(10ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            BOOST_REQUIRE(seen.held);
+            BOOST_TEST(!first_done);
+            proxy.drop_connections();
+            BOOST_TEST((co_await wake.wait([&] { return first_done; }, 10s)));
+            BOOST_TEST((first_ec == dlock::error::connection_lost), first_ec.message());
+            BOOST_TEST(dlock::is_transient(first_ec));
+            proxy.pass_through();
+            auto again = co_await store.async_try_acquire("lost", "tok", 2s, asio::use_awaitable);
+            BOOST_TEST(again.acquired);
+            BOOST_TEST(again.fencing_token == seen.fencing_token);  // the same node, not a second one
+            BOOST_TEST(store.session().generation == before);       // the session survived the cut
+            auto after = co_await observer.async_status("lost", asio::use_awaitable);
+            BOOST_TEST(after.queued == 0u);
+            BOOST_TEST(after.key == seen.key);
+            BOOST_TEST((co_await store.async_release("lost", "tok", asio::use_awaitable)));
+            BOOST_TEST(!(co_await observer.async_status("lost", asio::use_awaitable)).held);
+            store.close();
+            observer.close();
+        },
+        60s);
+}
 
 // Bad input: each a clear error, nothing hangs.
 BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error)
