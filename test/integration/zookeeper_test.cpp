@@ -342,6 +342,8 @@ BOOST_AUTO_TEST_CASE(a_waiter_whose_predecessor_goes_keeps_its_place)
     run_test(
         io,
         [&]() -> asio::awaitable<void> {
+            for (auto* st : {&a_store, &b_store, &c_store})  // sessions first: a slow start is not a lost place
+                co_await st->async_connect(asio::use_awaitable);
             auto ga = co_await a.obtain("line").acquire();
             bool a_released = false, c_got = false;
             dlock::test::notifier wake(io.get_executor());
@@ -357,7 +359,7 @@ BOOST_AUTO_TEST_CASE(a_waiter_whose_predecessor_goes_keeps_its_place)
                 BOOST_TEST(!g, "B got the lock");
             };
             tasks.spawn(b_waits());
-            for (int i = 0; i < 1000 && (co_await queued()) < 1; ++i) {
+            for (int i = 0; i < 3000 && (co_await queued()) < 1; ++i) {
                 t.expires_after(10ms);
                 co_await t.async_wait(asio::use_awaitable);
             }
@@ -369,13 +371,13 @@ BOOST_AUTO_TEST_CASE(a_waiter_whose_predecessor_goes_keeps_its_place)
                 co_await g.release();
             };
             tasks.spawn(c_waits());
-            for (int i = 0; i < 1000 && (co_await queued()) < 2; ++i) {
+            for (int i = 0; i < 3000 && (co_await queued()) < 2; ++i) {
                 t.expires_after(10ms);
                 co_await t.async_wait(asio::use_awaitable);
             }
             BOOST_TEST((co_await queued()) == 2u);
             stop_b.emit(asio::cancellation_type::terminal);  // B's node goes
-            for (int i = 0; i < 1000 && (co_await queued()) > 1; ++i) {
+            for (int i = 0; i < 3000 && (co_await queued()) > 1; ++i) {
                 t.expires_after(10ms);
                 co_await t.async_wait(asio::use_awaitable);
             }
