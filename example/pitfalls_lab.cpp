@@ -142,19 +142,25 @@ struct settings {
 // When each fault strikes (offsets from the row's start). It strikes whichever worker gets
 // there first, claimed on the resource server, so a worker that never gets the lock (a
 // polling lock is unfair) cannot dodge it.
-milliseconds kill_at(const settings& s) { return milliseconds(s.row_ms * 3 / 4); }
-milliseconds slow_at(const settings& s) { return milliseconds(s.row_ms * 3 / 10); }
-milliseconds pause_at(const settings& s) { return milliseconds(s.row_ms * 11 / 20); }
+milliseconds kill_at(const settings& s)
+{
+    return milliseconds(s.row_ms * 3 / 4);
+}
+milliseconds slow_at(const settings& s)
+{
+    return milliseconds(s.row_ms * 3 / 10);
+}
+milliseconds pause_at(const settings& s)
+{
+    return milliseconds(s.row_ms * 11 / 20);
+}
 
 long skew_of(const settings& s, int worker)
 {
     switch (worker % 4) {
-    case 1:
-        return s.skew_ms;
-    case 2:
-        return -s.skew_ms;
-    default:
-        return 0;
+    case 1: return s.skew_ms;
+    case 2: return -s.skew_ms;
+    default: return 0;
     }
 }
 
@@ -259,7 +265,10 @@ struct hold {
     std::uint64_t token = 0;
 };
 
-milliseconds lease(const worker& w) { return milliseconds(w.a.cfg.lease_ms); }
+milliseconds lease(const worker& w)
+{
+    return milliseconds(w.a.cfg.lease_ms);
+}
 
 asio::awaitable<redis::response> exec(redis::connection& c, const redis::request& req)
 {
@@ -291,15 +300,14 @@ long long wall_ms(const worker& w)
     return std::chrono::duration_cast<milliseconds>(now.time_since_epoch()).count();
 }
 
-// Fault (a): a holder dies holding the lock. It picks a moment when no other section is in
+// The kill fault: a holder dies holding the lock. It picks a moment when no other section is in
 // progress (for 50 tries), so no stale holder's DEL can clean up after it: the fault shows
 // what the recipe itself does with a dead holder's key.
 asio::awaitable<void> maybe_kill(worker& w)
 {
     if (w.kill_done || clock_type::now() < w.t0 + kill_at(w.a.cfg))
         co_return;
-    std::vector<std::string> keys{k_active, k_kill},
-        args{std::to_string(w.a.index), ++w.kill_tries >= 50 ? "1" : "0"};
+    std::vector<std::string> keys{k_active, k_kill}, args{std::to_string(w.a.index), ++w.kill_tries >= 50 ? "1" : "0"};
     auto r = co_await eval(w.res, kill_claim, std::move(keys), std::move(args));
     if (r.integer == 1) {
         std::fflush(stdout);
@@ -366,8 +374,7 @@ asio::awaitable<bool> acquire(worker& w, hold& h)
                 co_return true;
             break;
         }
-        case recipe::dlock_lock:
-            break;
+        case recipe::dlock_lock: break;
         }
         co_await sleep_for(w.a.id == recipe::polling ? 100ms : 10ms);
     }
@@ -407,8 +414,7 @@ asio::awaitable<void> release(worker& w, hold& h)
         break;
     }
     case recipe::fixed_lease:
-    case recipe::polling:
-    {
+    case recipe::polling: {
         std::vector<std::string> keys{w.lock_key}, args{h.value};  // named: g++ 12 rejects braces in co_await
         co_await eval(c, compare_and_delete, std::move(keys), std::move(args));
         break;
@@ -440,13 +446,13 @@ asio::awaitable<void> sections(worker& w, int co)
         auto r = co_await eval(w.res, read_script, std::move(read_keys), std::move(read_args));
         if (r.elements.size() == 2 && r.elements[0].integer == 1) {
             const long long value = r.elements[1].integer;
-            // Fault (b): one section works twice the lease.
+            // The slow fault: one section works twice the lease.
             bool slow = co_await claim(w, w.slow_done, slow_at(cfg), k_slow);
             co_await sleep_for(slow ? 2 * lease(w) : milliseconds(cfg.work_ms));
             if (w.a.id == recipe::dlock_lock && clock_type::now() >= h.guard.valid_until()) {
                 ++w.abandoned;  // the lease ran out: do not write
             } else {
-                // Fault (d): the parent stops this process here, after the last look at the lease
+                // The pause fault: the parent stops this process here, after the last look at the lease
                 // (not too close to the row's end: the parent must see the claim in time).
                 if (!w.pause_done && clock_type::now() >= w.t0 + pause_at(cfg) &&
                     clock_type::now() + 2 * lease(w) < w.deadline) {
@@ -658,6 +664,24 @@ void take_report(row_result& r, const std::string& line)
         r.waits_us.push_back(us.to_number<std::int64_t>());
 }
 
+std::vector<std::string> worker_argv(const lab& l, const recipe_info& info, int index)
+{
+    const auto& c = l.cfg;
+    std::vector<std::string> argv{l.self, "--worker", info.slug, "--index", std::to_string(index)};
+    for (auto [flag, value] : {std::pair{"--lock-url", l.lock_url},
+                               {"--resource-url", l.resource_url},
+                               {"--workers", std::to_string(c.workers)},
+                               {"--coroutines", std::to_string(c.coroutines)},
+                               {"--lease-ms", std::to_string(c.lease_ms)},
+                               {"--row-ms", std::to_string(c.row_ms)},
+                               {"--work-ms", std::to_string(c.work_ms)},
+                               {"--skew-ms", std::to_string(c.skew_ms)}}) {
+        argv.push_back(flag);
+        argv.push_back(value);
+    }
+    return argv;
+}
+
 row_result run_row(const lab& l, const recipe_info& info)
 {
     const auto& cfg = l.cfg;
@@ -670,11 +694,7 @@ row_result run_row(const lab& l, const recipe_info& info)
 
     std::vector<std::unique_ptr<dlock::test::child>> workers;
     for (int i = 0; i < cfg.workers; ++i)
-        workers.push_back(std::make_unique<dlock::test::child>(std::vector<std::string>{
-            l.self, "--worker", info.slug, "--index", std::to_string(i), "--lock-url", l.lock_url, "--resource-url",
-            l.resource_url, "--workers", std::to_string(cfg.workers), "--coroutines", std::to_string(cfg.coroutines),
-            "--lease-ms", std::to_string(cfg.lease_ms), "--row-ms", std::to_string(cfg.row_ms), "--work-ms",
-            std::to_string(cfg.work_ms), "--skew-ms", std::to_string(cfg.skew_ms)}));
+        workers.push_back(std::make_unique<dlock::test::child>(worker_argv(l, info, i)));
     for (auto& w : workers)
         if (w->read_line(30s) != "ready")
             throw std::runtime_error(std::string("a worker of ") + info.title + " did not start");
@@ -688,7 +708,7 @@ row_result run_row(const lab& l, const recipe_info& info)
                 std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count());
     blocking_exec(l.resource_rc, go);
 
-    // Fault (d): a worker inside a section claims the pause; the parent stops that process
+    // The pause fault: a worker inside a section claims it; the parent stops that process
     // for twice the lease. At the row's end the parent takes the claim itself, so a worker
     // that claimed at the last moment is still seen (the claim queues it atomically).
     auto pop_pause = [&](double seconds) {
@@ -743,11 +763,6 @@ row_result run_row(const lab& l, const recipe_info& info)
             ++r.failed;
     }
     r.commands = total_commands(l.lock_rc) - commands_before - 1;  // less the first INFO
-    if (std::getenv("PITFALLS_DEBUG")) {
-        redis::request cs;
-        cs.push("INFO", "commandstats");
-        std::cerr << blocking_exec(l.lock_rc, cs)[0].str << "\n";
-    }
 
     redis::request stats;
     stats.push("MGET", k_writes, k_counter, k_overlaps, k_fenced, k_slow, k_kill);
@@ -763,9 +778,6 @@ row_result run_row(const lab& l, const recipe_info& info)
     r.overlaps = num(2);
     r.fenced = num(3);
     r.slow = !resp[0].elements[4].is_nil();  // claimed: the report of a worker killed later is lost
-    if (std::getenv("PITFALLS_DEBUG"))
-        std::cerr << "slow by " << resp[0].elements[4].str << ", kill by " << resp[0].elements[5].str
-                  << ", pause by " << paused << "\n";
 
     // Stuck: the lock key is left without a TTL and the recipe has no way to take it back
     // (the timestamp recipe takes back an expired stamp, so its leftover only delays).
@@ -944,10 +956,9 @@ int main(int argc, char** argv)
 
     lab l;
     l.cfg = cfg;
+    // Workers run this very file, even if a rebuild replaces it meanwhile: in the forked
+    // child, /proc/self/exe still names the parent's executable.
     l.self = "/proc/self/exe";
-    char path[4096];
-    if (auto n = ::readlink("/proc/self/exe", path, sizeof path - 1); n > 0)
-        l.self.assign(path, static_cast<std::size_t>(n));
     // Two throwaway servers: the locks on one, the counter they protect on the other.
     dlock::test::redis_server lock_server, resource_server;
     l.lock_url = lock_server.url();

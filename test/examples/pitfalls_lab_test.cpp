@@ -15,8 +15,8 @@ using namespace std::chrono_literals;
 namespace {
 
 const std::string setnx_expire = "setnx+expire", timestamps = "setnx/getset timestamps",
-                  del_no_owner = "SET NX PX, DEL without owner check", fixed_lease = "SET NX PX, fixed lease, no renewal",
-                  polling = "100 ms polling", dlock_row = "dlock";
+                  del_no_owner = "SET NX PX, DEL without owner check",
+                  fixed_lease = "SET NX PX, fixed lease, no renewal", polling = "100 ms polling", dlock_row = "dlock";
 
 std::int64_t num(const boost::json::object& row, const char* field)
 {
