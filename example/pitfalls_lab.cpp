@@ -14,17 +14,20 @@
  * Both refuse ("fenced") a nonzero token lower than the highest token they have seen; the
  * recipes have no tokens (0: always accepted), dlock passes guard.fencing_token().
  *
- * Rows, each written as its write-up writes it:
- *   setnx+expire                       SETNX, then PEXPIRE (two commands); release DEL
+ * Rows, each written as its write-up writes it (../shared/seeds in the project's notes):
+ *   setnx+expire                       SETNX, then PEXPIRE (the lab's lease is in ms): two
+ *                                      commands; release DEL (seeds 002, 003, 004)
  *   setnx/getset timestamps            SETNX key <now+lease>; else GET, and if that time has
  *                                      passed GETSET, won if it returned the value GET saw;
- *                                      release GET, DEL if still ours. Reads the worker's clock.
- *   SET NX PX, DEL without owner check release is a plain DEL
- *   SET NX PX, fixed lease, no renewal release is compare-and-delete in Lua
+ *                                      release GET, DEL if still ours (seed 000). Reads the
+ *                                      worker's wall clock.
+ *   SET NX PX, DEL without owner check release is a plain DEL (seed 003, v3)
+ *   SET NX PX, fixed lease, no renewal release is compare-and-delete in Lua (seeds 000, 002)
  *   100 ms polling                     the same, waiting by sleeping 100 ms between tries
+ *                                      (seed 001: Spring's RedisLockRegistry)
  *   dlock                              registry + acquire, watchdog on; checks valid_until()
  *                                      before writing, and writes with the fencing token
- * The first four retry every 10 ms while they wait, as the write-ups' loops do.
+ * The first four retry every 10 ms while they wait, as seed 004's loops do.
  *
  * Faults, the same in every row, each striking whichever worker gets there first:
  *   slow   from 3/10 of the row, one section works 2 x the lease
@@ -48,7 +51,9 @@
  *                --skew-ms 3000 --only dlock
  *
  * Timeouts: each row runs --row-ms; then workers finish their section and report, within
- * 2 x lease + 3 s, or are killed and counted as hung. Workers get 30 s to connect.
+ * 2 x lease + 3 s, or are killed and counted as hung. Workers get 30 s to connect and 60 s
+ * for the start signal; a dlock worker waits at most 2 s for background releases at the end.
+ * The parent's own commands give up after 10 s.
  * Exits 0 when the dlock row had no overlap, no lost update, nothing stuck and sections > 0.
  */
 #include <dlock/dlock.hpp>
