@@ -8,7 +8,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <arpa/inet.h>
@@ -744,40 +743,6 @@ BOOST_AUTO_TEST_CASE(bad_flags_exit_2_and_unreachable_redis_exit_1)
     child no_redis({DLOCK_EXAMPLE_HTTP_ENDPOINT, "--url",
                     "redis://127.0.0.1:" + std::to_string(dlock::test::free_port()), "--port", "0"});
     BOOST_TEST(no_redis.wait(10s) == 1);
-}
-
-BOOST_AUTO_TEST_SUITE_END()
-
-BOOST_AUTO_TEST_SUITE(pitfalls_lab)
-
-// The pitfalls lab: each seed recipe shows the failure its write-up warns about, under the
-// same faults dlock's row goes through with no overlap, no lost update and nothing stuck.
-BOOST_AUTO_TEST_CASE(pitfalls_lab_shows_each_failure_and_none_for_dlock)
-{
-    dlock::test::child lab({DLOCK_EXAMPLE_PITFALLS_LAB, "--json", "--seconds", "5"});
-    std::map<std::string, boost::json::object> rows;
-    while (auto line = lab.read_line(240s)) {
-        boost::system::error_code ec;
-        auto v = boost::json::parse(*line, ec);
-        BOOST_REQUIRE_MESSAGE(!ec && v.is_object(), *line);
-        rows[std::string(v.as_object().at("recipe").as_string())] = v.as_object();
-    }
-    BOOST_TEST(lab.wait(30s) == 0);
-    BOOST_REQUIRE(rows.size() == 6u);
-    auto n = [&](const char* recipe, const char* field) { return rows[recipe].at(field).to_number<double>(); };
-    auto failed = [&](const char* recipe) { return n(recipe, "overlaps") + n(recipe, "lost_updates"); };
-    BOOST_TEST(n("dlock", "sections") > 0);
-    BOOST_TEST(n("dlock", "overlaps") == 0);
-    BOOST_TEST(n("dlock", "lost_updates") == 0);
-    BOOST_TEST(!rows["dlock"].at("stuck").as_bool());
-    BOOST_TEST(rows["setnx+expire"].at("stuck").as_bool());  // killed between SETNX and EXPIRE
-    BOOST_TEST(failed("getset-timestamps") > 0);             // skewed clocks take a held lock
-    BOOST_TEST(failed("del-without-owner-check") > 0);       // a slow holder frees another's lock
-    BOOST_TEST(failed("fixed-lease-no-renewal") > 0);        // a slow holder outlives its lease
-    // RedisLockRegistry's polling: its fixed expiry lets a slow holder overlap, or, when the
-    // slow worker never gets in, a process that keeps re-taking the name starves the others.
-    BOOST_TEST(failed("polling-100ms") + n("polling-100ms", "starved") > 0);
-    BOOST_TEST(n("dlock", "starved") == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
