@@ -59,9 +59,8 @@ constexpr std::pair<topology, factory> stores[] = {
 #endif
 #ifdef DLOCK_HAS_POSTGRES
     {topology::postgres,
-     [](const options& o, boost::asio::any_io_executor ex) -> std::unique_ptr<store> {
-         return std::make_unique<postgres_store>(ex, o.postgres);
-     }},
+     [](const options& o, boost::asio::any_io_executor ex)
+         -> std::unique_ptr<store> { return std::make_unique<postgres_store>(ex, o.postgres); }},
 #endif
 };
 

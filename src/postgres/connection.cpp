@@ -112,7 +112,12 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         }
     }
 
-    enum class waited { ready, timeout, cancelled, failed };
+    enum class waited {
+        ready,
+        timeout,
+        cancelled,
+        failed
+    };
 
     // Waits until libpq's socket is ready for `w`, `deadline` passes or the wait is cancelled.
     static asio::awaitable<waited> wait_socket(std::shared_ptr<impl> self, wait_type w, clock_type::time_point deadline)
@@ -156,7 +161,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     // One query on the connection (up or being set up); the connection is dropped on a
     // transport failure or a timeout.
     static asio::awaitable<std::pair<error_code, sql::result>> query(std::shared_ptr<impl> self, const request& req,
-                                                                      clock_type::time_point deadline)
+                                                                     clock_type::time_point deadline)
     {
         sql::result res;
         PGconn* pg = self->pg;
@@ -211,10 +216,9 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                     for (int i = 0; i < n; ++i) {
                         sql::row row;
                         for (int j = 0; j < m; ++j)
-                            row.push_back(PQgetisnull(r, i, j)
-                                              ? std::nullopt
-                                              : std::optional<std::string>(std::string(PQgetvalue(r, i, j),
-                                                                                       PQgetlength(r, i, j))));
+                            row.push_back(PQgetisnull(r, i, j) ? std::nullopt
+                                                               : std::optional<std::string>(std::string(
+                                                                     PQgetvalue(r, i, j), PQgetlength(r, i, j))));
                         res.rows.push_back(std::move(row));
                     }
                 } else if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && st != PGRES_EMPTY_QUERY && !failed) {
@@ -293,6 +297,9 @@ struct connection::impl : std::enable_shared_from_this<impl> {
             self->connect_error = "libpq: out of memory";
             co_return error::connect_failed;
         }
+        // Notices (and a FATAL that arrives while idle) are not for stderr: errors come back as results.
+        PQsetNoticeProcessor(
+            self->pg, [](void*, const char*) {}, nullptr);
         auto fail = [&](error_code ec, std::string text) {
             self->connect_error = std::move(text);
             self->drop();
@@ -405,8 +412,7 @@ connection::~connection()
     close();
 }
 
-void connection::exec(std::string text, std::vector<std::string> params,
-                      asio::any_completion_handler<exec_signature> h)
+void connection::exec(std::string text, std::vector<std::string> params, asio::any_completion_handler<exec_signature> h)
 {
     if (impl_->closed)
         return dlock::detail::post_completion(impl_->ex, std::move(h), error_code(error::closed), sql::result{});

@@ -52,8 +52,7 @@ public:
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;
 
-    void exec(std::string text, std::vector<std::string> params,
-              boost::asio::any_completion_handler<exec_signature> h);
+    void exec(std::string text, std::vector<std::string> params, boost::asio::any_completion_handler<exec_signature> h);
     /// Persistent connections: starts connecting (once).
     void start();
     bool is_connected() const noexcept;

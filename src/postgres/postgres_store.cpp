@@ -45,7 +45,7 @@ struct postgres_store::impl : std::enable_shared_from_this<impl> {
                 return;
             auto it = self->watches.find(id);
             if (it == self->watches.end())
-                return;            // unwatched meanwhile
+                return;               // unwatched meanwhile
             auto cb = it->second.cb;  // a copy: the callback may unwatch itself
             cb(ev, {});
         });
@@ -177,9 +177,9 @@ void postgres_store::close()
 }
 
 #define DLOCK_PG_KEEP                                                                                                  \
-    [this, alive = lifetime()](const std::string& text) {                                                             \
-        if (!alive.expired() && !text.empty())                                                                        \
-            set_error_text(text);                                                                                     \
+    [this, alive = lifetime()](const std::string& text) {                                                              \
+        if (!alive.expired() && !text.empty())                                                                         \
+            set_error_text(text);                                                                                      \
     }
 
 // Connects and runs the setup (the table and sequence if missing): checks credentials,

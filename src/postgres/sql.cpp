@@ -76,23 +76,40 @@ statements make_statements(std::string_view table)
     // Created only if missing (a user without CREATE works on existing ones); two processes
     // that race to create them both succeed.
     st.setup = "DO $dlock$ BEGIN\n"
-               "  IF to_regclass('" + t + "') IS NULL THEN\n"
+               "  IF to_regclass('" +
+               t +
+               "') IS NULL THEN\n"
                "    BEGIN\n"
-               "      CREATE TABLE IF NOT EXISTS " + t + " (name text PRIMARY KEY, owner text NOT NULL,"
+               "      CREATE TABLE IF NOT EXISTS " +
+               t +
+               " (name text PRIMARY KEY, owner text NOT NULL,"
                " fence bigint NOT NULL, expires_at timestamptz NOT NULL, contended boolean NOT NULL DEFAULT false);\n"
-               "    EXCEPTION WHEN unique_violation OR duplicate_table THEN NULL;\n"
+               "    EXCEPTION WHEN OTHERS THEN\n"  // a racing creator: fine if it exists now
+               "      IF to_regclass('" +
+               t +
+               "') IS NULL THEN RAISE; END IF;\n"
                "    END;\n"
                "  END IF;\n"
-               "  IF to_regclass('" + s + "') IS NULL THEN\n"
+               "  IF to_regclass('" +
+               s +
+               "') IS NULL THEN\n"
                "    BEGIN\n"
-               "      CREATE SEQUENCE IF NOT EXISTS " + s + ";\n"
-               "    EXCEPTION WHEN unique_violation OR duplicate_table THEN NULL;\n"
+               "      CREATE SEQUENCE IF NOT EXISTS " +
+               s +
+               ";\n"
+               "    EXCEPTION WHEN OTHERS THEN\n"
+               "      IF to_regclass('" +
+               s +
+               "') IS NULL THEN RAISE; END IF;\n"
                "    END;\n"
                "  END IF;\n"
                "END $dlock$";
     // Free, expired or ours: taken in one statement. Ours again (a retry) keeps its fence.
-    st.acquire = "INSERT INTO " + t + " AS t (name, owner, fence, expires_at, contended)"
-                 " VALUES ($1, $2, nextval('" + s + "'), " + ttl + ", false)"
+    st.acquire = "INSERT INTO " + t +
+                 " AS t (name, owner, fence, expires_at, contended)"
+                 " VALUES ($1, $2, nextval('" +
+                 s + "'), " + ttl +
+                 ", false)"
                  " ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner,"
                  " fence = CASE WHEN t.owner = EXCLUDED.owner THEN t.fence ELSE EXCLUDED.fence END,"
                  " expires_at = EXCLUDED.expires_at,"
@@ -101,17 +118,23 @@ statements make_statements(std::string_view table)
                  " RETURNING t.fence";
     st.contend = "UPDATE " + t + " AS t SET contended = true WHERE t.name = $1 AND t.owner <> $2 RETURNING " + rem;
     // RETURNING's subquery sees the row as it was before this statement.
-    st.renew = "UPDATE " + t + " AS t SET expires_at = " + ttl + ", contended = false"
+    st.renew = "UPDATE " + t + " AS t SET expires_at = " + ttl +
+               ", contended = false"
                " WHERE t.name = $1 AND t.owner = $2 AND t.expires_at > clock_timestamp()"
-               " RETURNING (SELECT o.contended FROM " + t + " AS o WHERE o.name = $1)";
-    st.release = "WITH d AS (DELETE FROM " + t + " AS t WHERE t.name = $1 AND t.owner = $2"
+               " RETURNING (SELECT o.contended FROM " +
+               t + " AS o WHERE o.name = $1)";
+    st.release = "WITH d AS (DELETE FROM " + t +
+                 " AS t WHERE t.name = $1 AND t.owner = $2"
                  " RETURNING t.name, t.expires_at > clock_timestamp() AS live)"
-                 " SELECT d.live, pg_notify('" + std::string(channel) + "', d.name) FROM d";
-    st.force_release = "WITH d AS (DELETE FROM " + t + " AS t WHERE t.name = $1"
+                 " SELECT d.live, pg_notify('" +
+                 std::string(channel) + "', d.name) FROM d";
+    st.force_release = "WITH d AS (DELETE FROM " + t +
+                       " AS t WHERE t.name = $1"
                        " RETURNING t.name, t.expires_at > clock_timestamp() AS live)"
-                       " SELECT d.live, pg_notify('" + std::string(channel) + "', d.name) FROM d";
-    st.status = "SELECT t.owner, t.fence, " + rem + ", t.expires_at > clock_timestamp() FROM " + t +
-                " AS t WHERE t.name = $1";
+                       " SELECT d.live, pg_notify('" +
+                       std::string(channel) + "', d.name) FROM d";
+    st.status =
+        "SELECT t.owner, t.fence, " + rem + ", t.expires_at > clock_timestamp() FROM " + t + " AS t WHERE t.name = $1";
     return st;
 }
 

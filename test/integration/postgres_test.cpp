@@ -11,6 +11,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>
@@ -100,11 +101,22 @@ BOOST_AUTO_TEST_CASE(terminated_connections)
                     co_await g2.release();
                 },
                 asio::detached);
-            // Let the waiter's attempt and watch reach the server, then cut everything.
-            BOOST_REQUIRE(co_await dlock::test::yield_until([&] { return b.traits().release_notifications; }));
+            // Both stores connected and b listening, then cut every connection.
+            co_await b.async_connect(asio::use_awaitable);
+            bool listening = false;
+            auto w =
+                b.watch("terminated", [&](dlock::watch_event ev) { listening |= ev == dlock::watch_event::ready; });
+            asio::steady_timer poll(io);
+            for (int i = 0; i < 1000 && !listening; ++i) {
+                poll.expires_after(5ms);
+                co_await poll.async_wait(asio::use_awaitable);
+            }
+            BOOST_REQUIRE(listening);
+            b.unwatch(w);
             auto killed = srv.psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
                                    " WHERE application_name = 'dlock'");
             BOOST_TEST_MESSAGE("terminated: " << killed);
+            BOOST_TEST(std::stoi(killed) >= 3);  // a's, b's and b's listener
             auto [ec] = co_await g.release(use_tuple);
             BOOST_TEST_MESSAGE("holder's release: " << ec.message());
             BOOST_TEST((!ec || ec == dlock::error::lock_lost || dlock::is_transient(ec)), ec.message());
@@ -173,8 +185,13 @@ BOOST_AUTO_TEST_CASE(bad_input)
         io,
         [&]() -> asio::awaitable<void> {
             // Names SQL would trip over are data: bound, never spliced.
-            for (std::string name : {"it's", "back\\slash", "\"quoted\"", "semi; DROP TABLE dlock_locks; --",
-                                     "\xc3\xa9t\xc3\xa9", std::string(2000, 'x')}) {
+            std::vector<std::string> names{"it's",
+                                           "back\\slash",
+                                           "\"quoted\"",
+                                           "semi; DROP TABLE dlock_locks; --",
+                                           "\xc3\xa9t\xc3\xa9",
+                                           std::string(2000, 'x')};
+            for (const auto& name : names) {
                 auto [ec, r] = co_await st.async_try_acquire(name, "tok'en", 2s, use_tuple);
                 BOOST_TEST(!ec, name.substr(0, 40) << ": " << ec.message() << " " << st.last_error_text());
                 BOOST_TEST(r.acquired);

@@ -16,8 +16,8 @@ BOOST_AUTO_TEST_CASE(urls)
 {
     pg::config c;
     pg::config_error err;
-    BOOST_TEST(pg::parse_url("postgresql://al%40x:p%3Aw@db.example:6543/locks?table=app.leases&connect_timeout=2s",
-                             c, err));
+    BOOST_TEST(
+        pg::parse_url("postgresql://al%40x:p%3Aw@db.example:6543/locks?table=app.leases&connect_timeout=2s", c, err));
     BOOST_TEST(c.user == "al@x");
     BOOST_TEST(c.password == "p:w");
     BOOST_TEST(c.host == "db.example");

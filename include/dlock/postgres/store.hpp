@@ -43,6 +43,7 @@ public:
     /// `ready` once the listening connection runs LISTEN, `released` on each release of
     /// `name`, `resync` after the listener reconnects.
     watch_id watch(const std::string& name, const std::string& token, watch_callback cb) override;
+    using store::watch;
     void unwatch(watch_id id) override;
     /// Closes both connections: pending operations complete with error::closed.
     void close() override;
