@@ -17,6 +17,7 @@ packages=(
 test_packages=(
   etcd-server etcd-client
   memcached
+  postgresql libpq-dev
   zookeeper libzookeeper-st-dev default-jdk-headless libcurator-recipes-java libslf4j-java
 )
 

@@ -6,6 +6,9 @@
 #ifdef DLOCK_HAS_MEMCACHED
 #include <dlock/memcached/store.hpp>
 #endif
+#ifdef DLOCK_HAS_POSTGRES
+#include <dlock/postgres/store.hpp>
+#endif
 #include <dlock/redis/cluster_store.hpp>
 #include <dlock/redis/redlock_store.hpp>
 #include <dlock/redis/store.hpp>
@@ -53,6 +56,11 @@ constexpr std::pair<topology, factory> stores[] = {
      [](const options& o, boost::asio::any_io_executor ex) -> std::unique_ptr<store> {
          return std::make_unique<memcached_store>(ex, o.memcached);
      }},
+#endif
+#ifdef DLOCK_HAS_POSTGRES
+    {topology::postgres,
+     [](const options& o, boost::asio::any_io_executor ex)
+         -> std::unique_ptr<store> { return std::make_unique<postgres_store>(ex, o.postgres); }},
 #endif
 };
 

@@ -387,6 +387,25 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
         return true;
 #endif
     }
+    if (out.url.rfind("postgresql://", 0) == 0 || out.url.rfind("postgres://", 0) == 0) {
+#ifndef DLOCK_HAS_POSTGRES
+        return fail(err, "this dlock was built without PostgreSQL (DLOCK_WITH_POSTGRES=OFF): " +
+                             std::string(set.count("--url") ? "--url" : url_from) + " is a postgresql:// URL");
+#else
+        postgres::config_error perr;
+        if (!postgres::parse_url(out.url, out.postgres, perr))
+            return fail(err, std::string(set.count("--url") ? "--url" : url_from) + ": " + perr.message);
+        if (set.count("--cluster"))
+            return fail(err, "--cluster is for Redis Cluster; a postgresql:// URL names one server");
+        if (!out.scripting)
+            return fail(err, "--no-scripting is for one Redis server (or Sentinel); PostgreSQL runs no Lua");
+        out.topology = topology::postgres;
+        if (out.cmd == command::release && !out.force)
+            return fail(err, "release: refusing to free '" + out.name +
+                                 "' whoever holds it without --force (the holder is not told; its row is gone)");
+        return true;
+#endif
+    }
     if (out.url.rfind("memcached://", 0) == 0) {
 #ifndef DLOCK_HAS_MEMCACHED
         return fail(err, "this dlock was built without memcached (DLOCK_WITH_MEMCACHED=OFF): " +
@@ -469,7 +488,9 @@ Options:
                             until the holder's lease ends; a restart loses locks and resets
                             fencing tokens); zk://host:2181[,host:port...][/chroot][?root=/dlock]:
                             a ZooKeeper ensemble, in Curator's InterProcessMutex layout (lock
-                            path <root>/<prefix><NAME>) (default: $DLOCK_URL, else
+                            path <root>/<prefix><NAME>); postgresql://user:pw@host:5432/db
+                            [?table=dlock_locks]: leases as rows of one table, fencing from a
+                            sequence, waiters woken by NOTIFY (default: $DLOCK_URL, else
                             redis://127.0.0.1:6379)
   --cluster                 the URLs are seeds of a Redis Cluster
   --no-scripting            Redis without Lua (WATCH/MULTI/EXEC), for servers that refuse EVAL;
@@ -509,7 +530,7 @@ usage, 69 server unreachable.
 )";
     return R"(usage: dlock COMMAND [OPTIONS] ...
 
-Distributed locks on Redis, etcd, ZooKeeper or memcached, from the shell.
+Distributed locks on Redis, etcd, ZooKeeper, memcached or PostgreSQL, from the shell.
 
 Commands:
   run NAME -- COMMAND...    run COMMAND while holding the lock NAME

@@ -4,6 +4,7 @@
 
 #include <dlock/etcd/config.hpp>
 #include <dlock/memcached/config.hpp>
+#include <dlock/postgres/config.hpp>
 #include <dlock/redis/config.hpp>
 #include <dlock/zookeeper/config.hpp>
 
@@ -35,6 +36,7 @@ enum class topology {
     etcd,       ///< an etcd:// URL: etcd_store over the listed members
     memcached,  ///< a memcached:// URL: memcached_store over the listed servers
     zookeeper,  ///< a zk:// URL: zookeeper_store over the listed ensemble
+    postgres,   ///< a postgresql:// URL: postgres_store on one server
 };
 
 /// The longest --lease or --grace. Redis refuses expiry times that overflow its 64-bit
@@ -50,6 +52,7 @@ struct options {
     etcd::config etcd;                           ///< topology::etcd: parsed from url
     memcached::config memcached;                 ///< topology::memcached: parsed from url
     zookeeper::config zookeeper;                 ///< topology::zookeeper: parsed from url
+    postgres::config postgres;                   ///< topology::postgres: parsed from url
     dlock::cli::topology topology = topology::single;
     std::string prefix = "dlock";
     std::chrono::milliseconds lease{30'000};

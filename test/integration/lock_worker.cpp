@@ -12,6 +12,7 @@
 // or an etcd:// URL for an etcd_store,
 // or a zk:// URL for a zookeeper_store,
 // or a memcached:// URL for a memcached_store (leases of 2 s: whole seconds),
+// or a postgresql:// URL for a postgres_store,
 // or noscript:redis://[user:pw@]127.0.0.1:P for a redis_store without Lua (WATCH/MULTI/EXEC).
 #include <dlock/dlock.hpp>
 #ifdef DLOCK_HAS_ETCD
@@ -22,6 +23,9 @@
 #endif
 #ifdef DLOCK_HAS_ZOOKEEPER
 #include <dlock/zookeeper.hpp>
+#endif
+#ifdef DLOCK_HAS_POSTGRES
+#include <dlock/postgres.hpp>
 #endif
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -119,6 +123,20 @@ int main(int argc, char** argv)
         auto ms = std::make_unique<dlock::memcached_store>(io.get_executor(), cfg);
         close_store = [s = ms.get()] { s->close(); };
         store_ptr = std::move(ms);
+    } else
+#endif
+#ifdef DLOCK_HAS_POSTGRES
+        if (std::string_view(argv[2]).rfind("postgresql://", 0) == 0 ||
+            std::string_view(argv[2]).rfind("postgres://", 0) == 0) {
+        dlock::postgres::config cfg;
+        dlock::postgres::config_error err;
+        if (!dlock::postgres::parse_url(argv[2], cfg, err)) {
+            std::cerr << "lock_worker: " << err.message << "\n";
+            return 2;
+        }
+        auto ps = std::make_unique<dlock::postgres_store>(io.get_executor(), cfg);
+        close_store = [s = ps.get()] { s->close(); };
+        store_ptr = std::move(ps);
     } else
 #endif
         if (std::string_view(argv[2]).rfind("noscript:", 0) == 0) {

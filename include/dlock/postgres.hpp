@@ -1,0 +1,5 @@
+// The PostgreSQL backend (dlock::postgres): leases as rows, fencing from a sequence, NOTIFY on release.
+#pragma once
+
+#include <dlock/postgres/config.hpp>
+#include <dlock/postgres/store.hpp>

@@ -1,0 +1,71 @@
+// One libpq connection driven on an io_context: connect (PQconnectStart/PQconnectPoll),
+// queries (PQsendQueryParams, PQflush, PQconsumeInput/PQisBusy/PQgetResult) one at a time
+// from a FIFO, notifications (PQnotifies) while idle. libpq never blocks the thread: its
+// socket is waited on with a stream_descriptor assigned per wait and released after
+// (libpq owns and closes the fd).
+#pragma once
+
+#include <dlock/postgres/config.hpp>
+
+#include "postgres/sql.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dlock::postgres::detail {
+
+struct connection_settings {
+    config cfg;
+    /// A simple query run after each connect, before any request (empty: none).
+    std::string setup{};
+    /// Keeps connected by itself (reconnecting with a backoff) until close(): the listener.
+    /// Otherwise connects on demand, when a request is queued.
+    bool persistent = false;
+    /// Each notification (channel, payload).
+    std::function<void(const std::string&, const std::string&)> on_notify{};
+    /// After each connect and setup.
+    std::function<void()> on_up{};
+    /// When a connection that was up is lost.
+    std::function<void()> on_down{};
+};
+
+/// - exec(): one statement with text parameters ($1..), or (`simple`) a parameterless
+///   script; completes with its rows or its error. Errors: connect_failed, resolve_failed,
+///   auth_failed, handshake_failed (a missing database), permission_denied, server_busy,
+///   connection_lost (it dropped with the query on the wire: it may have run), timeout (the
+///   connection is reset), and the query's own (sql::error_of); closed.
+/// - Completions are posted, never run inside exec(); requests run in the order queued.
+/// - Not thread-safe; one executor.
+class connection {
+public:
+    using exec_signature = void(boost::system::error_code, sql::result);
+
+    connection(boost::asio::any_io_executor ex, connection_settings s);
+    ~connection();
+    connection(const connection&) = delete;
+    connection& operator=(const connection&) = delete;
+
+    void exec(std::string text, std::vector<std::string> params, boost::asio::any_completion_handler<exec_signature> h);
+    /// Persistent connections: starts connecting (once).
+    void start();
+    bool is_connected() const noexcept;
+    /// Successful connects (setup included) so far.
+    std::uint64_t connects() const noexcept;
+    /// libpq's text of the last connect failure.
+    const std::string& last_connect_error() const noexcept;
+    void close();
+
+    struct impl;
+
+private:
+    std::shared_ptr<impl> impl_;
+};
+
+}  // namespace dlock::postgres::detail

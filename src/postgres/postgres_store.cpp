@@ -1,0 +1,345 @@
+#include <dlock/error.hpp>
+#include <dlock/postgres/store.hpp>
+
+#include "common/post_completion.hpp"
+#include "postgres/connection.hpp"
+#include "postgres/sql.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <map>
+#include <utility>
+
+namespace dlock {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using detail::post_completion;
+using conn_t = postgres::detail::connection;
+
+struct postgres_store::impl : std::enable_shared_from_this<impl> {
+    struct watcher {
+        std::string name;
+        watch_callback cb;
+        bool told_ready = false;
+    };
+
+    asio::any_io_executor ex;
+    postgres::config cfg;
+    postgres::sql::statements st;
+    std::unique_ptr<conn_t> conn;
+    std::unique_ptr<conn_t> listener;  // LISTEN dlock; started by the first watch
+    std::map<watch_id, watcher> watches;
+    watch_id next_watch = 1;
+    bool listening = false;
+
+    void post_event(watch_id id, watch_event ev)
+    {
+        asio::post(ex, [weak = weak_from_this(), id, ev] {
+            auto self = weak.lock();
+            if (!self)
+                return;
+            auto it = self->watches.find(id);
+            if (it == self->watches.end())
+                return;               // unwatched meanwhile
+            auto cb = it->second.cb;  // a copy: the callback may unwatch itself
+            cb(ev, {});
+        });
+    }
+
+    // LISTEN ran (again): `ready` for new watchers, `resync` for those that may have missed one.
+    void on_listening()
+    {
+        listening = true;
+        for (auto& [id, w] : watches) {
+            post_event(id, w.told_ready ? watch_event::resync : watch_event::ready);
+            w.told_ready = true;
+        }
+    }
+
+    void on_notify(const std::string& channel, const std::string& payload)
+    {
+        if (channel != postgres::sql::channel)
+            return;
+        for (auto& [id, w] : watches)
+            if (w.told_ready && w.name == payload)
+                post_event(id, watch_event::released);
+    }
+
+    void start_listener()
+    {
+        if (listener)
+            return;
+        postgres::detail::connection_settings ls{cfg, postgres::sql::listen(), true};
+        std::weak_ptr<impl> weak = weak_from_this();
+        ls.on_up = [weak] {
+            if (auto self = weak.lock())
+                self->on_listening();
+        };
+        ls.on_down = [weak] {
+            if (auto self = weak.lock())
+                self->listening = false;
+        };
+        ls.on_notify = [weak](const std::string& c, const std::string& p) {
+            if (auto self = weak.lock())
+                self->on_notify(c, p);
+        };
+        listener = std::make_unique<conn_t>(ex, std::move(ls));
+        listener->start();
+    }
+};
+
+namespace {
+
+constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
+
+auto exec(conn_t& c, const std::string& text, std::vector<std::string> params)
+{
+    return asio::async_initiate<decltype(tuple), conn_t::exec_signature>(
+        [&c](auto h, std::string t, std::vector<std::string> p) { c.exec(std::move(t), std::move(p), std::move(h)); },
+        tuple, text, std::move(params));
+}
+
+template <class Sig, class... Args>
+void finish(const asio::any_io_executor& ex, std::shared_ptr<asio::any_completion_handler<Sig>> h, Args&&... args)
+{
+    post_completion(ex, std::move(*h), std::forward<Args>(args)...);
+}
+
+template <class Sig>
+auto shared(asio::any_completion_handler<Sig> h)
+{
+    return std::make_shared<asio::any_completion_handler<Sig>>(std::move(h));
+}
+
+std::string ms(std::chrono::milliseconds d)
+{
+    return std::to_string(d.count());
+}
+
+}  // namespace
+
+postgres_store::postgres_store(asio::any_io_executor ex, postgres::config cfg) : impl_(std::make_shared<impl>())
+{
+    impl_->ex = ex;
+    if (!postgres::check_table(cfg.table).empty())
+        cfg.table = "dlock_locks";  // parse_url refuses such names; a hand-made config falls back
+    impl_->cfg = std::move(cfg);
+    impl_->st = postgres::sql::make_statements(impl_->cfg.table);
+    impl_->conn = std::make_unique<conn_t>(ex, postgres::detail::connection_settings{impl_->cfg, impl_->st.setup});
+}
+
+postgres_store::~postgres_store()
+{
+    close();
+}
+
+asio::any_io_executor postgres_store::get_executor() const
+{
+    return impl_->ex;
+}
+
+const postgres::config& postgres_store::config() const noexcept
+{
+    return impl_->cfg;
+}
+
+store_traits postgres_store::traits() const noexcept
+{
+    store_traits t;
+    t.direct_handoff = false;
+    t.inherent_queue = false;
+    t.live = liveness::per_lease;
+    t.durable_fencing = true;
+    t.release_notifications = true;
+    t.ttl_granularity = std::chrono::milliseconds(1);
+    t.min_ttl = std::chrono::milliseconds(1);
+    t.max_ttl = postgres::sql::max_ttl;
+    return t;
+}
+
+std::string postgres_store::describe() const
+{
+    return "postgresql " + postgres::to_url(impl_->cfg) + " table=" + impl_->cfg.table;
+}
+
+void postgres_store::close()
+{
+    impl_->conn->close();
+    if (impl_->listener)
+        impl_->listener->close();
+    impl_->listening = false;
+    impl_->watches.clear();
+}
+
+#define DLOCK_PG_KEEP                                                                                                  \
+    [this, alive = lifetime()](const std::string& text) {                                                              \
+        if (!alive.expired() && !text.empty())                                                                         \
+            set_error_text(text);                                                                                      \
+    }
+
+// Connects and runs the setup (the table and sequence if missing): checks credentials,
+// the database and the privileges once.
+void postgres_store::do_connect(asio::any_completion_handler<connect_signature> h)
+{
+    asio::co_spawn(
+        impl_->ex,
+        [self = impl_, keep = DLOCK_PG_KEEP, h = shared(std::move(h))]() -> asio::awaitable<void> {
+            auto [ec, res] = co_await exec(*self->conn, "SELECT 1", {});
+            if (ec)
+                keep(res.message);
+            finish(self->ex, h, ec);
+        },
+        asio::detached);
+}
+
+void postgres_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
+{
+    namespace sql = postgres::sql;
+    if (req.kind != lease_kind::mutex)
+        return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), acquire_result{});
+    if (!sql::valid_ttl(req.ttl))
+        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), acquire_result{});
+    if (auto ec = sql::check_name(req.name); ec || (ec = sql::check_name(req.token)))
+        return post_completion(impl_->ex, std::move(h), ec, acquire_result{});
+    asio::co_spawn(
+        impl_->ex,
+        [self = impl_, name = req.name, token = req.token, ttl = req.ttl, keep = DLOCK_PG_KEEP,
+         h = shared(std::move(h))]() -> asio::awaitable<void> {
+            std::vector<std::string> params{name, token, ms(ttl)};
+            auto [ec, res] = co_await exec(*self->conn, self->st.acquire, std::move(params));
+            acquire_result out;
+            if (!ec && !sql::decode_acquire(res, ttl, out))
+                ec = error::protocol_error;
+            if (ec) {
+                keep(res.message);
+                co_return finish(self->ex, h, ec, acquire_result{});
+            }
+            if (out.acquired)
+                co_return finish(self->ex, h, ec, out);
+            // Held by another owner: how long it has left, and tell it (contended).
+            std::vector<std::string> cparams{name, token};
+            auto [cec, cres] = co_await exec(*self->conn, self->st.contend, std::move(cparams));
+            if (!cec && !sql::decode_contend(cres, out))
+                cec = error::protocol_error;
+            if (cec) {
+                keep(cres.message);
+                co_return finish(self->ex, h, cec, acquire_result{});
+            }
+            finish(self->ex, h, cec, out);
+        },
+        asio::detached);
+}
+
+void postgres_store::do_renew(const lease_key& key, std::chrono::milliseconds ttl,
+                              asio::any_completion_handler<renew_signature> h)
+{
+    namespace sql = postgres::sql;
+    if (!sql::valid_ttl(ttl))
+        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), renew_result{});
+    if (auto ec = sql::check_name(key.name); ec || (ec = sql::check_name(key.token)))
+        return post_completion(impl_->ex, std::move(h), ec, renew_result{});
+    asio::co_spawn(
+        impl_->ex,
+        [self = impl_, name = key.name, token = key.token, ttl, keep = DLOCK_PG_KEEP,
+         h = shared(std::move(h))]() -> asio::awaitable<void> {
+            std::vector<std::string> params{name, token, ms(ttl)};
+            auto [ec, res] = co_await exec(*self->conn, self->st.renew, std::move(params));
+            renew_result out;
+            if (!ec && !sql::decode_renew(res, out))
+                ec = error::protocol_error;
+            if (ec)
+                keep(res.message);
+            finish(self->ex, h, ec, ec ? renew_result{} : out);
+        },
+        asio::detached);
+}
+
+void postgres_store::do_release(const lease_key& key, asio::any_completion_handler<bool_signature> h)
+{
+    namespace sql = postgres::sql;
+    if (auto ec = sql::check_name(key.name); ec || (ec = sql::check_name(key.token)))
+        return post_completion(impl_->ex, std::move(h), ec, false);
+    asio::co_spawn(
+        impl_->ex,
+        [self = impl_, name = key.name, token = key.token, keep = DLOCK_PG_KEEP,
+         h = shared(std::move(h))]() -> asio::awaitable<void> {
+            std::vector<std::string> params{name, token};
+            auto [ec, res] = co_await exec(*self->conn, self->st.release, std::move(params));
+            bool out = false;
+            if (!ec && !sql::decode_release(res, out))
+                ec = error::protocol_error;
+            if (ec)
+                keep(res.message);
+            finish(self->ex, h, ec, !ec && out);
+        },
+        asio::detached);
+}
+
+void postgres_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
+{
+    namespace sql = postgres::sql;
+    if (auto ec = sql::check_name(name))
+        return post_completion(impl_->ex, std::move(h), ec, false);
+    asio::co_spawn(
+        impl_->ex,
+        [self = impl_, name, keep = DLOCK_PG_KEEP, h = shared(std::move(h))]() -> asio::awaitable<void> {
+            std::vector<std::string> params{name};
+            auto [ec, res] = co_await exec(*self->conn, self->st.force_release, std::move(params));
+            bool out = false;
+            if (!ec && !sql::decode_release(res, out))
+                ec = error::protocol_error;
+            if (ec)
+                keep(res.message);
+            finish(self->ex, h, ec, !ec && out);
+        },
+        asio::detached);
+}
+
+void postgres_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
+{
+    namespace sql = postgres::sql;
+    if (auto ec = sql::check_name(name))
+        return post_completion(impl_->ex, std::move(h), ec, lock_status{});
+    asio::co_spawn(
+        impl_->ex,
+        [self = impl_, name, keep = DLOCK_PG_KEEP, h = shared(std::move(h))]() -> asio::awaitable<void> {
+            std::vector<std::string> params{name};
+            auto [ec, res] = co_await exec(*self->conn, self->st.status, std::move(params));
+            lock_status out;
+            if (!ec && !sql::decode_status(res, out))
+                ec = error::protocol_error;
+            if (ec)
+                keep(res.message);
+            out.key = self->cfg.table + "/" + name;
+            finish(self->ex, h, ec, out);
+        },
+        asio::detached);
+}
+
+#undef DLOCK_PG_KEEP
+
+store::watch_id postgres_store::watch(const std::string& name, const std::string&, watch_callback cb)
+{
+    auto id = impl_->next_watch++;
+    auto& w = impl_->watches[id];
+    w.name = name;
+    w.cb = std::move(cb);
+    if (impl_->listening) {
+        w.told_ready = true;
+        impl_->post_event(id, watch_event::ready);
+    }
+    impl_->start_listener();
+    return id;
+}
+
+void postgres_store::unwatch(watch_id id)
+{
+    impl_->watches.erase(id);
+}
+
+}  // namespace dlock

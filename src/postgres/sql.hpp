@@ -1,0 +1,68 @@
+// The PostgreSQL recipe without I/O: the statements (parameters bound, never spliced), the
+// decoding of their results, and the mapping of server errors onto dlock's codes.
+#pragma once
+
+#include <dlock/store.hpp>
+
+#include <boost/system/error_code.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlock::postgres::sql {
+
+/// One row in libpq's text format (nullopt: SQL NULL).
+using row = std::vector<std::optional<std::string>>;
+
+/// What one query gave back: the rows of its last row-returning result, or its error.
+struct result {
+    std::vector<row> rows;
+    std::string sqlstate;  ///< of the error; empty if none
+    std::string message;   ///< the server's text of the error
+};
+
+/// The statements for one lease table. Parameters: $1 name, $2 lease token, $3 lease in ms.
+struct statements {
+    std::string setup;          ///< simple query: the table and its sequence, if missing
+    std::string acquire;        ///< ($1, $2, $3) → one row (fence) if taken, none if held by another
+    std::string contend;        ///< ($1, $2) → the holder's remaining ms; marks the lease contended
+    std::string renew;          ///< ($1, $2, $3) → one row (was contended) if still ours
+    std::string release;        ///< ($1, $2) → one row (was live) if it was ours; NOTIFY dlock, name
+    std::string force_release;  ///< ($1) → one row (was live) if there was a lease; NOTIFY dlock, name
+    std::string status;         ///< ($1) → owner, fence, remaining ms, live
+};
+
+/// The NOTIFY channel of releases (one for every table: a payload is a lock name).
+inline constexpr std::string_view channel = "dlock";
+/// The longest name taken (a btree key must stay well under 2704 bytes).
+inline constexpr std::size_t max_name = 2000;
+inline constexpr std::chrono::milliseconds max_ttl{30LL * 24 * 3600 * 1000};
+
+/// `"schema"."name"` from a table name checked by check_table().
+std::string quote_table(std::string_view table);
+/// The fencing sequence of `table`, quoted: `"schema"."name_fence"`.
+std::string quote_sequence(std::string_view table);
+statements make_statements(std::string_view table);
+/// LISTEN on the release channel.
+std::string listen();
+
+/// invalid_name for names (and tokens) PostgreSQL cannot take as text: empty, a NUL byte, too long.
+boost::system::error_code check_name(std::string_view name);
+bool valid_ttl(std::chrono::milliseconds ttl);
+
+/// A query's error (by SQLSTATE) as a dlock error; success if it has none.
+boost::system::error_code error_of(const result& r);
+/// A failed connect (libpq's message: no SQLSTATE there) as a dlock error.
+boost::system::error_code connect_error_of(std::string_view message);
+
+/// Each false if the result does not have the statement's shape (protocol_error).
+bool decode_acquire(const result& r, std::chrono::milliseconds ttl, acquire_result& out);
+bool decode_contend(const result& r, acquire_result& out);
+bool decode_renew(const result& r, renew_result& out);
+bool decode_release(const result& r, bool& out);
+bool decode_status(const result& r, lock_status& out);
+
+}  // namespace dlock::postgres::sql

@@ -1,0 +1,227 @@
+// postgres_store against a throwaway PostgreSQL 15: the lock across processes, the store's
+// connections terminated by the server, a paused holder, bad input.
+#include <dlock/dlock.hpp>
+#include <dlock/postgres.hpp>
+
+#include "common/child.hpp"
+#include "common/postgres_server.hpp"
+#include "common/redis_server.hpp"  // free_port
+#include "integration/mutual_exclusion.hpp"
+#include "integration/support.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <signal.h>
+#include <stdlib.h>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using dlock::test::postgres_server;
+using dlock::test::run_test;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// One server for the whole suite (initdb is the slow part).
+postgres_server& server()
+{
+    static postgres_server srv;
+    return srv;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(postgres)
+
+BOOST_AUTO_TEST_CASE(traits_and_describe)
+{
+    asio::io_context io;
+    dlock::postgres::config cfg;
+    cfg.user = "app";
+    cfg.password = "hidden";
+    dlock::postgres_store st(io.get_executor(), cfg);
+    auto t = st.traits();
+    BOOST_TEST(!t.direct_handoff);
+    BOOST_TEST(!t.inherent_queue);
+    BOOST_TEST(t.release_notifications);
+    BOOST_TEST(t.durable_fencing);
+    BOOST_TEST((t.live == dlock::liveness::per_lease));
+    BOOST_TEST(t.ttl_granularity == 1ms);
+    BOOST_TEST(st.describe() == "postgresql postgresql://app@127.0.0.1:5432/postgres table=dlock_locks");
+}
+
+BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
+{
+    auto& srv = server();
+    char dir[] = "/tmp/dlock-pgw-XXXXXX";
+    BOOST_REQUIRE(::mkdtemp(dir));
+    std::string counter = std::string(dir) + "/counter", log = std::string(dir) + "/log";
+    constexpr int processes = 3, coroutines = 5, sections = 10;
+    std::vector<std::unique_ptr<dlock::test::child>> workers;
+    for (int p = 0; p < processes; ++p)
+        workers.push_back(std::make_unique<dlock::test::child>(
+            std::vector<std::string>{dlock::test::worker_path(), "count", srv.url(), "mx", std::to_string(coroutines),
+                                     std::to_string(sections), counter, log}));
+    for (auto& w : workers) {
+        auto line = w->read_line(150s);
+        BOOST_TEST_MESSAGE("worker: " << line.value_or("<none>"));
+        BOOST_TEST((line && line->rfind("done", 0) == 0));
+        BOOST_TEST(w->wait() == 0);
+    }
+    dlock::test::check_count_log(counter, log, processes, processes * coroutines * sections);
+}
+
+// The server terminates every connection of the stores (pg_terminate_backend) while a lock
+// is held: the holder keeps it or loses it cleanly, the waiter gets it, nothing hangs.
+BOOST_AUTO_TEST_CASE(terminated_connections)
+{
+    auto& srv = server();
+    asio::io_context io;
+    dlock::postgres_store a(io.get_executor(), srv.config());
+    dlock::postgres_store b(io.get_executor(), srv.config());
+    dlock::registry ra(a, {.lease = 2s});
+    dlock::registry rb(b, {.lease = 2s});
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto g = co_await ra.obtain("terminated").acquire();
+            const auto first = g.fencing_token();
+            bool waiter_done = false;
+            std::uint64_t waiter_token = 0;
+            asio::co_spawn(
+                io,
+                [&]() -> asio::awaitable<void> {
+                    auto g2 = co_await rb.obtain("terminated").acquire();
+                    waiter_token = g2.fencing_token();
+                    waiter_done = true;
+                    co_await g2.release();
+                },
+                asio::detached);
+            // Both stores connected and b listening, then cut every connection.
+            co_await b.async_connect(asio::use_awaitable);
+            bool listening = false;
+            auto w =
+                b.watch("terminated", [&](dlock::watch_event ev) { listening |= ev == dlock::watch_event::ready; });
+            asio::steady_timer poll(io);
+            for (int i = 0; i < 1000 && !listening; ++i) {
+                poll.expires_after(5ms);
+                co_await poll.async_wait(asio::use_awaitable);
+            }
+            BOOST_REQUIRE(listening);
+            b.unwatch(w);
+            auto killed = srv.psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                                   " WHERE application_name = 'dlock'");
+            BOOST_TEST_MESSAGE("terminated: " << killed);
+            BOOST_TEST(std::stoi(killed) >= 3);  // a's, b's and b's listener
+            auto [ec] = co_await g.release(use_tuple);
+            BOOST_TEST_MESSAGE("holder's release: " << ec.message());
+            BOOST_TEST((!ec || ec == dlock::error::lock_lost || dlock::is_transient(ec)), ec.message());
+            asio::steady_timer t(io);
+            for (int i = 0; i < 1500 && !waiter_done; ++i) {
+                t.expires_after(10ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            BOOST_TEST(waiter_done);
+            BOOST_TEST(waiter_token > first);
+            // The stores work again on new connections.
+            auto r = co_await a.async_try_acquire("terminated:after", "x", 1s, asio::use_awaitable);
+            BOOST_TEST(r.acquired);
+            BOOST_TEST((co_await a.async_release("terminated:after", "x", asio::use_awaitable)));
+            a.close();
+            b.close();
+        },
+        30s);
+}
+
+// A holder stopped (SIGSTOP) past its lease: the next holder gets a larger token, and the
+// paused one, resumed, finds out that it lost the lock.
+BOOST_AUTO_TEST_CASE(paused_holder_loses_the_lock)
+{
+    auto& srv = server();
+    dlock::test::child holder({dlock::test::worker_path(), "hold", srv.url(), "paused", "1000"});
+    auto line = holder.read_line(30s);
+    BOOST_REQUIRE(line);
+    BOOST_REQUIRE(line->rfind("acquired ", 0) == 0);
+    const auto old_token = std::stoull(line->substr(9));
+    holder.signal(SIGSTOP);
+    asio::io_context io;
+    dlock::postgres_store st(io.get_executor(), srv.config());
+    dlock::registry reg(st, {.lease = 2s});
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto g = co_await reg.obtain("paused").acquire();
+            BOOST_TEST(g.fencing_token() > old_token);
+            holder.signal(SIGCONT);
+            auto out = holder.read_line(30s);
+            BOOST_TEST_MESSAGE("holder: " << out.value_or("<none>"));
+            BOOST_TEST((out && out->rfind("lost=1", 0) == 0));
+            co_await g.release();
+            st.close();
+        },
+        40s);
+    BOOST_TEST(holder.wait() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(bad_input)
+{
+    auto& srv = server();
+    asio::io_context io;
+    dlock::postgres_store st(io.get_executor(), srv.config());
+    auto wrong_pw = srv.config();
+    wrong_pw.password = "wrong";
+    dlock::postgres_store bad_pw(io.get_executor(), wrong_pw);
+    auto no_db = srv.config();
+    no_db.database = "no_such_db";
+    dlock::postgres_store missing(io.get_executor(), no_db);
+    auto nowhere = srv.config();
+    nowhere.port = dlock::test::free_port();
+    dlock::postgres_store down(io.get_executor(), nowhere);
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            // Names SQL would trip over are data: bound, never spliced.
+            std::vector<std::string> names{"it's",
+                                           "back\\slash",
+                                           "\"quoted\"",
+                                           "semi; DROP TABLE dlock_locks; --",
+                                           "\xc3\xa9t\xc3\xa9",
+                                           std::string(2000, 'x')};
+            for (const auto& name : names) {
+                auto [ec, r] = co_await st.async_try_acquire(name, "tok'en", 2s, use_tuple);
+                BOOST_TEST(!ec, name.substr(0, 40) << ": " << ec.message() << " " << st.last_error_text());
+                BOOST_TEST(r.acquired);
+                auto s = co_await st.async_status(name, asio::use_awaitable);
+                BOOST_TEST(s.holder == "tok'en");
+                BOOST_TEST((co_await st.async_release(name, "tok'en", asio::use_awaitable)));
+            }
+            auto [ec1, r1] = co_await st.async_try_acquire(std::string(10'000, 'y'), "t", 2s, use_tuple);
+            BOOST_TEST(ec1 == dlock::error::invalid_name);
+            auto [ec2, r2] = co_await st.async_try_acquire("bad\xff", "t", 2s, use_tuple);
+            BOOST_TEST(ec2 == dlock::error::invalid_name, ec2.message() << " " << st.last_error_text());
+            auto [ec3, r3] = co_await st.async_try_acquire("x", "t", 0ms, use_tuple);
+            BOOST_TEST(ec3 == dlock::error::invalid_lease);
+            auto [ec4] = co_await bad_pw.async_connect(use_tuple);
+            BOOST_TEST(ec4 == dlock::error::auth_failed, ec4.message() << " " << bad_pw.last_error_text());
+            BOOST_TEST(!dlock::is_transient(ec4));
+            auto [ec5] = co_await missing.async_connect(use_tuple);
+            BOOST_TEST(ec5 == dlock::error::handshake_failed, ec5.message());
+            BOOST_TEST(missing.last_error_text().find("does not exist") != std::string::npos,
+                       missing.last_error_text());
+            auto [ec6] = co_await down.async_connect(use_tuple);
+            BOOST_TEST(ec6 == dlock::error::connect_failed, ec6.message() << " " << down.last_error_text());
+            BOOST_TEST(dlock::is_transient(ec6));
+            // A registry on a store that is down fails (transient errors retried up to its limit) without hanging.
+            st.close();
+            bad_pw.close();
+            missing.close();
+            down.close();
+        },
+        30s);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
