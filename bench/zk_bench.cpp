@@ -61,9 +61,11 @@ void run(asio::io_context& io, Body body)
         done = true;
     });
     auto until = clock_type::now() + 300s;
-    while (!done && clock_type::now() < until && io.run_one_for(1s) >= 0)
+    while (!done && clock_type::now() < until) {
+        io.run_one_for(1s);
         if (io.stopped())
             io.restart();
+    }
     io.restart();
     if (failure)
         std::rethrow_exception(failure);
