@@ -2,6 +2,7 @@
 #include <dlock/etcd/config.hpp>
 
 #include "common/duration.hpp"
+#include "common/url_parts.hpp"
 
 #include <charconv>
 
@@ -18,36 +19,10 @@ bool fail(config_error& err, error code, std::string message)
 
 bool parse_member(std::string_view text, endpoint& out, config_error& err)
 {
-    std::string_view host = text, port;
-    if (!text.empty() && text.front() == '[') {  // [v6]:port
-        auto close = text.find(']');
-        if (close == std::string_view::npos)
-            return fail(err, error::invalid_url, "etcd URL: unclosed '[' in member '" + std::string(text) + "'");
-        host = text.substr(1, close - 1);
-        auto rest = text.substr(close + 1);
-        if (!rest.empty()) {
-            if (rest.front() != ':')
-                return fail(err, error::invalid_url, "etcd URL: junk after ']' in '" + std::string(text) + "'");
-            port = rest.substr(1);
-        }
-    } else if (auto colon = text.rfind(':'); colon != std::string_view::npos) {
-        host = text.substr(0, colon);
-        port = text.substr(colon + 1);
-        if (port.empty())
-            return fail(err, error::invalid_port, "etcd URL: empty port in member '" + std::string(text) + "'");
-    }
-    if (host.empty())
-        return fail(err, error::invalid_url, "etcd URL: a member without a host in '" + std::string(text) + "'");
-    out.host = std::string(host);
-    out.port = 2379;
-    if (!port.empty()) {
-        unsigned p = 0;
-        auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
-        if (ec != std::errc() || end != port.data() + port.size() || p == 0 || p > 65535)
-            return fail(err, error::invalid_port, "etcd URL: bad port '" + std::string(port) + "' (1..65535)");
-        out.port = static_cast<std::uint16_t>(p);
-    }
-    return true;
+    detail::url_failure f;
+    if (detail::parse_host_port(text, 2379, "etcd URL", out.host, out.port, f))
+        return true;
+    return fail(err, f.code, std::move(f.message));
 }
 
 bool parse_option(std::string_view key, std::string_view value, config& out, config_error& err)
@@ -113,26 +88,20 @@ bool parse_url(std::string_view url, config& out, config_error& err)
     if (members.find('@') != std::string_view::npos)
         return fail(err, error::invalid_url, "etcd URL: user names and passwords are not supported yet");
     c.endpoints.clear();
-    while (!members.empty()) {
-        auto comma = members.find(',');
-        endpoint ep;
-        if (!parse_member(members.substr(0, comma), ep, err))
-            return false;
-        c.endpoints.push_back(std::move(ep));
-        members = comma == std::string_view::npos ? std::string_view() : members.substr(comma + 1);
-        if (comma != std::string_view::npos && members.empty())
-            return fail(err, error::invalid_url, "etcd URL: a trailing ',' in the member list");
-    }
-    while (!query.empty()) {
-        auto amp = query.find('&');
-        auto kv = query.substr(0, amp);
-        auto eq = kv.find('=');
-        if (eq == std::string_view::npos)
-            return fail(err, error::invalid_option, "etcd URL: option '" + std::string(kv) + "' has no value");
-        if (!parse_option(kv.substr(0, eq), kv.substr(eq + 1), c, err))
-            return false;
-        query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    }
+    detail::url_failure f;
+    bool ok = detail::for_each_listed(members, "etcd URL", f,
+                                      [&](std::string_view m) {
+                                          endpoint ep;
+                                          if (!parse_member(m, ep, err))
+                                              return false;
+                                          c.endpoints.push_back(std::move(ep));
+                                          return true;
+                                      }) &&
+              detail::for_each_option(query, "etcd URL", f, [&](std::string_view k, std::string_view v) {
+                  return parse_option(k, v, c, err);
+              });
+    if (!ok)
+        return f.message.empty() ? false : fail(err, f.code, std::move(f.message));
     out = std::move(c);
     return true;
 }

@@ -2,9 +2,9 @@
 #include <dlock/memcached/config.hpp>
 
 #include "common/duration.hpp"
+#include "common/url_parts.hpp"
 
 #include <algorithm>
-#include <charconv>
 
 namespace dlock::memcached {
 
@@ -19,38 +19,10 @@ bool fail(config_error& err, error code, std::string message)
 
 bool parse_server(std::string_view text, server& out, config_error& err)
 {
-    std::string_view host = text, port;
-    if (!text.empty() && text.front() == '[') {  // [v6]:port
-        auto close = text.find(']');
-        if (close == std::string_view::npos)
-            return fail(err, error::invalid_url, "memcached URL: unclosed '[' in '" + std::string(text) + "'");
-        host = text.substr(1, close - 1);
-        auto rest = text.substr(close + 1);
-        if (!rest.empty()) {
-            if (rest.front() != ':')
-                return fail(err, error::invalid_url, "memcached URL: junk after ']' in '" + std::string(text) + "'");
-            port = rest.substr(1);
-            if (port.empty())
-                return fail(err, error::invalid_port, "memcached URL: empty port in '" + std::string(text) + "'");
-        }
-    } else if (auto colon = text.rfind(':'); colon != std::string_view::npos) {
-        host = text.substr(0, colon);
-        port = text.substr(colon + 1);
-        if (port.empty())
-            return fail(err, error::invalid_port, "memcached URL: empty port in '" + std::string(text) + "'");
-    }
-    if (host.empty())
-        return fail(err, error::invalid_url, "memcached URL: a server without a host in '" + std::string(text) + "'");
-    out.host = std::string(host);
-    out.port = 11211;
-    if (!port.empty()) {
-        unsigned p = 0;
-        auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
-        if (ec != std::errc() || end != port.data() + port.size() || p == 0 || p > 65535)
-            return fail(err, error::invalid_port, "memcached URL: bad port '" + std::string(port) + "' (1..65535)");
-        out.port = static_cast<std::uint16_t>(p);
-    }
-    return true;
+    detail::url_failure f;
+    if (detail::parse_host_port(text, 11211, "memcached URL", out.host, out.port, f))
+        return true;
+    return fail(err, f.code, std::move(f.message));
 }
 
 bool parse_option(std::string_view key, std::string_view value, config& out, config_error& err)
@@ -105,30 +77,25 @@ bool parse_url(std::string_view url, config& out, config_error& err)
     if (rest.empty())
         return fail(err, error::invalid_url, "memcached URL: no server in '" + std::string(url) + "'");
     c.servers.clear();
-    while (!rest.empty()) {
-        auto comma = rest.find(',');
-        server s;
-        if (!parse_server(rest.substr(0, comma), s, err))
-            return false;
-        for (const auto& o : c.servers)
-            if (o.host == s.host && o.port == s.port)
-                return fail(err, error::invalid_url,
-                            "memcached URL: server " + s.host + ":" + std::to_string(s.port) + " is listed twice");
-        c.servers.push_back(std::move(s));
-        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-        if (comma != std::string_view::npos && rest.empty())
-            return fail(err, error::invalid_url, "memcached URL: a trailing ',' in the server list");
-    }
-    while (!query.empty()) {
-        auto amp = query.find('&');
-        auto kv = query.substr(0, amp);
-        auto eq = kv.find('=');
-        if (eq == std::string_view::npos)
-            return fail(err, error::invalid_option, "memcached URL: option '" + std::string(kv) + "' has no value");
-        if (!parse_option(kv.substr(0, eq), kv.substr(eq + 1), c, err))
-            return false;
-        query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    }
+    detail::url_failure f;
+    bool ok = detail::for_each_listed(rest, "memcached URL", f,
+                                      [&](std::string_view entry) {
+                                          server s;
+                                          if (!parse_server(entry, s, err))
+                                              return false;
+                                          for (const auto& o : c.servers)
+                                              if (o.host == s.host && o.port == s.port)
+                                                  return fail(err, error::invalid_url,
+                                                              "memcached URL: server " + s.host + ":" +
+                                                                  std::to_string(s.port) + " is listed twice");
+                                          c.servers.push_back(std::move(s));
+                                          return true;
+                                      }) &&
+              detail::for_each_option(query, "memcached URL", f, [&](std::string_view k, std::string_view v) {
+                  return parse_option(k, v, c, err);
+              });
+    if (!ok)
+        return f.message.empty() ? false : fail(err, f.code, std::move(f.message));
     out = std::move(c);
     return true;
 }
