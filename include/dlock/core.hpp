@@ -9,5 +9,7 @@
 #include <dlock/memory_store.hpp>
 #include <dlock/owner.hpp>
 #include <dlock/registry.hpp>
+#include <dlock/rw_lock.hpp>
+#include <dlock/semaphore.hpp>
 #include <dlock/stats.hpp>
 #include <dlock/store.hpp>

@@ -77,6 +77,9 @@ enum class error {
     not_supported,
     /// The store's session ended: every lease it kept alive is gone.
     session_lost,
+    /// The name is already used as another primitive, or as a semaphore with another number
+    /// of permits: every user of a name must agree on what it is. Permanent.
+    kind_mismatch,
 };
 
 /// Whether a failed store operation may succeed if tried again unchanged (the connection

@@ -96,6 +96,7 @@ public:
 
 private:
     friend class registry;
+    friend class semaphore;
     enum class mode {
         wait,
         try_once,

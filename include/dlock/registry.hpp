@@ -3,6 +3,8 @@
 
 #include <dlock/config.hpp>
 #include <dlock/lock.hpp>
+#include <dlock/rw_lock.hpp>
+#include <dlock/semaphore.hpp>
 #include <dlock/stats.hpp>
 #include <dlock/store.hpp>
 
@@ -17,6 +19,7 @@ namespace dlock {
 
 namespace detail {
 struct registry_state;
+class engine;
 }
 
 /// The entry point: `registry.obtain(name)` returns a lock whose state is shared by every
@@ -37,6 +40,14 @@ public:
 
     /// The lock for `name`. Invalid names are reported by acquire (error::invalid_name).
     lock obtain(std::string_view name);
+    /// The read-write lock for `name` (a name is one kind of primitive: a mutex, a read-write
+    /// lock or a semaphore). Stores without read-write locks fail its acquires with
+    /// error::not_supported.
+    rw_lock obtain_rw(std::string_view name);
+    /// The semaphore of `permits` for `name`, shared by every handle to it in this registry
+    /// (a second handle with another number fails its acquires with error::kind_mismatch;
+    /// 0 permits: error::invalid_option). Stores without semaphores: error::not_supported.
+    semaphore obtain_semaphore(std::string_view name, unsigned permits);
 
     /// The settings every lock of this registry uses.
     const lock_config& config() const noexcept;
@@ -59,6 +70,7 @@ public:
     }
 
 private:
+    std::shared_ptr<detail::engine> engine_for(lease_kind kind, std::string_view name);
     void drain_impl(boost::asio::any_completion_handler<void(boost::system::error_code)> h);
 
     std::shared_ptr<detail::registry_state> state_;

@@ -77,6 +77,11 @@ struct lock_status {
     std::string holder{};                  ///< the holder's lease token
     std::size_t queued = 0;                ///< waiters queued for a direct hand-off (0 if the store does not queue)
     std::string key{};                     ///< where the store keeps the lease (key, node, row), for operators
+    // A read-write lock or a semaphore (`kind` read or permit):
+    lease_kind kind = lease_kind::mutex;  ///< what the name is: mutex, read (a read-write lock) or permit
+    std::size_t holders = 0;              ///< leases held now: readers, the writer, or permits
+    bool writer = false;                  ///< the holder is a writer
+    unsigned capacity = 0;                ///< a semaphore's permits
 };
 
 /// Why a watcher is woken.

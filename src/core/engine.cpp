@@ -74,9 +74,20 @@ void registry_state::request_done()
 
 // ---- engine: inputs ----
 
-engine::engine(std::shared_ptr<registry_state> reg, std::string name)
-    : reg_(std::move(reg)), name_(std::move(name)), ex_(reg_->st.get_executor()),
-      fsm_(reg_->fsm, reg_->stats, reg_->rng, reg_->client_id, reg_->lease_seq), timer_(ex_)
+namespace {
+
+fsm_config for_kind(fsm_config c, lease_kind kind)
+{
+    c.shared = kind == lease_kind::read;
+    return c;
+}
+
+}  // namespace
+
+engine::engine(std::shared_ptr<registry_state> reg, std::string name, lease_kind kind, unsigned capacity,
+               std::string key)
+    : reg_(std::move(reg)), name_(std::move(name)), kind_(kind), capacity_(capacity), key_(std::move(key)),
+      ex_(reg_->st.get_executor()), fsm_(for_kind(reg_->fsm, kind), reg_->stats, reg_->rng, reg_->client_id, reg_->lease_seq), timer_(ex_)
 {
     store_name_ = reg_->cfg.prefix.empty() ? name_ : reg_->cfg.prefix + ":" + name_;
 }
@@ -91,7 +102,9 @@ engine::~engine()
         for (auto id : unwatch_later_)
             reg_->st.unwatch(id);
     }
-    auto it = reg_->engines.find(name_);
+    if (key_.empty())
+        return;
+    auto it = reg_->engines.find(key_);
     if (it != reg_->engines.end() && it->second == this)
         reg_->engines.erase(it);
 }
@@ -101,6 +114,10 @@ void engine::acquire(std::uint64_t owner, bool try_once, std::optional<milliseco
 {
     auto& r = *reg_;
     error_code ec = r.config_error ? r.config_error : validate_name(r.cfg, name_);
+    if (!ec && !(r.traits.kinds & static_cast<unsigned>(kind_)))
+        ec = error::not_supported;  // this store has no read-write locks or semaphores
+    if (!ec && capacity_ == 0)
+        ec = error::invalid_option;  // a semaphore of no permits could never be acquired
     if (ec)
         return post_completion(ex_, std::move(h), ec, guard());
     if (!store_alive())
@@ -243,7 +260,7 @@ void engine::perform(fsm_action& a, bool from_io)
         if (!store_alive())
             return;
         auto self = shared_from_this();
-        lease_request req{store_name_, a.token, r.cfg.lease, lease_kind::mutex, 1, a.queue};
+        lease_request req{store_name_, a.token, r.cfg.lease, kind_, capacity_, a.queue};
         r.request_sent();
         r.st.async_try_acquire(req, [self](error_code ec, acquire_result res) {
             self->reg_->request_done();
@@ -282,7 +299,7 @@ void engine::perform(fsm_action& a, bool from_io)
         if (!store_alive())
             return;
         r.request_sent();
-        r.st.async_renew(lease_key{store_name_, a.token, a.ref}, r.cfg.lease,
+        r.st.async_renew(lease_key{store_name_, a.token, a.ref, kind_}, r.cfg.lease,
                          [self = shared_from_this()](error_code ec, renew_result res) {
                              self->reg_->request_done();
                              self->fsm_.on_renew_done(ec, res, clock_type::now());
@@ -320,7 +337,7 @@ void engine::send_release(const fsm_action& a)
     if (!store_alive())
         return;
     reg_->request_sent();
-    reg_->st.async_release(lease_key{store_name_, a.token, a.ref},
+    reg_->st.async_release(lease_key{store_name_, a.token, a.ref, kind_},
                            [self = shared_from_this(), id = a.id](error_code ec, bool owned) {
                                self->reg_->request_done();
                                self->fsm_.on_release_done(id, ec, owned, clock_type::now());

@@ -39,6 +39,7 @@ struct registry_state {
     fsm_config fsm;
     lock_stats stats;
     std::unordered_map<std::string, engine*> engines;  // an engine erases itself when freed
+    std::unordered_map<std::string, std::weak_ptr<struct semaphore_state>> semaphores;
     std::string client_id;                             // random per registry
     std::uint64_t lease_seq = 0;
     std::minstd_rand rng;
@@ -66,10 +67,19 @@ struct hold {
 
 class engine : public std::enable_shared_from_this<engine> {
 public:
-    engine(std::shared_ptr<registry_state> reg, std::string name);
+    /// The state of `name` as a `kind` lease (a mutex; a read-write lock's read or write side;
+    /// one permit lane of a semaphore of `capacity`), kept in the registry's map under `key`
+    /// (empty: not in the map).
+    engine(std::shared_ptr<registry_state> reg, std::string name, lease_kind kind = lease_kind::mutex,
+           unsigned capacity = 1, std::string key = {});
     ~engine();
 
     const std::string& name() const noexcept { return name_; }
+    lease_kind kind() const noexcept { return kind_; }
+    /// Nobody holds or waits here (a semaphore picks such a lane first).
+    bool unused() const noexcept { return fsm_.holds() == 0 && fsm_.waiters() == 0; }
+    std::size_t holds() const noexcept { return fsm_.holds(); }
+    std::size_t waiters() const noexcept { return fsm_.waiters(); }
     void acquire(std::uint64_t owner, bool try_once, std::optional<milliseconds> limit,
                  boost::asio::any_completion_handler<lock::acquire_signature> h);
     void release(const std::shared_ptr<hold>& h,
@@ -102,6 +112,9 @@ private:
     std::shared_ptr<registry_state> reg_;
     std::string name_;        // the user's name
     std::string store_name_;  // prefix:name, as the store sees it
+    lease_kind kind_;
+    unsigned capacity_;
+    std::string key_;  // in the registry's map (empty: not there)
     boost::asio::any_io_executor ex_;
     lock_fsm fsm_;
 

@@ -57,6 +57,8 @@ public:
         case error::invalid_handle: return "the lock handle is empty: obtain it from a registry";
         case error::not_supported: return "the store cannot serve this request";
         case error::session_lost: return "the store's session ended, and every lease it kept alive with it";
+        case error::kind_mismatch:
+            return "the name is in use as another primitive, or as a semaphore with another number of permits";
         }
         return "unknown dlock error";
     }

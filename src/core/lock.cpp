@@ -3,6 +3,7 @@
 
 #include "common/post_completion.hpp"
 #include "core/engine.hpp"
+#include "core/lock_run.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -46,6 +47,11 @@ void lock::acquire_impl(owner o, mode m, std::chrono::milliseconds d, asio::any_
 asio::awaitable<void> lock::run(std::function<asio::awaitable<void>(guard&)> body)
 {
     guard g = co_await acquire(asio::use_awaitable);
+    co_await detail::run_held(std::move(g), std::move(body));
+}
+
+asio::awaitable<void> detail::run_held(guard g, std::function<asio::awaitable<void>(guard&)> body)
+{
     std::exception_ptr failure;
     try {
         co_await asio::co_spawn(co_await asio::this_coro::executor, body(g),

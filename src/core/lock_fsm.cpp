@@ -206,7 +206,15 @@ void lock_fsm::end_wait(bool withdraw)
     wait_ = wait_state{};
 }
 
+// A read lease serves every local waiter at once; any other, the first.
 void lock_fsm::grant_front(time_point now)
+{
+    grant_one(now);
+    while (cfg_.shared && !waiters_.empty())
+        grant_one(now);
+}
+
+void lock_fsm::grant_one(time_point now)
 {
     auto w = waiters_.front();
     waiters_.pop_front();
@@ -293,14 +301,39 @@ void lock_fsm::end_failed_attempt(error_code ec)
     }
 }
 
+void lock_fsm::spend_local_turn(time_point now)
+{
+    if (++handoffs_ < cfg_.handoff_budget)
+        return;
+    // Budget spent: renew now and learn whether another process waits meanwhile (at once,
+    // not through the timer: no wake-up of its own on the hot path).
+    handoffs_ = 0;
+    if (!renew_ && renews())
+        start_renew(now);
+    else
+        check_now_ = true;  // right after the renewal in flight
+    arm_lease_timer();
+}
+
+// A newcomer may share the read lease held here: nobody queued before it, no other process
+// asked for the name since the last check, and the lease has time left.
+bool lock_fsm::joinable(time_point now) const noexcept
+{
+    return cfg_.shared && lease_ && !lease_->lost && waiters_.empty() && !yield_next_ && cfg_.watchdog &&
+           cfg_.handoff_budget > 0 && now + cfg_.drift < lease_->valid_until;
+}
+
 // ---- inputs ----
 
 void lock_fsm::on_acquire(std::uint64_t waiter, std::uint64_t owner, bool try_once, time_point now)
 {
     observe(now);
     waiter_entry w{waiter, owner, try_once, attempts_sent_, now};
-    // Re-entry: the same owner gets another hold at once.
-    if (!holds_.empty() && holder_ == owner) {
+    // Re-entry: the same owner gets another hold at once (a reader too, even if another
+    // process waits: it must not wait behind a writer that waits for it).
+    bool reentry = !holds_.empty() && (holder_ == owner || (cfg_.shared && std::any_of(holds_.begin(), holds_.end(),
+                                                                                       [&](auto& h) { return h.second == owner; })));
+    if (reentry) {
         if (lease_ && lease_->lost)
             return complete(w, error::lock_lost);
         ++stats_.reentered;
@@ -309,6 +342,12 @@ void lock_fsm::on_acquire(std::uint64_t waiter, std::uint64_t owner, bool try_on
         holds_.emplace_back(id, owner);
         push({.t = act::complete_waiter, .id = waiter, .hold = id, .fence = lease_ ? lease_->fence : 0});
         return;
+    }
+    if (joinable(now)) {
+        ++stats_.handed_off;
+        waiters_.push_back(w);
+        grant_one(now);
+        return spend_local_turn(now);
     }
     // One attempt means no local waiting either: held here by someone else is "held".
     if (try_once && (!holds_.empty() || !waiters_.empty()))
@@ -560,16 +599,7 @@ void lock_fsm::on_release(std::uint64_t hold, std::uint64_t release_id, time_poi
                     now + cfg_.drift < lease_->valid_until;
     if (hand_off) {
         ++stats_.handed_off;
-        if (++handoffs_ >= cfg_.handoff_budget) {
-            // Budget spent: renew now and learn whether another process waits meanwhile
-            // (at once, not through the timer: no wake-up of its own on the hot path).
-            handoffs_ = 0;
-            if (!renew_ && renews())
-                start_renew(now);
-            else
-                check_now_ = true;  // right after the renewal in flight
-            arm_lease_timer();
-        }
+        spend_local_turn(now);
         push({.t = act::complete_release, .id = release_id});
         return grant_front(now);
     }

@@ -40,6 +40,9 @@ struct fsm_config {
     bool per_session = false;     ///< store_traits::live == per_session: the session keeps leases alive
     bool confirms = false;        ///< per_session with store_traits::confirms_leases: renewals confirm only
     bool events = true;           ///< emit `event` actions (false: lock_config::on_event is empty)
+    /// A read lease: every local waiter shares it at once (the read side of a read-write
+    /// lock), as long as no other process has asked for the name since the last check.
+    bool shared = false;
 };
 
 /// One effect for the driver. A flat struct so tests can read it field by field.
@@ -173,6 +176,11 @@ private:
     void start_watch();
     void end_wait(bool withdraw);
     void grant_front(time_point now);
+    void grant_one(time_point now);
+    /// Counts one hold served from the current lease without the store; when the budget is
+    /// spent, asks the store (a renewal) whether another process waits.
+    void spend_local_turn(time_point now);
+    bool joinable(time_point now) const noexcept;
     /// The watchdog renews (or, per-session, confirms) each lease on its schedule.
     bool renews() const noexcept { return cfg_.watchdog && (!cfg_.per_session || cfg_.confirms); }
     void grant_lease(std::string token, std::string ref, std::uint64_t fence, std::uint64_t session,

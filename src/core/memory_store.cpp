@@ -3,6 +3,7 @@
 
 #include "common/post_completion.hpp"
 #include "core/lease_policy.hpp"
+#include "core/lease_set.hpp"
 
 #include <boost/asio/post.hpp>
 
@@ -38,6 +39,8 @@ struct memory_store::impl : std::enable_shared_from_this<impl> {
     // Direct hand-off: per name, the queued (token, lease) in order; a token is live while
     // a watcher for it exists (as a Redis subscription is while its process lives).
     std::unordered_map<std::string, std::deque<std::pair<std::string, std::chrono::milliseconds>>> queues;
+    // Read-write locks and semaphores, by name.
+    std::unordered_map<std::string, detail::lease_set> sets;
     error_code fail_ec;
     std::string fail_text;
     unsigned fail_count = 0;
@@ -94,6 +97,27 @@ struct memory_store::impl : std::enable_shared_from_this<impl> {
         return &it->second;
     }
 
+    detail::lease_set::live_fn live_in(const std::string& name)
+    {
+        return [this, name](const std::string& token) { return listening(name, token); };
+    }
+    detail::lease_set::grant_fn grant_in(const std::string& name)
+    {
+        return [this, name](const std::string& token, const grant_notice& g) {
+            for (auto& [id, w] : watchers)
+                if (w.name == name && w.token == token) {
+                    post_to(id, watch_event::granted, g);
+                    break;
+                }
+        };
+    }
+    // A set that holds nothing and queues nobody is forgotten (its kind and size with it).
+    void tidy(const std::string& name)
+    {
+        if (auto it = sets.find(name); it != sets.end() && it->second.empty(clock_type::now()))
+            sets.erase(it);
+    }
+
     // An injected failure, if one is armed.
     bool fail(error_code& ec)
     {
@@ -117,6 +141,8 @@ store_traits memory_store::traits() const noexcept
 {
     store_traits t;
     t.direct_handoff = impl_->direct;
+    t.kinds = static_cast<unsigned>(lease_kind::mutex) | static_cast<unsigned>(lease_kind::read) |
+              static_cast<unsigned>(lease_kind::write) | static_cast<unsigned>(lease_kind::permit);
     t.durable_fencing = false;  // a process's memory
     t.max_ttl = detail::max_lease;
     return t;
@@ -130,7 +156,8 @@ std::string memory_store::describe() const
 std::size_t memory_store::queued(const std::string& name) const
 {
     auto it = impl_->queues.find(name);
-    return it == impl_->queues.end() ? 0 : it->second.size();
+    auto set = impl_->sets.find(name);
+    return (it == impl_->queues.end() ? 0 : it->second.size()) + (set == impl_->sets.end() ? 0 : set->second.queued());
 }
 
 void memory_store::fail_next(error_code ec, std::string text, unsigned count)
@@ -163,12 +190,28 @@ void memory_store::do_try_acquire(const lease_request& req, asio::any_completion
     auto& s = *impl_;
     acquire_result r;
     error_code ec;
-    if (req.kind != lease_kind::mutex) {
-        ec = error::not_supported;
-    } else if (req.ttl.count() <= 0 || req.ttl > detail::max_lease) {
+    if (req.ttl.count() <= 0 || req.ttl > detail::max_lease) {
         ec = error::invalid_lease;
     } else if (s.fail(ec)) {
         set_error_text(s.fail_text);
+    } else if (req.kind != lease_kind::mutex) {
+        auto it = s.sets.find(req.name);
+        if (req.kind == lease_kind::permit && req.capacity == 0)
+            ec = error::invalid_option;  // a semaphore of nothing
+        else if (s.find(req.name))
+            ec = error::kind_mismatch;  // a mutex's name
+        else if (it == s.sets.end())
+            it = s.sets.emplace(req.name, detail::lease_set(req.kind, req.capacity)).first;
+        if (!ec)
+            ec = it->second.check(req);
+        if (!ec) {
+            auto q = req;
+            q.queue = req.queue && s.direct;
+            r = it->second.acquire(q, clock_type::now(), s.fence_counter, s.live_in(req.name), s.grant_in(req.name));
+        }
+        s.tidy(req.name);
+    } else if (s.sets.count(req.name)) {
+        ec = error::kind_mismatch;  // a read-write lock's or a semaphore's name
     } else if (auto* l = s.find(req.name); !l) {
         auto& n = s.leases[req.name];
         n = {req.token, ++s.fence_counter, clock_type::now() + req.ttl};
@@ -227,6 +270,9 @@ void memory_store::do_renew(const lease_key& key, std::chrono::milliseconds ttl,
     error_code ec;
     if (s.fail(ec)) {
         set_error_text(s.fail_text);
+    } else if (key.kind != lease_kind::mutex) {
+        if (auto it = s.sets.find(key.name); it != s.sets.end())
+            r = it->second.renew(key.token, ttl, clock_type::now());
     } else if (auto* l = s.find(key.name); l && l->token == key.token) {
         r.owned = true;
         l->expires = clock_type::now() + ttl;
@@ -242,6 +288,15 @@ void memory_store::do_release(const lease_key& key, asio::any_completion_handler
     bool owned = false;
     if (s.fail(ec)) {
         set_error_text(s.fail_text);
+    } else if (key.kind != lease_kind::mutex) {
+        if (auto it = s.sets.find(key.name); it != s.sets.end()) {
+            bool wake = false;
+            owned = it->second.release(key.token, clock_type::now(), s.fence_counter, s.live_in(key.name),
+                                       s.grant_in(key.name), wake);
+            if (wake)
+                s.notify(key.name, watch_event::released);
+            s.tidy(key.name);
+        }
     } else {
         auto* l = s.find(key.name);
         owned = l && l->token == key.token;
@@ -256,6 +311,12 @@ void memory_store::do_release(const lease_key& key, asio::any_completion_handler
 void memory_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
 {
     auto& s = *impl_;
+    if (auto it = s.sets.find(name); it != s.sets.end()) {
+        bool held = it->second.force_release(clock_type::now(), s.fence_counter, s.live_in(name), s.grant_in(name));
+        s.notify(name, watch_event::released);
+        s.tidy(name);
+        return post_completion(s.ex, std::move(h), error_code(), held);
+    }
     bool held = s.find(name) != nullptr;
     if (held)
         hand_on_or_free(name);
@@ -268,10 +329,12 @@ void memory_store::do_status(const std::string& name, asio::any_completion_handl
 {
     auto& s = *impl_;
     lock_status st;
+    if (auto it = s.sets.find(name); it != s.sets.end())
+        st = it->second.status(clock_type::now());
     st.key = name;
     st.last_fencing_token = s.fence_counter;
     if (auto q = s.queues.find(name); q != s.queues.end())
-        st.queued = q->second.size();
+        st.queued += q->second.size();
     if (auto* l = s.find(name)) {
         st.held = true;
         st.ttl = std::chrono::duration_cast<std::chrono::milliseconds>(l->expires - clock_type::now());

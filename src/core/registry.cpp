@@ -3,6 +3,7 @@
 
 #include "common/post_completion.hpp"
 #include "core/engine.hpp"
+#include "core/semaphore_state.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 
@@ -12,16 +13,67 @@ registry::registry(store& s, lock_config cfg) : state_(std::make_shared<detail::
 
 registry::~registry() = default;
 
-lock registry::obtain(std::string_view name)
+namespace {
+
+// The map key of a name's engine: the name itself for a mutex; a NUL and the kind before it
+// for the sides of a read-write lock (and a NUL and 'm' before a mutex name that starts with
+// a NUL, so that no two keys collide).
+std::string engine_key(lease_kind kind, std::string_view name)
+{
+    if (kind == lease_kind::mutex && (name.empty() || name[0] != '\0'))
+        return std::string(name);
+    std::string key(1, '\0');
+    key += kind == lease_kind::mutex ? 'm' : kind == lease_kind::read ? 'r' : 'w';
+    key += name;
+    return key;
+}
+
+}  // namespace
+
+std::shared_ptr<detail::engine> registry::engine_for(lease_kind kind, std::string_view name)
 {
     auto& engines = state_->engines;
-    std::string key(name);
+    auto key = engine_key(kind, name);
     auto it = engines.find(key);
     if (it != engines.end())
-        return lock(it->second->shared_from_this());
-    auto e = std::make_shared<detail::engine>(state_, key);
+        return it->second->shared_from_this();
+    auto e = std::make_shared<detail::engine>(state_, std::string(name), kind, 1, key);
     engines.emplace(std::move(key), e.get());
-    return lock(std::move(e));
+    return e;
+}
+
+lock registry::obtain(std::string_view name)
+{
+    return lock(engine_for(lease_kind::mutex, name));
+}
+
+rw_lock registry::obtain_rw(std::string_view name)
+{
+    return rw_lock(lock(engine_for(lease_kind::read, name)), lock(engine_for(lease_kind::write, name)));
+}
+
+semaphore registry::obtain_semaphore(std::string_view name, unsigned permits)
+{
+    auto& map = state_->semaphores;
+    std::string key(name);
+    if (auto it = map.find(key); it != map.end()) {
+        if (auto s = it->second.lock()) {
+            if (s->permits == permits)
+                return semaphore(s);
+            auto other = std::make_shared<detail::semaphore_state>(*s);
+            other->lanes.clear();
+            other->permits = permits;
+            other->mismatch = true;
+            return semaphore(other);
+        }
+    }
+    std::erase_if(map, [](auto& e) { return e.second.expired(); });  // forget freed ones
+    auto s = std::make_shared<detail::semaphore_state>();
+    s->reg = state_;
+    s->name = key;
+    s->permits = permits;
+    map[key] = s;
+    return semaphore(s);
 }
 
 const lock_config& registry::config() const noexcept

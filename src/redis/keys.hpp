@@ -27,6 +27,13 @@ public:
     std::string queue() const { return prefix_ + ":queue:" + name_; }
     /// The queued tokens' ttls (direct hand-off).
     std::string queue_ttl() const { return prefix_ + ":queue-ttl:" + name_; }
+    /// A read-write lock's or a semaphore's leases: token -> expiry (server ms).
+    std::string holders() const { return prefix_ + ":holders:" + name_; }
+    /// Their fences, the permits, the writer (see src/redis/set_scripts.hpp).
+    std::string info() const { return prefix_ + ":info:" + name_; }
+    /// Their waiters' queue and its ttls and kinds.
+    std::string set_queue() const { return prefix_ + ":squeue:" + name_; }
+    std::string set_queue_ttl() const { return prefix_ + ":squeue-ttl:" + name_; }
     /// The start of every waiter's grant channel; the token follows.
     std::string grant_prefix() const { return prefix_ + ":granted:" + name_ + ":"; }
     /// One waiter's grant channel.

@@ -6,6 +6,7 @@
 #include "redis/keys.hpp"
 #include "redis/redis_scripts.hpp"
 #include "redis/script_replies.hpp"
+#include "redis/set_scripts.hpp"
 #include "redis/tx_runner.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -93,6 +94,16 @@ struct redis_store::impl {
     redis::script renew{scripts::renew};
     redis::script release{scripts::release};
     redis::script status{scripts::status};
+    // Read-write locks and semaphores.
+    redis::script set_acquire{std::string(scripts::set_prelude) + scripts::set_acquire};
+    redis::script set_renew{std::string(scripts::set_prelude) + scripts::set_renew};
+    redis::script set_release{std::string(scripts::set_prelude) + scripts::set_release};
+    redis::script set_status{std::string(scripts::set_prelude) + scripts::set_status};
+    std::array<std::string, 5> set_keys(const std::string& name) const
+    {
+        auto k = names(name);
+        return {k.holders(), k.info(), k.fence(), k.set_queue(), k.set_queue_ttl()};
+    }
 
     redis::detail::keys names(const std::string& name) const { return {ns, name}; }
     redis::tx::names tx_names(const std::string& name) const
@@ -173,6 +184,11 @@ store_traits redis_store::traits() const noexcept
     // WAIT after acquire cannot cover a hand-off made inside another client's release.
     t.direct_handoff = impl_->wait_replicas <= 0 && impl_->scripting;
     t.max_ttl = detail::redis_max_ttl;
+    // Read-write locks and semaphores need the scripts, and WAIT could not cover their
+    // hand-offs either.
+    if (t.direct_handoff)
+        t.kinds |= static_cast<unsigned>(lease_kind::read) | static_cast<unsigned>(lease_kind::write) |
+                   static_cast<unsigned>(lease_kind::permit);
     return t;
 }
 
@@ -238,12 +254,40 @@ auto script_completion(asio::any_completion_handler<Signature> h, Decode decode,
 
 }  // namespace
 
+namespace {
+
+char kind_letter(lease_kind k)
+{
+    return k == lease_kind::read ? 'r' : k == lease_kind::write ? 'w' : 'p';
+}
+
+}  // namespace
+
 void redis_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
-    if (req.kind != lease_kind::mutex)
+    if (req.kind != lease_kind::mutex && !(traits().kinds & static_cast<unsigned>(req.kind)))
         return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), acquire_result{});
     if (!detail::valid_redis_ttl(req.ttl))
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), acquire_result{});
+    if (req.kind != lease_kind::mutex) {
+        if (req.kind == lease_kind::permit && req.capacity == 0)
+            return post_completion(impl_->ex, std::move(h), error_code(error::invalid_option), acquire_result{});
+        auto k = impl_->names(req.name);
+        std::array<std::string, 6> args{req.token,
+                                        std::to_string(req.ttl.count()),
+                                        std::string(1, kind_letter(req.kind)),
+                                        std::to_string(req.kind == lease_kind::permit ? req.capacity : 0),
+                                        k.grant_prefix(),
+                                        req.queue ? "1" : "0"};
+        auto decode = [ttl = req.ttl](const reply& r, acquire_result& out) -> error_code {
+            if (r.type == redis::reply_type::array && !r.elements.empty() &&
+                r.elements[0].type == redis::reply_type::integer && r.elements[0].integer == -1)
+                return error::kind_mismatch;
+            return detail::decode_acquire(r, ttl, out);
+        };
+        return impl_->conn.async_eval(impl_->set_acquire, impl_->set_keys(req.name), args,
+                                      script_completion<acquire_result>(std::move(h), decode, text_keeper()));
+    }
     if (impl_->tx)
         return impl_->tx->acquire(impl_->tx_names(req.name), req.token, req.ttl, std::move(h));
     const auto& name = req.name;
@@ -299,6 +343,11 @@ void redis_store::do_renew(const lease_key& key, std::chrono::milliseconds ttl,
 {
     if (!detail::valid_redis_ttl(ttl))
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), renew_result{});
+    if (key.kind != lease_kind::mutex) {
+        std::array<std::string, 2> args{key.token, std::to_string(ttl.count())};
+        return impl_->conn.async_eval(impl_->set_renew, impl_->set_keys(key.name), args,
+                                      script_completion<renew_result>(std::move(h), detail::decode_renew, text_keeper()));
+    }
     if (impl_->tx)
         return impl_->tx->renew(impl_->tx_names(key.name), key.token, ttl, std::move(h));
     std::array<std::string, 1> keys{lock_key(key.name)};
@@ -309,13 +358,34 @@ void redis_store::do_renew(const lease_key& key, std::chrono::milliseconds ttl,
 
 void redis_store::do_release(const lease_key& key, asio::any_completion_handler<bool_signature> h)
 {
+    if (key.kind != lease_kind::mutex)
+        return set_release(key.name, key.token, false, std::move(h));
     release(key.name, key.token, false, std::move(h));
 }
 
-// The release script with the force flag: frees the name whoever holds it (and hands it on).
+// The release script with the force flag: frees the name whoever holds it (and hands it on);
+// a name that no mutex holds may be a read-write lock's or a semaphore's.
 void redis_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
 {
-    release(name, std::string(), true, std::move(h));
+    if (impl_->tx)
+        return release(name, std::string(), true, std::move(h));
+    auto slot = asio::get_associated_cancellation_slot(h);
+    release(name, std::string(), true,
+            asio::bind_cancellation_slot(slot, [this, alive = lifetime(), name, h = std::move(h)](error_code ec,
+                                                                                                bool held) mutable {
+                if (ec || held || alive.expired())
+                    return std::move(h)(ec, held);
+                set_release(name, std::string(), true, std::move(h));
+            }));
+}
+
+void redis_store::set_release(const std::string& name, const std::string& token, bool force,
+                              asio::any_completion_handler<bool_signature> h)
+{
+    auto k = impl_->names(name);
+    std::array<std::string, 4> args{token, k.released(), k.grant_prefix(), force ? "1" : "0"};
+    impl_->conn.async_eval(impl_->set_release, impl_->set_keys(name), args,
+                           script_completion<bool>(std::move(h), detail::decode_release, text_keeper()));
 }
 
 void redis_store::release(const std::string& name, const std::string& token, bool force,
@@ -346,8 +416,31 @@ void redis_store::do_status(const std::string& name, asio::any_completion_handle
         st.key = key;
         return ec;
     };
+    // A name no mutex holds or waits for may be a read-write lock's or a semaphore's.
+    auto slot = asio::get_associated_cancellation_slot(h);
+    asio::any_completion_handler<status_signature> then = asio::bind_cancellation_slot(
+        slot, [this, alive = lifetime(), name, h = std::move(h)](error_code ec, lock_status st) mutable {
+            if (ec || st.held || st.queued > 0 || alive.expired())
+                return std::move(h)(ec, std::move(st));
+            auto decode = [key = impl_->names(name).holders()](const reply& r, lock_status& out) {
+                auto ec = detail::decode_set_status(r, out);
+                out.key = key;
+                return ec;
+            };
+            impl_->conn.async_eval(
+                impl_->set_status, impl_->set_keys(name), {},
+                script_completion<lock_status>(
+                    asio::any_completion_handler<status_signature>(
+                        [st, h = std::move(h)](error_code ec, lock_status set) mutable {
+                            // Nothing there either: the mutex's (empty) view, with its key.
+                            if (!ec && !set.held && set.queued == 0 && set.capacity == 0)
+                                return std::move(h)(ec, std::move(st));
+                            std::move(h)(ec, std::move(set));
+                        }),
+                    decode, text_keeper()));
+        });
     impl_->conn.async_eval(impl_->status, keys, {},
-                           script_completion<lock_status>(std::move(h), decode, text_keeper()));
+                           script_completion<lock_status>(std::move(then), decode, text_keeper()));
 }
 
 namespace {

@@ -100,6 +100,31 @@ inline boost::system::error_code decode_status(const redis::reply& r, lock_statu
     return {};
 }
 
+/// The read-write lock's and semaphore's status script: {holder or nil, fence, longest
+/// remaining ms, counter, queued, holders, writer 0/1, permits}.
+inline boost::system::error_code decode_set_status(const redis::reply& r, lock_status& out)
+{
+    long long fence = 0, left = 0, counter = 0, queued = 0, holders = 0, writer = 0, permits = 0;
+    if (!(r.type == redis::reply_type::array && r.elements.size() == 8 && as_int(r.elements[1], fence) &&
+          as_int(r.elements[2], left) && as_int(r.elements[3], counter) && as_int(r.elements[4], queued) &&
+          as_int(r.elements[5], holders) && as_int(r.elements[6], writer) && as_int(r.elements[7], permits)))
+        return error::invalid_request;
+    if (fence < 0 || counter < 0 || holders < 0 || permits < 0 || permits > 0xffffffffLL)
+        return error::protocol_error;
+    out = lock_status{};
+    out.held = holders > 0;
+    out.holder = r.elements[0].str;
+    out.fencing_token = static_cast<std::uint64_t>(fence);
+    out.ttl = std::chrono::milliseconds(left < 0 ? -1 : left);
+    out.last_fencing_token = static_cast<std::uint64_t>(counter);
+    out.queued = static_cast<std::size_t>(queued < 0 ? 0 : queued);
+    out.holders = static_cast<std::size_t>(holders);
+    out.writer = writer == 1;
+    out.capacity = static_cast<unsigned>(permits);
+    out.kind = permits > 0 ? lease_kind::permit : lease_kind::read;
+    return {};
+}
+
 /// One script call's outcome as a store completes it: the connection's error (a server
 /// error reply mapped by script_failure, its text to `keep`), else `decode`'s verdict.
 template <class Result, class Decode, class Keep>

@@ -2,9 +2,15 @@
 //   count PORT NAME COROUTINES SECTIONS COUNTER_FILE LOG_FILE
 //       each coroutine runs SECTIONS critical sections: read the counter file, yield,
 //       write it back + 1, append "pid token" to the log. Prints "done <stats json>".
-//   hold PORT NAME LEASE_MS
-//       acquires, prints "acquired TOKEN", then works until the lease is lost (or 60 s),
-//       prints "lost=0|1 token=TOKEN".
+//   hold PORT NAME LEASE_MS [read|write|permits=N]
+//       acquires (a mutex, a side of a read-write lock, or one of N permits), prints
+//       "acquired TOKEN", then works until the lease is lost (or 60 s), prints
+//       "lost=0|1 token=TOKEN".
+//   sections PORT NAME read|write|permits=N COROUTINES SECTIONS HOLD_MS LOG_FILE
+//       each coroutine runs SECTIONS sections of HOLD_MS on that primitive, appending
+//       "B KIND pid token" after acquiring and "E KIND pid token" before releasing (KIND: r,
+//       w or p); one write() per line on an O_APPEND file, so the file's order is the order
+//       in which sections began and ended. Prints "done <stats>".
 // PORT is a port on 127.0.0.1 (redis_store), or a comma-separated list of URLs
 // (redis://127.0.0.1:P1,redis://127.0.0.1:P2,...) for a redlock_store over those nodes,
 // or a redis+sentinel:// URL for a redis_store that finds its master through Sentinel,
@@ -226,13 +232,67 @@ int main(int argc, char** argv)
                   << " by_timer=" << s.woken_by_timer << " store_handoffs=" << s.store_handoffs << " lost=" << s.lost
                   << std::endl;
         status = finished == coroutines ? 0 : 1;
+    } else if (mode == "sections" && argc >= 9) {
+        std::string what = argv[4];
+        int coroutines = std::stoi(argv[5]);
+        int sections = std::stoi(argv[6]);
+        auto hold = std::chrono::milliseconds(std::stoi(argv[7]));
+        int log = ::open(argv[8], O_WRONLY | O_APPEND | O_CREAT, 0644);
+        dlock::registry reg(store, {.lease = 5s});
+        int finished = 0;
+        std::string pid = std::to_string(::getpid());
+        char kind = what == "read" ? 'r' : what == "write" ? 'w' : 'p';
+        auto acquire = [&, rw = reg.obtain_rw(name),
+                        sem = kind == 'p' ? reg.obtain_semaphore(name, std::stoi(what.substr(8))) : dlock::semaphore()](
+                           ) mutable -> asio::awaitable<dlock::guard> {
+            if (kind == 'p')
+                co_return co_await sem.acquire();
+            co_return co_await (kind == 'r' ? rw.read() : rw.write()).acquire();
+        };
+        auto put = [&](char phase, std::uint64_t token) {
+            std::string line = std::string(1, phase) + " " + kind + " " + pid + " " + std::to_string(token) + "\n";
+            if (::write(log, line.data(), line.size()) < 0)
+                std::abort();
+        };
+        for (int c = 0; c < coroutines; ++c) {
+            asio::co_spawn(
+                io,
+                [&]() -> asio::awaitable<void> {
+                    asio::steady_timer t(io);
+                    for (int i = 0; i < sections; ++i) {
+                        auto g = co_await acquire();
+                        put('B', g.fencing_token());
+                        t.expires_after(hold);
+                        co_await t.async_wait(asio::use_awaitable);
+                        put('E', g.fencing_token());
+                        co_await g.release();
+                    }
+                    if (++finished == coroutines)
+                        close_store();
+                },
+                asio::detached);
+        }
+        io.run();
+        const auto& s = reg.stats();
+        std::cout << "done acquired=" << s.acquired << " handed_off=" << s.handed_off
+                  << " store_handoffs=" << s.store_handoffs << " lost=" << s.lost << std::endl;
+        status = finished == coroutines ? 0 : 1;
     } else if (mode == "hold" && argc >= 5) {
         auto lease = std::chrono::milliseconds(std::stoi(argv[4]));
+        std::string what = argc >= 6 ? argv[5] : "mutex";
         dlock::registry reg(store, {.lease = lease});
         asio::co_spawn(
             io,
             [&]() -> asio::awaitable<void> {
-                auto g = co_await reg.obtain(name).acquire();
+                dlock::guard g;
+                if (what == "read" || what == "write") {
+                    auto rw = reg.obtain_rw(name);
+                    g = co_await (what == "read" ? rw.read() : rw.write()).acquire();
+                } else if (what.rfind("permits=", 0) == 0) {
+                    g = co_await reg.obtain_semaphore(name, std::stoi(what.substr(8))).acquire();
+                } else {
+                    g = co_await reg.obtain(name).acquire();
+                }
                 std::cout << "acquired " << g.fencing_token() << std::endl;
                 asio::steady_timer work(io, 60s);
                 boost::system::error_code ec;

@@ -93,6 +93,8 @@ public:
 private:
     void do_connect(boost::asio::any_completion_handler<connect_signature> h) override;
     void do_try_acquire(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h) override;
+    void set_release(const std::string& name, const std::string& token, bool force,
+                     boost::asio::any_completion_handler<bool_signature> h);
     void release(const std::string& name, const std::string& token, bool force,
                  boost::asio::any_completion_handler<bool_signature> h);
     void do_renew(const lease_key& key, std::chrono::milliseconds ttl,

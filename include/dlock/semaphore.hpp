@@ -1,0 +1,91 @@
+// A semaphore of N permits shared across processes: each permit is a lease of its own.
+#pragma once
+
+#include <dlock/error.hpp>
+#include <dlock/guard.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/deferred.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace dlock {
+
+namespace detail {
+struct semaphore_state;
+}
+
+/// A counting semaphore from registry::obtain_semaphore: at most `permits()` guards of the
+/// name exist at once across every process that uses it. Each permit is a lease, renewed
+/// by the watchdog, lost (guard::is_lost, lost_slot) if it cannot be, and freed by itself if
+/// its process dies, so a crashed holder's permit comes back after its lease. Each has its
+/// own fencing token, strictly increasing per name. Waiters are served first come, first
+/// served across processes (stores with direct hand-off: Redis, memory).
+///
+/// Every user of a name must give the same number of permits: a different one fails the
+/// acquire with error::kind_mismatch (so does a name in use as a read-write lock).
+/// Permits are not re-entrant: each acquire takes one more. Locally, a process talks to the
+/// store once per permit it holds or waits for, at most `permits()` at a time; further local
+/// waiters queue in the process and take over a permit when its holder releases it.
+/// Completion, errors and cancellation as lock's acquire family.
+class semaphore {
+public:
+    using acquire_signature = void(boost::system::error_code, guard);
+
+    semaphore() = default;
+    const std::string& name() const noexcept;
+    unsigned permits() const noexcept;
+
+    /// Waits until a permit is held.
+    template <class Token = boost::asio::deferred_t>
+    auto acquire(Token&& token = {})
+    {
+        return start(mode::wait, {}, std::forward<Token>(token));
+    }
+    /// One attempt: an empty guard if no permit is free.
+    template <class Token = boost::asio::deferred_t>
+    auto try_acquire(Token&& token = {})
+    {
+        return start(mode::try_once, {}, std::forward<Token>(token));
+    }
+    /// Waits at most `d`, then error::timeout (as lock::acquire_for).
+    template <class Token = boost::asio::deferred_t>
+    auto acquire_for(std::chrono::milliseconds d, Token&& token = {})
+    {
+        return start(mode::bounded, d, std::forward<Token>(token));
+    }
+    /// Acquires a permit, runs `body` with the permit's loss bound to its cancellation, and
+    /// releases it (as lock::run).
+    boost::asio::awaitable<void> run(std::function<boost::asio::awaitable<void>(guard&)> body);
+
+private:
+    friend class registry;
+    enum class mode {
+        wait,
+        try_once,
+        bounded
+    };
+    explicit semaphore(std::shared_ptr<detail::semaphore_state> s) noexcept : s_(std::move(s)) {}
+
+    template <class Token>
+    auto start(mode m, std::chrono::milliseconds d, Token&& token)
+    {
+        return boost::asio::async_initiate<Token, acquire_signature>(
+            [s = s_](auto h, mode m, std::chrono::milliseconds d) {
+                if (!s)
+                    return detail::post_to_handler(std::move(h), make_error_code(error::invalid_handle), guard());
+                semaphore(s).acquire_impl(m, d, std::move(h));
+            },
+            token, m, d);
+    }
+    void acquire_impl(mode m, std::chrono::milliseconds d, boost::asio::any_completion_handler<acquire_signature> h);
+
+    std::shared_ptr<detail::semaphore_state> s_;
+};
+
+}  // namespace dlock
