@@ -41,6 +41,9 @@ constexpr flag_spec flags[] = {
     {"--verbose", false, "rse"},
     {"--cluster", false, "rse"},
     {"--no-scripting", false, "rse"},
+    {"--shared", false, "r"},
+    {"--exclusive", false, "r"},
+    {"--permits", true, "r"},
 };
 
 char command_letter(command c)
@@ -335,6 +338,26 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
         out.watchdog = false;
     if (set.count("--no-scripting"))
         out.scripting = false;
+    out.shared = set.count("--shared") != 0;
+    out.exclusive = set.count("--exclusive") != 0;
+    if (out.shared && out.exclusive)
+        return fail(err, "--shared and --exclusive exclude each other: a reader or the writer");
+    if (set.count("--permits")) {
+        const auto& v = set["--permits"];
+        unsigned long n = 0;
+        std::size_t used = 0;
+        try {
+            n = std::stoul(v, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used == 0 || used != v.size() || v[0] == '-' || n == 0 || n > 1'000'000)
+            return fail(err, "--permits: expected a number of permits from 1 to 1000000, got '" + v + "'");
+        out.permits = static_cast<unsigned>(n);
+    }
+    if ((out.shared || out.exclusive) && out.permits > 0)
+        return fail(err, std::string(out.shared ? "--shared" : "--exclusive") +
+                             " and --permits exclude each other: a name is a read-write lock or a semaphore");
     if (set.count("--conflict-exit-code") &&
         !exit_code("--conflict-exit-code", set["--conflict-exit-code"], out.conflict_exit_code, err))
         return false;
@@ -503,6 +526,10 @@ Options:
                             a crashed dlock keeps the lock; without, how long the command may run
   --wait D                  how long to wait for the lock; 0 = one try (default: forever)
   --no-watchdog             fixed lease: the command is stopped when it ends
+  --shared                  as a reader of the read-write lock NAME, with other readers
+  --exclusive               as the writer of the read-write lock NAME
+  --permits N               as the holder of one of the N permits of the semaphore NAME
+                            (every user of NAME must give the same N)
   --grace D                 after a lost lease: SIGTERM, then SIGKILL after D (10s)
   --conflict-exit-code N    exit status when the lock is not had within --wait (75)
   -v, --verbose             say what happens on stderr

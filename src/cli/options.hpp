@@ -64,7 +64,10 @@ struct options {
     bool scripting = true;
     std::chrono::milliseconds grace{10'000};  ///< SIGTERM → SIGKILL after a lost lease
     int conflict_exit_code = exit_status::conflict;
-    bool force = false;  ///< release
+    bool shared = false;     ///< run: a reader of the read-write lock NAME (--shared)
+    bool exclusive = false;  ///< run: the writer of the read-write lock NAME (--exclusive)
+    unsigned permits = 0;  ///< run: one of N permits of the semaphore NAME (--permits N); 0: a mutex
+    bool force = false;    ///< release
     bool json = false;   ///< status
     bool verbose = false;
     std::string help_topic;  ///< help: "", "run", "status" or "release"

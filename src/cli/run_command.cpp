@@ -134,7 +134,8 @@ std::string describe_wait(const options& o)
     return " within --wait " + std::to_string(o.wait->count()) + "ms";
 }
 
-asio::awaitable<std::tuple<error_code, guard>> acquire(lock& lk, const options& o, supervisor& s)
+template <class Primitive>
+asio::awaitable<std::tuple<error_code, guard>> acquire(Primitive& lk, const options& o, supervisor& s)
 {
     auto tok = asio::bind_cancellation_slot(s.cancel_acquire.slot(), use_tuple);
     if (!o.wait)
@@ -204,8 +205,21 @@ asio::awaitable<int> run_command(const options& o, store& st)
         co_return 128 + s->early_signal;
     }
     registry reg(st, lock_config{.prefix = o.prefix, .lease = o.lease, .watchdog = o.watchdog});
-    lock lk = reg.obtain(o.name);
-    auto [ec, g] = co_await acquire(lk, o, *s);
+    // A mutex, a side of a read-write lock, or one of a semaphore's permits.
+    lock lk;
+    semaphore sem;
+    if (o.permits > 0)
+        sem = reg.obtain_semaphore(o.name, o.permits);
+    else if (o.shared || o.exclusive)
+        lk = o.shared ? reg.obtain_rw(o.name).read() : reg.obtain_rw(o.name).write();
+    else
+        lk = reg.obtain(o.name);
+    std::tuple<error_code, guard> got;
+    if (o.permits > 0)
+        got = co_await acquire(sem, o, *s);
+    else
+        got = co_await acquire(lk, o, *s);
+    auto& [ec, g] = got;
     if (s->early_signal) {
         if (g)
             co_await g.release(use_tuple);

@@ -64,7 +64,24 @@ asio::awaitable<int> status_command(const options& o, store& st)
         j["last_fencing_token"] = s.last_fencing_token;
         j["holder"] = s.holder;
         j["queued"] = s.queued;
+        j["kind"] = s.kind == lease_kind::permit ? "semaphore" : s.kind == lease_kind::read ? "rw_lock" : "mutex";
+        if (s.kind != lease_kind::mutex) {
+            j["holders"] = s.holders;
+            j["writer"] = s.writer;
+            if (s.kind == lease_kind::permit)
+                j["permits"] = s.capacity;
+        }
         std::cout << boost::json::serialize(j) << "\n";
+    } else if (s.kind == lease_kind::permit) {
+        std::cout << o.name << ": semaphore of " << s.capacity << " permits, " << s.holders << " held, " << s.queued
+                  << " queued, last fencing token issued " << s.last_fencing_token << "\n";
+    } else if (s.kind == lease_kind::read) {
+        std::cout << o.name << ": read-write lock, ";
+        if (s.writer)
+            std::cout << "held by a writer (fencing token " << s.fencing_token << ")";
+        else
+            std::cout << (s.holders == 0 ? "free" : std::to_string(s.holders) + " reader lease(s)");
+        std::cout << ", " << s.queued << " queued, last fencing token issued " << s.last_fencing_token << "\n";
     } else if (s.held) {
         std::cout << o.name << ": held, " << s.ttl.count() << " ms of lease left, fencing token " << s.fencing_token
                   << " (last issued " << s.last_fencing_token << "), holder " << s.holder;

@@ -100,6 +100,19 @@ BOOST_AUTO_TEST_CASE(no_scripting_flag_and_config_field)
     BOOST_TEST(has(bad({"run", "--no-scripting", "--cluster", "job", "--", "true"}), "--no-scripting"));
 }
 
+BOOST_AUTO_TEST_CASE(read_write_and_semaphore_flags)
+{
+    BOOST_TEST(ok({"run", "--shared", "job", "--", "true"}).shared);
+    BOOST_TEST(ok({"run", "--exclusive", "job", "--", "true"}).exclusive);
+    BOOST_TEST(ok({"run", "--permits", "4", "job", "--", "true"}).permits == 4u);
+    BOOST_TEST(ok({"run", "job", "--", "true"}).permits == 0u);
+    for (const char* n : {"0", "-1", "x", "4x", "", "2000000"})
+        BOOST_TEST(has(bad({"run", "--permits", n, "job", "--", "true"}), "--permits: expected a number"));
+    BOOST_TEST(has(bad({"run", "--shared", "--exclusive", "job", "--", "true"}), "exclude each other"));
+    BOOST_TEST(has(bad({"run", "--shared", "--permits", "2", "job", "--", "true"}), "exclude each other"));
+    BOOST_TEST(has(bad({"status", "--shared", "job"}), "--shared"));  // run only
+}
+
 #ifdef DLOCK_HAS_MEMCACHED
 BOOST_AUTO_TEST_CASE(memcached_urls)
 {

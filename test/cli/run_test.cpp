@@ -134,6 +134,39 @@ BOOST_AUTO_TEST_CASE(a_held_lock_gives_the_conflict_status)
     BOOST_TEST(status_json(srv, "busy")["held"].as_bool() == false);  // released after the command exited
 }
 
+BOOST_AUTO_TEST_CASE(readers_share_and_permits_count)
+{
+    redis_server srv;
+    // Two commands hold the two permits; a third finds none free, and status shows them.
+    auto p1 = start_dlock({"run", "--url", srv.url(), "--permits", "2", "pool", "--", "/bin/sh", "-c", holder_script});
+    auto p2 = start_dlock({"run", "--url", srv.url(), "--permits", "2", "pool", "--", "/bin/sh", "-c", holder_script});
+    BOOST_TEST_REQUIRE(next_line(*p1) == "held");
+    BOOST_TEST_REQUIRE(next_line(*p2) == "held");
+    BOOST_TEST(dlock_cli({"run", "--url", srv.url(), "--permits", "2", "--wait", "0", "pool", "--", "true"}).status == 75);
+    auto other_n = dlock_cli({"run", "--url", srv.url(), "--permits", "3", "--wait", "0", "pool", "--", "true"});
+    BOOST_TEST(other_n.status != 0);
+    BOOST_TEST(has(other_n.out, "another number of permits"));
+    auto s = status_json(srv, "pool");
+    BOOST_TEST(s["kind"].as_string() == "semaphore");
+    BOOST_TEST(s["holders"].as_int64() == 2);
+    BOOST_TEST(s["permits"].as_int64() == 2);
+    // A reader runs while another reads; a writer does not.
+    auto r1 = start_dlock({"run", "--url", srv.url(), "--shared", "doc", "--", "/bin/sh", "-c", holder_script});
+    BOOST_TEST_REQUIRE(next_line(*r1) == "held");
+    auto r2 = dlock_cli({"run", "--url", srv.url(), "--shared", "--wait", "0", "doc", "--", "/bin/echo", "reading"});
+    BOOST_TEST(r2.status == 0);
+    BOOST_TEST(has(r2.out, "reading"));
+    BOOST_TEST(dlock_cli({"run", "--url", srv.url(), "--exclusive", "--wait", "0", "doc", "--", "true"}).status == 75);
+    BOOST_TEST(status_json(srv, "doc")["kind"].as_string() == "rw_lock");
+    for (auto* c : {p1.get(), p2.get(), r1.get()}) {
+        c->signal(SIGTERM);
+        BOOST_TEST(next_line(*c) == "got-term");
+        BOOST_TEST(c->wait() == 3);
+    }
+    BOOST_TEST(status_json(srv, "pool")["held"].as_bool() == false);
+    BOOST_TEST(dlock_cli({"run", "--url", srv.url(), "--exclusive", "--wait", "0", "doc", "--", "true"}).status == 0);
+}
+
 BOOST_AUTO_TEST_CASE(a_lease_lost_mid_command_stops_it)
 {
     redis_server srv;
