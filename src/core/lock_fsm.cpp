@@ -87,6 +87,7 @@ void lock_fsm::mark_lost()
 void lock_fsm::drop_lease()
 {
     lease_.reset();
+    linger_ = false;
     check_now_ = false;
     // Requests about this lease end with it: a yield asked by a contended renewal of a lease
     // that was then lost must not send the next lease back to the store at its first release.
@@ -518,6 +519,10 @@ void lock_fsm::on_timer(time_point now)
     if (lease_) {
         if (lease_->lost)
             return schedule(now);
+        if (std::exchange(linger_, false) && holds_.empty() && waiters_.empty()) {
+            background_release(lease_->token, lease_->ref);
+            return drop_lease();
+        }
         bool due = check_now_ || now >= lease_->next_renew;
         if (renews() && !renew_ && due)
             start_renew(now);
@@ -593,6 +598,13 @@ void lock_fsm::on_release(std::uint64_t hold, std::uint64_t release_id, time_poi
         return schedule(now);
     }
     emit(lock_event_kind::released, lease_->fence);
+    if (cfg_.shared && waiters_.empty() && !yield_next_) {
+        // The last reader left: keep the read lease until the next turn, for a reader that
+        // comes right back (a loop's next acquire), rather than give it back and ask again.
+        linger_ = true;
+        push({.t = act::complete_release, .id = release_id});
+        return set_timer(now);
+    }
     // Hand the lease to the next local waiter, unless another process asked for it or the
     // lease is fixed (a fixed lease must give each holder its full term).
     bool hand_off = !waiters_.empty() && cfg_.watchdog && cfg_.handoff_budget > 0 && !yield_next_ &&

@@ -224,6 +224,7 @@ private:
     bool yield_next_ = false;   // another process asked: give the lease back at the next release
     bool yield_pause_ = false;  // pause before competing again
     bool check_now_ = false;    // renew now (hand-off budget spent)
+    bool linger_ = false;       // a read lease nobody holds, kept until the next turn for a newcomer
     std::optional<time_point> timer_;
     std::vector<fsm_action> actions_;
 };
