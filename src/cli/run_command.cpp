@@ -267,6 +267,7 @@ asio::awaitable<int> run_command(const options& o, store& st)
         co_await s->exited.async_wait(use_tuple);
 
     auto [rec] = co_await g.release(use_tuple);
+    co_await drain(reg);  // a reader's release may still be on its way (a read lease lingers a turn)
     if (s->lost || rec == error::lock_lost) {
         if (!s->lost)
             std::cerr << "dlock: the lease on '" << o.name << "' had been lost before the command finished\n";

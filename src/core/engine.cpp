@@ -94,6 +94,8 @@ engine::engine(std::shared_ptr<registry_state> reg, std::string name, lease_kind
 
 engine::~engine()
 {
+    if (lingering_)
+        reg_->request_done();
     if (store_alive()) {
         if (watch_)
             reg_->st.unwatch(*watch_);
@@ -250,6 +252,13 @@ void engine::feed(bool from_io)
     }
     unwatch_later_.clear();
     running_ = false;
+    if (fsm_.lingering() != lingering_) {
+        lingering_ = !lingering_;
+        if (lingering_)
+            reg_->request_sent();
+        else
+            reg_->request_done();
+    }
 }
 
 void engine::perform(fsm_action& a, bool from_io)

@@ -136,6 +136,7 @@ private:
     std::vector<store::watch_id> unwatch_later_;  // after this pass's completions have run
     std::vector<char> io_tags_;                   // per action of fsm_.actions(): made by an I/O completion
     bool running_ = false;
+    bool lingering_ = false;  // counted in the registry's requests in flight
     boost::asio::steady_timer timer_;
     std::string diagnostics_;
 };

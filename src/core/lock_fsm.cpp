@@ -151,6 +151,12 @@ void lock_fsm::schedule(time_point now)
     }
     if (lease_ && lease_->lost)
         drop_lease();
+    if (lease_ && linger_) {
+        // A lingering read lease the newcomer could not join (another process asked for the
+        // name, or its time is short): give it back and ask anew.
+        background_release(lease_->token, lease_->ref);
+        drop_lease();
+    }
     if (lease_) {
         grant_front(now);
         return;
@@ -598,7 +604,8 @@ void lock_fsm::on_release(std::uint64_t hold, std::uint64_t release_id, time_poi
         return schedule(now);
     }
     emit(lock_event_kind::released, lease_->fence);
-    if (cfg_.shared && waiters_.empty() && !yield_next_) {
+    if (cfg_.shared && waiters_.empty() && !yield_next_ && cfg_.watchdog && cfg_.handoff_budget > 0 &&
+        now + cfg_.drift < lease_->valid_until) {
         // The last reader left: keep the read lease until the next turn, for a reader that
         // comes right back (a loop's next acquire), rather than give it back and ask again.
         linger_ = true;

@@ -115,6 +115,9 @@ public:
     /// The lease's local deadline; min() when there is none or it is lost.
     time_point valid_until() const noexcept;
     bool lost() const noexcept { return lease_ && lease_->lost; }
+    /// A read lease nobody holds, kept for one turn: its release is still to be sent (the
+    /// driver counts it in flight, so that registry::async_drain waits for it).
+    bool lingering() const noexcept { return linger_; }
     std::size_t waiters() const noexcept { return waiters_.size(); }
     std::size_t holds() const noexcept { return holds_.size(); }
     /// Store requests in flight (attempts, renewals, releases).
