@@ -122,8 +122,10 @@ std::string signal_lock(std::string_view table, std::string_view name)
     // `table` passed check_table(): letters, digits, '_' and one '.', safe inside quotes.
     auto dot = table.find('.');
     std::string db = dot == std::string_view::npos ? "DATABASE()" : "'" + std::string(table.substr(0, dot)) + "'";
-    return "CONCAT('dlock:', LEFT(SHA2(CONCAT(" + db + ", '." + bare(table) + "/', " + std::string(name) +
-           "), 256), 58))";
+    // Binary throughout: a hex literal next to text would be converted to its character set,
+    // and a name that is not valid UTF-8 refused.
+    return "CONCAT('dlock:', LEFT(SHA2(CONCAT(CAST(" + db + " AS BINARY), '." + bare(table) + "/', CAST(" +
+           std::string(name) + " AS BINARY)), 256), 58))";
 }
 
 std::string session_setup()

@@ -112,7 +112,7 @@ void mariadb_server::start()
                                       "--port=" + std::to_string(port_),
                                       "--bind-address=127.0.0.1",
                                       "--skip-name-resolve",
-                                      "--innodb-flush-log-at-trx-commit=0",
+                                      "--innodb-flush-log-at-trx-commit=2",
                                       "--innodb-buffer-pool-size=32M",
                                       "--max-connections=300"};
         if (::geteuid() == 0)
