@@ -218,9 +218,8 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     }
 
     // One multi-statement query; every result set is read.
-    static asio::awaitable<std::pair<error_code, sql::result>> query(std::shared_ptr<impl> self,
-                                                                     const std::string& text,
-                                                                     clock_type::time_point deadline)
+    static asio::awaitable<std::pair<error_code, sql::result>>
+    query(std::shared_ptr<impl> self, const std::string& text, clock_type::time_point deadline)
     {
         sql::result res;
         impl* i = self.get();

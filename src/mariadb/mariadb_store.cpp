@@ -105,9 +105,9 @@ struct mariadb_store::impl : std::enable_shared_from_this<impl> {
                 return static_cast<int>(i);
         if (slots.size() >= cfg.wait_connections)
             return -1;  // the pool is busy: the waiters of this name sleep the holder's lease
-        slots.push_back({std::make_unique<conn_t>(ex, mariadb::detail::connection_settings{
-                                                          cfg, mariadb::sql::session_setup()}),
-                         {}});
+        slots.push_back(
+            {std::make_unique<conn_t>(ex, mariadb::detail::connection_settings{cfg, mariadb::sql::session_setup()}),
+             {}});
         return static_cast<int>(slots.size() - 1);
     }
 
@@ -169,8 +169,7 @@ constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
 auto exec(conn_t& c, std::string text)
 {
     return asio::async_initiate<decltype(tuple), conn_t::exec_signature>(
-        [&c](auto h, std::string t) { c.exec(std::move(t), milliseconds(0), std::move(h)); }, tuple,
-        std::move(text));
+        [&c](auto h, std::string t) { c.exec(std::move(t), milliseconds(0), std::move(h)); }, tuple, std::move(text));
 }
 
 template <class Sig, class... Args>
@@ -273,8 +272,9 @@ void mariadb_store::do_try_acquire(const lease_request& req, asio::any_completio
         return post_completion(impl_->ex, std::move(h), ec, acquire_result{});
     asio::co_spawn(
         impl_->ex,
-        [self = impl_, name = req.name, ttl = req.ttl, text = sql::acquire(impl_->cfg.table, req.name, req.token, req.ttl),
-         keep = DLOCK_MARIA_KEEP, h = shared(std::move(h))]() mutable -> asio::awaitable<void> {
+        [self = impl_, name = req.name, ttl = req.ttl,
+         text = sql::acquire(impl_->cfg.table, req.name, req.token, req.ttl), keep = DLOCK_MARIA_KEEP,
+         h = shared(std::move(h))]() mutable -> asio::awaitable<void> {
             auto [ec, res] = co_await exec(*self->conn, std::move(text));
             acquire_result out;
             sql::holder_info holder;

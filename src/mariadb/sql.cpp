@@ -185,14 +185,14 @@ std::string acquire(std::string_view table, std::string_view name, std::string_v
            " AS t WHERE t.name = " + n;
 }
 
-std::string renew(std::string_view table, std::string_view name, std::string_view token,
-                  std::chrono::milliseconds ttl)
+std::string renew(std::string_view table, std::string_view name, std::string_view token, std::chrono::milliseconds ttl)
 {
     const std::string t = quote_table(table), n = hex_literal(name), tok = hex_literal(token);
     // @dlock_c keeps the row's contended flag from before the update (NULL: no row was ours).
-    return "SET @dlock_c = NULL;\nUPDATE " + t + " AS t SET t.contended = LEAST(@dlock_c := t.contended, 0), t.expires_at = " +
-           expiry(ttl) + " WHERE t.name = " + n + " AND t.owner = " + tok + " AND t.expires_at > " + std::string(now) +
-           ";\n" + take_signal(table, n, tok) + ";\nSELECT @dlock_c;\n" + reconcile(table, n);
+    return "SET @dlock_c = NULL;\nUPDATE " + t +
+           " AS t SET t.contended = LEAST(@dlock_c := t.contended, 0), t.expires_at = " + expiry(ttl) +
+           " WHERE t.name = " + n + " AND t.owner = " + tok + " AND t.expires_at > " + std::string(now) + ";\n" +
+           take_signal(table, n, tok) + ";\nSELECT @dlock_c;\n" + reconcile(table, n);
 }
 
 std::string release(std::string_view table, std::string_view name, std::string_view token)
@@ -205,8 +205,8 @@ std::string release(std::string_view table, std::string_view name, std::string_v
 std::string force_release(std::string_view table, std::string_view name)
 {
     const std::string n = hex_literal(name);
-    return "DELETE FROM " + quote_table(table) + " WHERE name = " + n + " RETURNING expires_at > " +
-           std::string(now) + ";\n" + reconcile(table, n);
+    return "DELETE FROM " + quote_table(table) + " WHERE name = " + n + " RETURNING expires_at > " + std::string(now) +
+           ";\n" + reconcile(table, n);
 }
 
 std::string status(std::string_view table, std::string_view name)

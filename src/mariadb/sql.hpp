@@ -22,9 +22,9 @@ using row = std::vector<std::optional<std::string>>;
 /// result set, in order, or the error that stopped it.
 struct result {
     std::vector<std::vector<row>> sets;
-    unsigned errnum = 0;    ///< the server's (or the client library's) error number; 0 if none
-    std::string sqlstate;   ///< of the error
-    std::string message;    ///< the server's text of the error
+    unsigned errnum = 0;   ///< the server's (or the client library's) error number; 0 if none
+    std::string sqlstate;  ///< of the error
+    std::string message;   ///< the server's text of the error
 };
 
 /// The longest name taken (an InnoDB key stays under 3072 bytes) and the longest token.
@@ -54,8 +54,7 @@ std::string schema_setup(std::string_view table);
 std::string acquire(std::string_view table, std::string_view name, std::string_view token,
                     std::chrono::milliseconds ttl);
 /// → set 0: (NULL if not ours any more, else whether it was contended 0/1); set 1: the reconcile.
-std::string renew(std::string_view table, std::string_view name, std::string_view token,
-                  std::chrono::milliseconds ttl);
+std::string renew(std::string_view table, std::string_view name, std::string_view token, std::chrono::milliseconds ttl);
 /// → set 0: one row (was live 0/1) if the lease was ours, none otherwise; set 1: the reconcile.
 std::string release(std::string_view table, std::string_view name, std::string_view token);
 /// → set 0: one row (was live) if there was a lease; set 1: the reconcile.

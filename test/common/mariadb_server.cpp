@@ -33,7 +33,8 @@ pid_t spawn(std::vector<std::string> argv, const std::string& out, int out_fd = 
         throw std::runtime_error("fork failed");
     if (pid == 0) {
         int devnull = ::open("/dev/null", O_RDWR);
-        int fd = out_fd >= 0 ? out_fd : (out.empty() ? devnull : ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644));
+        int fd =
+            out_fd >= 0 ? out_fd : (out.empty() ? devnull : ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644));
         ::dup2(devnull, 0);
         ::dup2(fd, 1);
         ::dup2(out_fd >= 0 ? devnull : fd, 2);

@@ -399,8 +399,8 @@ BOOST_AUTO_TEST_CASE(the_tool_runs_reports_and_forces_a_release)
         },
         60s);
     // A user without rights: exit 69 and the server's reason on stderr, the password hidden.
-    auto bad = dlock::test::run_capture({"/bin/sh", "-c", cli + " status --url '" + srv.url("nopriv") + "' f 2>&1"},
-                                        &status);
+    auto bad =
+        dlock::test::run_capture({"/bin/sh", "-c", cli + " status --url '" + srv.url("nopriv") + "' f 2>&1"}, &status);
     BOOST_TEST(WEXITSTATUS(status) == 69, bad);
     BOOST_TEST(bad.find("Access denied") != std::string::npos, bad);
     BOOST_TEST(bad.find("secret") == std::string::npos, bad);  // the password never shows

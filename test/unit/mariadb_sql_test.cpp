@@ -99,7 +99,8 @@ BOOST_AUTO_TEST_CASE(statements_quote_the_table_and_use_the_server_clock)
     BOOST_TEST(sql::release("leases", "n", "t").find("RELEASE_LOCK(") != std::string::npos);
     BOOST_TEST(sql::wait("leases", "n", 2500ms).find(", 2.500), RELEASE_LOCK(") != std::string::npos);
     BOOST_TEST(sql::wait("leases", "n", 42ms).find(", 0.042)") != std::string::npos);
-    BOOST_TEST(sql::signal_lock("app.leases", "X'6E'").find("CONCAT(CAST('app' AS BINARY), '.leases/', CAST(X'6E' AS BINARY))") != std::string::npos);
+    BOOST_TEST(sql::signal_lock("app.leases", "X'6E'")
+                   .find("CONCAT(CAST('app' AS BINARY), '.leases/', CAST(X'6E' AS BINARY))") != std::string::npos);
     auto setup = sql::schema_setup("app.leases");
     BOOST_TEST(setup.find("CREATE TABLE IF NOT EXISTS `app`.`leases`") != std::string::npos);
     BOOST_TEST(setup.find("CREATE SEQUENCE IF NOT EXISTS `app`.`leases_fence`") != std::string::npos);

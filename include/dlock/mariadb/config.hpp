@@ -35,7 +35,8 @@ struct config_error {
     std::string message;
 };
 
-/// Parses `mariadb://user[:password]@host[:port]/db[?table=dlock_locks&connect_timeout=5s&timeout=5s&wait_connections=4]`
+/// Parses
+/// `mariadb://user[:password]@host[:port]/db[?table=dlock_locks&connect_timeout=5s&timeout=5s&wait_connections=4]`
 /// (also `mysql://`; default port 3306; user, password, host and database percent-decoded;
 /// a host `%2Frun%2Fmysqld%2Fmysqld.sock` is a unix socket).
 bool parse_url(std::string_view url, config& out, config_error& err);
