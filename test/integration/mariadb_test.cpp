@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include <filesystem>
 #include <sstream>
 
 namespace asio = boost::asio;
@@ -117,6 +118,8 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
     }
     dlock::test::check_count_log(counter, log, processes, processes * coroutines * sections);
     BOOST_TEST(notified > 0);
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
 }
 
 // The server kills every connection of the stores (KILL) while one holds the lock and the
