@@ -20,4 +20,5 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/dlock-config-versio
   COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/dlock-config.cmake ${CMAKE_CURRENT_BINARY_DIR}/dlock-config-version.cmake
   ${CMAKE_CURRENT_LIST_DIR}/dlock-hiredis.cmake ${CMAKE_CURRENT_LIST_DIR}/dlock-zookeeper-c.cmake
+  ${CMAKE_CURRENT_LIST_DIR}/dlock-mariadb-c.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dlock)

@@ -18,6 +18,7 @@ test_packages=(
   etcd-server etcd-client
   memcached
   postgresql libpq-dev
+  mariadb-server libmariadb-dev
   zookeeper libzookeeper-st-dev default-jdk-headless libcurator-recipes-java libslf4j-java
 )
 

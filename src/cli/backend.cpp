@@ -3,6 +3,9 @@
 #ifdef DLOCK_HAS_ETCD
 #include <dlock/etcd/store.hpp>
 #endif
+#ifdef DLOCK_HAS_MARIADB
+#include <dlock/mariadb/store.hpp>
+#endif
 #ifdef DLOCK_HAS_MEMCACHED
 #include <dlock/memcached/store.hpp>
 #endif
@@ -61,6 +64,11 @@ constexpr std::pair<topology, factory> stores[] = {
     {topology::postgres,
      [](const options& o, boost::asio::any_io_executor ex)
          -> std::unique_ptr<store> { return std::make_unique<postgres_store>(ex, o.postgres); }},
+#endif
+#ifdef DLOCK_HAS_MARIADB
+    {topology::mariadb,
+     [](const options& o, boost::asio::any_io_executor ex)
+         -> std::unique_ptr<store> { return std::make_unique<mariadb_store>(ex, o.mariadb); }},
 #endif
 };
 

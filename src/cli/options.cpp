@@ -429,6 +429,25 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
         return true;
 #endif
     }
+    if (out.url.rfind("mariadb://", 0) == 0 || out.url.rfind("mysql://", 0) == 0) {
+#ifndef DLOCK_HAS_MARIADB
+        return fail(err, "this dlock was built without MariaDB (DLOCK_WITH_MARIADB=OFF): " +
+                             std::string(set.count("--url") ? "--url" : url_from) + " is a mariadb:// URL");
+#else
+        mariadb::config_error merr;
+        if (!mariadb::parse_url(out.url, out.mariadb, merr))
+            return fail(err, std::string(set.count("--url") ? "--url" : url_from) + ": " + merr.message);
+        if (set.count("--cluster"))
+            return fail(err, "--cluster is for Redis Cluster; a mariadb:// URL names one server");
+        if (!out.scripting)
+            return fail(err, "--no-scripting is for one Redis server (or Sentinel); MariaDB runs no Lua");
+        out.topology = topology::mariadb;
+        if (out.cmd == command::release && !out.force)
+            return fail(err, "release: refusing to free '" + out.name +
+                                 "' whoever holds it without --force (the holder is not told; its row is gone)");
+        return true;
+#endif
+    }
     if (out.url.rfind("memcached://", 0) == 0) {
 #ifndef DLOCK_HAS_MEMCACHED
         return fail(err, "this dlock was built without memcached (DLOCK_WITH_MEMCACHED=OFF): " +
@@ -513,8 +532,10 @@ Options:
                             a ZooKeeper ensemble, in Curator's InterProcessMutex layout (lock
                             path <root>/<prefix><NAME>); postgresql://user:pw@host:5432/db
                             [?table=dlock_locks]: leases as rows of one table, fencing from a
-                            sequence, waiters woken by NOTIFY (default: $DLOCK_URL, else
-                            redis://127.0.0.1:6379)
+                            sequence, waiters woken by NOTIFY; mariadb://user:pw@host:3306/db
+                            [?table=dlock_locks] (or mysql://, a MariaDB 10.3+ server): the same
+                            on MariaDB, waiters woken through the holder's GET_LOCK (default:
+                            $DLOCK_URL, else redis://127.0.0.1:6379)
   --cluster                 the URLs are seeds of a Redis Cluster
   --no-scripting            Redis without Lua (WATCH/MULTI/EXEC), for servers that refuse EVAL;
                             one server or Sentinel; no direct hand-off (waiters are woken)
@@ -557,7 +578,7 @@ usage, 69 server unreachable.
 )";
     return R"(usage: dlock COMMAND [OPTIONS] ...
 
-Distributed locks on Redis, etcd, ZooKeeper, memcached or PostgreSQL, from the shell.
+Distributed locks on Redis, etcd, ZooKeeper, memcached, PostgreSQL or MariaDB, from the shell.
 
 Commands:
   run NAME -- COMMAND...    run COMMAND while holding the lock NAME

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dlock/etcd/config.hpp>
+#include <dlock/mariadb/config.hpp>
 #include <dlock/memcached/config.hpp>
 #include <dlock/postgres/config.hpp>
 #include <dlock/redis/config.hpp>
@@ -37,6 +38,7 @@ enum class topology {
     memcached,  ///< a memcached:// URL: memcached_store over the listed servers
     zookeeper,  ///< a zk:// URL: zookeeper_store over the listed ensemble
     postgres,   ///< a postgresql:// URL: postgres_store on one server
+    mariadb,    ///< a mariadb:// or mysql:// URL: mariadb_store on one server
 };
 
 /// The longest --lease or --grace. Redis refuses expiry times that overflow its 64-bit
@@ -53,6 +55,7 @@ struct options {
     memcached::config memcached;                 ///< topology::memcached: parsed from url
     zookeeper::config zookeeper;                 ///< topology::zookeeper: parsed from url
     postgres::config postgres;                   ///< topology::postgres: parsed from url
+    mariadb::config mariadb;                     ///< topology::mariadb: parsed from url
     dlock::cli::topology topology = topology::single;
     std::string prefix = "dlock";
     std::chrono::milliseconds lease{30'000};

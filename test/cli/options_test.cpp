@@ -113,6 +113,24 @@ BOOST_AUTO_TEST_CASE(read_write_and_semaphore_flags)
     BOOST_TEST(has(bad({"status", "--shared", "job"}), "--shared"));  // run only
 }
 
+#ifdef DLOCK_HAS_MARIADB
+BOOST_AUTO_TEST_CASE(mariadb_urls)
+{
+    auto o = ok({"status", "--url", "mariadb://app:pw@db:3307/locks?table=leases", "job"});
+    BOOST_TEST((o.topology == topology::mariadb));
+    BOOST_TEST(o.mariadb.port == 3307);
+    BOOST_TEST(o.mariadb.table == "leases");
+    BOOST_TEST(o.mariadb.password == "pw");
+    auto m = ok({"release", "--force", "--url", "mysql://app@db/locks", "job"});
+    BOOST_TEST((m.topology == topology::mariadb));
+    BOOST_TEST(m.mariadb.port == 3306);
+    BOOST_TEST(has(bad({"release", "--url", "mariadb://app@db/locks", "job"}), "--force"));
+    BOOST_TEST(has(bad({"run", "--url", "mariadb://app@db/locks", "--cluster", "job", "--", "true"}), "--cluster"));
+    BOOST_TEST(has(bad({"status", "--url", "mariadb://app@db/locks?table=a;b", "job"}), "table"));
+    BOOST_TEST(!has(bad({"status", "--url", "mariadb://app:hunter2@db:0/locks", "job"}), "hunter2"));
+}
+#endif
+
 #ifdef DLOCK_HAS_MEMCACHED
 BOOST_AUTO_TEST_CASE(memcached_urls)
 {

@@ -19,6 +19,7 @@
 // or a zk:// URL for a zookeeper_store,
 // or a memcached:// URL for a memcached_store (leases of 2 s: whole seconds),
 // or a postgresql:// URL for a postgres_store,
+// or a mariadb:// (mysql://) URL for a mariadb_store,
 // or noscript:redis://[user:pw@]127.0.0.1:P for a redis_store without Lua (WATCH/MULTI/EXEC).
 #include <dlock/dlock.hpp>
 #ifdef DLOCK_HAS_ETCD
@@ -32,6 +33,9 @@
 #endif
 #ifdef DLOCK_HAS_POSTGRES
 #include <dlock/postgres.hpp>
+#endif
+#ifdef DLOCK_HAS_MARIADB
+#include <dlock/mariadb.hpp>
 #endif
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -143,6 +147,20 @@ int main(int argc, char** argv)
         auto ps = std::make_unique<dlock::postgres_store>(io.get_executor(), cfg);
         close_store = [s = ps.get()] { s->close(); };
         store_ptr = std::move(ps);
+    } else
+#endif
+#ifdef DLOCK_HAS_MARIADB
+        if (std::string_view(argv[2]).rfind("mariadb://", 0) == 0 ||
+            std::string_view(argv[2]).rfind("mysql://", 0) == 0) {
+        dlock::mariadb::config cfg;
+        dlock::mariadb::config_error err;
+        if (!dlock::mariadb::parse_url(argv[2], cfg, err)) {
+            std::cerr << "lock_worker: " << err.message << "\n";
+            return 2;
+        }
+        auto ms = std::make_unique<dlock::mariadb_store>(io.get_executor(), cfg);
+        close_store = [s = ms.get()] { s->close(); };
+        store_ptr = std::move(ms);
     } else
 #endif
         if (std::string_view(argv[2]).rfind("noscript:", 0) == 0) {

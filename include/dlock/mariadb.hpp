@@ -1,0 +1,5 @@
+// The MariaDB/MySQL backend (dlock::mariadb): leases as rows, fencing from a sequence, GET_LOCK wake-ups.
+#pragma once
+
+#include <dlock/mariadb/config.hpp>
+#include <dlock/mariadb/store.hpp>

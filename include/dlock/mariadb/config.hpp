@@ -1,0 +1,50 @@
+// Where a mariadb_store connects: server, credentials, database, lease table, wake-up pool, timeouts.
+#pragma once
+
+#include <boost/system/error_code.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace dlock::mariadb {
+
+struct config {
+    /// A host name, an IP address, or the path of the server's unix socket (`/run/mysqld/mysqld.sock`).
+    /// Names are resolved by Asio before the client library sees them (its resolver blocks).
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 3306;
+    std::string user{};
+    std::string password{};
+    std::string database = "dlock";
+    /// The lease table (`name` or `database.name`, letters, digits and '_', at most 58 each);
+    /// its fencing sequence is `<table>_fence`. Both are created on first use if missing.
+    std::string table = "dlock_locks";
+    /// Connections that wait in GET_LOCK for releases of watched names, one name each (0: no
+    /// wake-ups; waiters then sleep the holder's remaining lease). Opened on demand.
+    unsigned wait_connections = 4;
+    /// Bound of one connect, authentication and setup included (0: none).
+    std::chrono::milliseconds connect_timeout{5'000};
+    /// Bound of one request, send to last result (0: none). A request that times out resets its connection.
+    std::chrono::milliseconds request_timeout{5'000};
+};
+
+struct config_error {
+    boost::system::error_code code;
+    std::string message;
+};
+
+/// Parses
+/// `mariadb://user[:password]@host[:port]/db[?table=dlock_locks&connect_timeout=5s&timeout=5s&wait_connections=4]`
+/// (also `mysql://`; default port 3306; user, password, host and database percent-decoded;
+/// a host `%2Frun%2Fmysqld%2Fmysqld.sock` is a unix socket).
+bool parse_url(std::string_view url, config& out, config_error& err);
+
+/// `mariadb://user@host:port/db` (no password), for logs.
+std::string to_url(const config& cfg);
+
+/// Empty if `table` is a usable table name (`name` or `database.name`), else why not.
+std::string check_table(std::string_view table);
+
+}  // namespace dlock::mariadb

@@ -1,0 +1,77 @@
+// The MariaDB/MySQL store: leases as rows of one table judged on the server's clock, fencing
+// tokens from a sequence, waiters woken through the holder's GET_LOCK.
+#pragma once
+
+#include <dlock/mariadb/config.hpp>
+#include <dlock/store.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace dlock {
+
+/// The store contract over one MariaDB server (10.3+: sequences, DELETE .. RETURNING;
+/// MariaDB Connector/C's non-blocking API, driven on the executor).
+///
+/// Table `<table>` (name varbinary primary key, owner, fence, expires_at, contended,
+/// signal_conn) and sequence `<table>_fence`, created on first use if missing. A lease is
+/// free when its row is missing or `expires_at <= UTC_TIMESTAMP(6)` on the server (the time
+/// the statement started; clients' clocks are never compared). Every operation is one round
+/// trip of a few statements (a multi-statement text query; names and tokens go in as hex
+/// literals, which no character set or sql_mode can turn into SQL).
+///
+/// Wake-ups: MariaDB has no NOTIFY. The holder's connection also holds the named lock
+/// `GET_LOCK(hash of name, 0)` while it holds the lease (taken in the acquire's round trip,
+/// given back in the release's); a refused acquire says whether the holder has it. A watcher
+/// then blocks in `SELECT GET_LOCK(hash, holder's lease + 1 s), RELEASE_LOCK(hash)` on one of
+/// `wait_connections` connections: it returns when the holder releases or its connection
+/// dies, and the watcher gets `released`. Without that (the holder has no named lock, the
+/// pool is busy, force_release) waiters sleep the holder's remaining lease: slower, never wrong.
+///
+/// Limits (also in traits()): one primary (asynchronous replicas promoted without the latest
+/// commits may give a lock twice); no direct hand-off; names are bytes, 1..2000 of them,
+/// tokens 1..255 (invalid_name otherwise); leases of 1 ms .. 30 days.
+///
+/// Errors: connect_failed, resolve_failed, connection_lost, timeout, server_busy (lock wait
+/// timeout, deadlock, too many connections) (transient); auth_failed (wrong password or
+/// user), handshake_failed (no such database), permission_denied (a missing privilege, the
+/// database refused to the user), server_error (any other SQL error; its text in
+/// last_error_text()), invalid_name, invalid_lease.
+/// Thread safety: none; use it from its executor.
+class mariadb_store final : public store {
+public:
+    mariadb_store(boost::asio::any_io_executor ex, mariadb::config cfg);
+    ~mariadb_store() override;
+
+    boost::asio::any_io_executor get_executor() const override;
+    /// Per lease, durable fencing, release notifications (unless wait_connections is 0), no
+    /// direct hand-off, 1 ms granularity.
+    store_traits traits() const noexcept override;
+    /// "mariadb mariadb://user@host:port/db table=dlock_locks".
+    std::string describe() const override;
+    /// `ready` at once (a named lock is state, not an event: a wait started after a refused
+    /// attempt cannot miss the release), `released` when a GET_LOCK wait on the holder's
+    /// named lock returns, `resync` when a wait connection fails.
+    watch_id watch(const std::string& name, const std::string& token, watch_callback cb) override;
+    using store::watch;
+    void unwatch(watch_id id) override;
+    /// Closes every connection: pending operations complete with error::closed.
+    void close() override;
+
+    const mariadb::config& config() const noexcept;
+
+private:
+    void do_connect(boost::asio::any_completion_handler<connect_signature> h) override;
+    void do_try_acquire(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h) override;
+    void do_renew(const lease_key& key, std::chrono::milliseconds ttl,
+                  boost::asio::any_completion_handler<renew_signature> h) override;
+    void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
+
+    struct impl;
+    std::shared_ptr<impl> impl_;
+};
+
+}  // namespace dlock

@@ -1,0 +1,446 @@
+#include "mariadb/connection.hpp"
+
+#include <dlock/error.hpp>
+
+#include "common/post_completion.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <mysql.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <deque>
+#include <functional>
+#include <mutex>
+
+namespace dlock::mariadb::detail {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using clock_type = std::chrono::steady_clock;
+using wait_type = asio::posix::descriptor_base::wait_type;
+constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+
+// mysql_library_init is not thread-safe: once per process, before the first mysql_init.
+void library_init()
+{
+    static std::once_flag once;
+    std::call_once(once, [] { mysql_library_init(0, nullptr, nullptr); });
+}
+
+}  // namespace
+
+struct connection::impl : std::enable_shared_from_this<impl> {
+    struct request {
+        std::string text;
+        std::chrono::milliseconds timeout;
+        asio::any_completion_handler<exec_signature> h;
+    };
+
+    asio::any_io_executor ex;
+    connection_settings s;
+    MYSQL* m = nullptr;
+    bool up = false;  // connected and set up
+    std::deque<request> queue;
+    bool running = false;
+    bool busy = false;  // a request is on the wire
+    bool closed = false;
+    bool timed_out = false;  // the current operation passed its deadline: its socket was shut
+    asio::posix::stream_descriptor sd;
+    asio::steady_timer timer;
+    std::uint64_t wait_gen = 0;
+    std::uint64_t connects = 0;
+    std::string connect_error;
+    // The operation in flight inside the library: its _cont, and where it writes its result
+    // (members, not coroutine locals, so that close() can run it to its end at any time).
+    std::function<int(int)> pending;
+    int op_int = 0;
+    MYSQL* op_conn = nullptr;
+    MYSQL_RES* op_res = nullptr;
+
+    impl(asio::any_io_executor e, connection_settings st) : ex(e), s(std::move(st)), sd(e), timer(e) {}
+    ~impl() { finish_handle(); }
+
+    clock_type::time_point deadline_after(std::chrono::milliseconds d) const
+    {
+        return d.count() > 0 ? clock_type::now() + d : clock_type::time_point::max();
+    }
+
+    void shut_socket()
+    {
+        if (m) {
+            int fd = static_cast<int>(mysql_get_socket(m));
+            if (fd >= 0)
+                ::shutdown(fd, SHUT_RDWR);
+        }
+    }
+
+    // Ends the handle without blocking: the socket is shut first, so an operation left in
+    // the library fails at once when run to its end, and mysql_close's COM_QUIT goes nowhere.
+    void finish_handle()
+    {
+        if (sd.is_open())
+            sd.release();  // never close the library's fd; cancels a wait
+        if (!m)
+            return;
+        shut_socket();
+        if (pending) {
+            int st = pending(MYSQL_WAIT_READ | MYSQL_WAIT_WRITE | MYSQL_WAIT_TIMEOUT);
+            for (int i = 0; st != 0 && i < 1000; ++i)
+                st = pending(MYSQL_WAIT_READ | MYSQL_WAIT_WRITE | MYSQL_WAIT_TIMEOUT);
+            pending = nullptr;
+        }
+        if (op_res) {
+            mysql_free_result(op_res);
+            op_res = nullptr;
+        }
+        mysql_close(m);
+        m = nullptr;
+        up = false;
+    }
+
+    void fail_all(error_code ec, const std::string& message = {})
+    {
+        while (!queue.empty()) {
+            auto r = std::move(queue.front());
+            queue.pop_front();
+            sql::result res;
+            res.message = message;
+            dlock::detail::post_completion(ex, std::move(r.h), ec, std::move(res));
+        }
+    }
+
+    void kick()
+    {
+        if (closed || running)
+            return;
+        running = true;
+        asio::co_spawn(ex, run(shared_from_this()), asio::detached);
+    }
+
+    // An idle connection the server has closed (KILL, restart, wait_timeout) has something to
+    // read: an error packet or EOF. Checked without blocking before each request.
+    bool idle_dead() const
+    {
+        pollfd p{static_cast<int>(mysql_get_socket(m)), POLLIN, 0};
+        return p.fd < 0 || ::poll(&p, 1, 0) != 0;
+    }
+
+    // Waits for what the library asked for in `status`; returns the bits to pass to _cont.
+    static asio::awaitable<int> wait_for(std::shared_ptr<impl> self, int status, clock_type::time_point deadline)
+    {
+        int want = status & (MYSQL_WAIT_READ | MYSQL_WAIT_WRITE | MYSQL_WAIT_EXCEPT);
+        if (self->timed_out)  // the socket is shut: the library fails as soon as it looks
+            co_return want ? want : MYSQL_WAIT_TIMEOUT;
+        auto until = deadline;
+        bool library_timer = false;
+        if (status & MYSQL_WAIT_TIMEOUT) {
+            auto t = clock_type::now() + std::chrono::milliseconds(mysql_get_timeout_value_ms(self->m));
+            if (t < until) {
+                until = t;
+                library_timer = true;
+            }
+        }
+        auto deadline_passed = [&] {
+            self->timed_out = true;
+            self->shut_socket();
+            return want ? want : MYSQL_WAIT_TIMEOUT;
+        };
+        if (!want) {
+            self->timer.expires_at(until);
+            co_await self->timer.async_wait(tuple);
+            if (self->closed)
+                co_return 0;
+            co_return library_timer ? MYSQL_WAIT_TIMEOUT : deadline_passed();
+        }
+        error_code aec;
+        self->sd.assign(static_cast<int>(mysql_get_socket(self->m)), aec);
+        if (aec)
+            co_return want;  // the library finds out what is wrong with its socket
+        auto gen = ++self->wait_gen;
+        auto fired = std::make_shared<bool>(false);
+        if (until != clock_type::time_point::max()) {
+            self->timer.expires_at(until);
+            self->timer.async_wait([weak = std::weak_ptr<impl>(self), gen, fired](error_code tec) {
+                auto me = weak.lock();
+                if (!tec && me && me->wait_gen == gen && me->sd.is_open()) {
+                    *fired = true;
+                    me->sd.cancel();
+                }
+            });
+        }
+        // Readiness or cancellation (the deadline, abort): either way _cont looks at the socket.
+        co_await self->sd.async_wait(want & MYSQL_WAIT_WRITE ? wait_type::wait_write : wait_type::wait_read, tuple);
+        ++self->wait_gen;  // a late timer no longer touches the descriptor
+        if (self->closed)
+            co_return 0;
+        self->timer.cancel();
+        if (self->sd.is_open())
+            self->sd.release();
+        if (*fired)
+            co_return library_timer ? MYSQL_WAIT_TIMEOUT : deadline_passed();
+        co_return want;
+    }
+
+    // Runs the library's operation (its _start returned `status`, its _cont is `pending`) to
+    // its end; false if close() ended it meanwhile.
+    static asio::awaitable<bool> drive(std::shared_ptr<impl> self, int status, clock_type::time_point deadline)
+    {
+        while (status != 0) {
+            int ready = co_await wait_for(self, status, deadline);
+            if (self->closed)
+                co_return false;
+            status = self->pending(ready);
+        }
+        self->pending = nullptr;
+        co_return true;
+    }
+
+    error_code error_now(sql::result& res) const
+    {
+        res.errnum = mysql_errno(m);
+        res.sqlstate = mysql_sqlstate(m);
+        res.message = mysql_error(m);
+        if (timed_out)
+            return error::timeout;
+        auto ec = sql::error_of(res.errnum);
+        return ec ? ec : error_code(error::server_error);
+    }
+
+    // One multi-statement query; every result set is read.
+    static asio::awaitable<std::pair<error_code, sql::result>>
+    query(std::shared_ptr<impl> self, const std::string& text, clock_type::time_point deadline)
+    {
+        sql::result res;
+        impl* i = self.get();
+        i->timed_out = false;
+        i->pending = [i](int ready) { return mysql_real_query_cont(&i->op_int, i->m, ready); };
+        int st = mysql_real_query_start(&i->op_int, i->m, text.data(), text.size());
+        if (!co_await drive(self, st, deadline))
+            co_return std::pair{error_code(error::closed), std::move(res)};
+        for (int rc = i->op_int;;) {
+            if (rc != 0)
+                co_return std::pair{i->error_now(res), std::move(res)};
+            if (mysql_field_count(i->m) > 0) {
+                i->op_res = nullptr;
+                i->pending = [i](int ready) { return mysql_store_result_cont(&i->op_res, i->m, ready); };
+                st = mysql_store_result_start(&i->op_res, i->m);
+                if (!co_await drive(self, st, deadline))
+                    co_return std::pair{error_code(error::closed), std::move(res)};
+                MYSQL_RES* r = std::exchange(i->op_res, nullptr);
+                if (!r)
+                    co_return std::pair{i->error_now(res), std::move(res)};
+                // A stored result is in memory: fetching and freeing it does no I/O.
+                std::vector<sql::row> rows;
+                unsigned n = mysql_num_fields(r);
+                while (MYSQL_ROW row = mysql_fetch_row(r)) {
+                    unsigned long* len = mysql_fetch_lengths(r);
+                    sql::row out;
+                    for (unsigned j = 0; j < n; ++j)
+                        out.push_back(row[j] ? std::optional<std::string>(std::string(row[j], len[j])) : std::nullopt);
+                    rows.push_back(std::move(out));
+                }
+                mysql_free_result(r);
+                res.sets.push_back(std::move(rows));
+            }
+            if (!mysql_more_results(i->m))
+                break;
+            i->pending = [i](int ready) { return mysql_next_result_cont(&i->op_int, i->m, ready); };
+            st = mysql_next_result_start(&i->op_int, i->m);
+            if (!co_await drive(self, st, deadline))
+                co_return std::pair{error_code(error::closed), std::move(res)};
+            rc = i->op_int;
+            if (rc == -1)
+                break;
+        }
+        co_return std::pair{error_code(), std::move(res)};
+    }
+
+    // Connects, authenticates and runs the setup.
+    static asio::awaitable<error_code> connect(std::shared_ptr<impl> self)
+    {
+        const auto& cfg = self->s.cfg;
+        auto deadline = self->deadline_after(cfg.connect_timeout);
+        const bool unix_socket = !cfg.host.empty() && cfg.host.front() == '/';
+        std::string address;
+        if (!unix_socket) {
+            // The library would resolve a name with a blocking getaddrinfo(): resolve here instead.
+            error_code aec;
+            auto addr = asio::ip::make_address(cfg.host, aec);
+            if (!aec) {
+                address = addr.to_string();
+            } else {
+                asio::ip::tcp::resolver resolver(self->ex);
+                auto [rec, eps] = co_await resolver.async_resolve(cfg.host, std::to_string(cfg.port), tuple);
+                if (self->closed)
+                    co_return error::closed;
+                if (rec || eps.empty()) {
+                    self->connect_error = "could not resolve " + cfg.host + ": " + rec.message();
+                    co_return error::resolve_failed;
+                }
+                address = eps.begin()->endpoint().address().to_string();
+            }
+        }
+        library_init();
+        impl* i = self.get();
+        i->timed_out = false;
+        i->m = mysql_init(nullptr);
+        if (!i->m) {
+            i->connect_error = "MariaDB client: out of memory";
+            co_return error::connect_failed;
+        }
+        mysql_options(i->m, MYSQL_OPT_NONBLOCK, nullptr);
+        unsigned protocol = unix_socket ? MYSQL_PROTOCOL_SOCKET : MYSQL_PROTOCOL_TCP;
+        mysql_options(i->m, MYSQL_OPT_PROTOCOL, &protocol);
+        mysql_options(i->m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+        unsigned no_infile = 0;
+        mysql_options(i->m, MYSQL_OPT_LOCAL_INFILE, &no_infile);
+        auto fail = [&](error_code ec, std::string text) {
+            i->connect_error = std::move(text);
+            i->finish_handle();
+            return ec;
+        };
+        i->op_conn = nullptr;
+        i->pending = [i](int ready) { return mysql_real_connect_cont(&i->op_conn, i->m, ready); };
+        int st = mysql_real_connect_start(&i->op_conn, i->m, unix_socket ? nullptr : address.c_str(),
+                                          cfg.user.empty() ? nullptr : cfg.user.c_str(), cfg.password.c_str(),
+                                          cfg.database.c_str(), unix_socket ? 0 : cfg.port,
+                                          unix_socket ? cfg.host.c_str() : nullptr, CLIENT_MULTI_STATEMENTS);
+        if (!co_await drive(self, st, deadline))
+            co_return error::closed;
+        if (!i->op_conn) {
+            if (i->timed_out)
+                co_return fail(error::connect_failed, "connect to " + to_url(cfg) + " timed out");
+            unsigned e = mysql_errno(i->m);
+            std::string text = mysql_error(i->m);
+            auto ec = sql::error_of(e);
+            // A connection that drops during the handshake failed to connect (transient).
+            if (!ec || ec == error::connection_lost || ec == error::server_error)
+                ec = error::connect_failed;
+            co_return fail(ec, text);
+        }
+        if (!self->s.setup.empty()) {
+            auto [ec, res] = co_await query(self, self->s.setup, deadline);
+            if (self->closed)
+                co_return error::closed;
+            if (ec == error::timeout)
+                ec = error::connect_failed;
+            if (ec)
+                co_return fail(ec, res.message);
+        }
+        i->connect_error.clear();
+        i->up = true;
+        ++i->connects;
+        co_return error_code();
+    }
+
+    static asio::awaitable<void> run(std::shared_ptr<impl> self)
+    {
+        while (!self->closed && !self->queue.empty()) {
+            if (self->m && self->idle_dead())
+                self->finish_handle();
+            if (!self->m) {
+                auto ec = co_await connect(self);
+                if (self->closed)
+                    break;
+                if (ec) {
+                    self->fail_all(ec, self->connect_error);
+                    continue;
+                }
+            }
+            if (self->queue.empty())
+                break;
+            auto req = std::move(self->queue.front());
+            self->queue.pop_front();
+            self->busy = true;
+            auto timeout = req.timeout.count() > 0 ? req.timeout : self->s.cfg.request_timeout;
+            auto [ec, res] = co_await query(self, req.text, self->deadline_after(timeout));
+            self->busy = false;
+            if (self->closed) {
+                dlock::detail::post_completion(self->ex, std::move(req.h), error_code(error::closed), sql::result{});
+                break;
+            }
+            if (ec == error::connection_lost || ec == error::timeout)
+                self->finish_handle();
+            dlock::detail::post_completion(self->ex, std::move(req.h), ec, std::move(res));
+        }
+        self->running = false;
+        if (self->closed)
+            self->fail_all(error::closed);
+    }
+};
+
+connection::connection(asio::any_io_executor ex, connection_settings s)
+    : impl_(std::make_shared<impl>(ex, std::move(s)))
+{
+}
+
+connection::~connection()
+{
+    close();
+}
+
+void connection::exec(std::string text, std::chrono::milliseconds timeout,
+                      asio::any_completion_handler<exec_signature> h)
+{
+    if (impl_->closed)
+        return dlock::detail::post_completion(impl_->ex, std::move(h), error_code(error::closed), sql::result{});
+    impl_->queue.push_back(impl::request{std::move(text), timeout, std::move(h)});
+    impl_->kick();
+}
+
+void connection::abort()
+{
+    auto& i = *impl_;
+    if (i.closed || !i.m)
+        return;
+    if (i.running && i.pending)
+        i.shut_socket();  // the operation in flight fails at once; run() then drops the handle
+    else if (!i.running)
+        i.finish_handle();
+    else
+        i.shut_socket();  // between operations: the next one fails, or idle_dead() sees it
+}
+
+bool connection::is_connected() const noexcept
+{
+    return impl_->up;
+}
+
+std::size_t connection::pending() const noexcept
+{
+    return impl_->queue.size() + (impl_->busy ? 1 : 0);
+}
+
+std::uint64_t connection::connects() const noexcept
+{
+    return impl_->connects;
+}
+
+const std::string& connection::last_connect_error() const noexcept
+{
+    return impl_->connect_error;
+}
+
+void connection::close()
+{
+    auto& i = *impl_;
+    if (i.closed)
+        return;
+    i.closed = true;
+    i.timer.cancel();
+    i.finish_handle();
+    i.fail_all(error::closed);
+}
+
+}  // namespace dlock::mariadb::detail

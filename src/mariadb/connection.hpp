@@ -1,0 +1,66 @@
+// One MariaDB Connector/C connection driven on an io_context through the library's
+// non-blocking API: mysql_real_connect_start/_cont, mysql_real_query_start/_cont,
+// mysql_store_result_start/_cont, mysql_next_result_start/_cont. Each _start/_cont returns
+// what the library waits for (MYSQL_WAIT_READ/WRITE/TIMEOUT); the socket is waited on with a
+// stream_descriptor assigned per wait and released after (the library owns the fd), then
+// _cont resumes it. Requests run one at a time from a FIFO; the connection is made on demand.
+#pragma once
+
+#include <dlock/mariadb/config.hpp>
+
+#include "mariadb/sql.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace dlock::mariadb::detail {
+
+struct connection_settings {
+    config cfg;
+    /// A multi-statement query run after each connect, before any request (empty: none).
+    std::string setup{};
+};
+
+/// - exec(): one multi-statement text query; completes with its result sets or its error.
+///   `timeout` bounds it (0: cfg.request_timeout). Errors: connect_failed, resolve_failed,
+///   auth_failed, handshake_failed (no such database), permission_denied, server_busy,
+///   connection_lost (it dropped with the query on the wire: it may have run), timeout (the
+///   connection is reset), the query's own (sql::error_of); closed.
+/// - abort(): drops the connection now (shutdown of its socket); a request in flight fails
+///   with connection_lost, the next one connects again.
+/// - Completions are posted, never run inside exec(); requests run in the order queued.
+/// - Not thread-safe; one executor.
+class connection {
+public:
+    using exec_signature = void(boost::system::error_code, sql::result);
+
+    connection(boost::asio::any_io_executor ex, connection_settings s);
+    ~connection();
+    connection(const connection&) = delete;
+    connection& operator=(const connection&) = delete;
+
+    void exec(std::string text, std::chrono::milliseconds timeout,
+              boost::asio::any_completion_handler<exec_signature> h);
+    void abort();
+    bool is_connected() const noexcept;
+    /// Requests queued or running.
+    std::size_t pending() const noexcept;
+    /// Successful connects (setup included) so far.
+    std::uint64_t connects() const noexcept;
+    /// The library's text of the last connect failure.
+    const std::string& last_connect_error() const noexcept;
+    void close();
+
+    struct impl;
+
+private:
+    std::shared_ptr<impl> impl_;
+};
+
+}  // namespace dlock::mariadb::detail

@@ -1,0 +1,406 @@
+#include <dlock/error.hpp>
+#include <dlock/mariadb/store.hpp>
+
+#include "common/post_completion.hpp"
+#include "mariadb/connection.hpp"
+#include "mariadb/sql.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <map>
+#include <random>
+#include <utility>
+
+namespace dlock {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using detail::post_completion;
+using conn_t = mariadb::detail::connection;
+using std::chrono::milliseconds;
+
+struct mariadb_store::impl : std::enable_shared_from_this<impl> {
+    struct watcher {
+        std::string name;
+        watch_callback cb;
+    };
+    // What the refused attempts on a watched name said, and its GET_LOCK wait.
+    struct name_state {
+        std::uint64_t observed = 0;  // refused attempts that found the holder with its signal lock
+        std::uint64_t waited = 0;    // `observed` when the last wait started
+        milliseconds remaining{0};   // the holder's remaining lease then
+        int slot = -1;               // the wait connection in use, -1 if none
+    };
+    struct slot {
+        std::unique_ptr<conn_t> conn;
+        std::string name;  // waited for; empty: free
+    };
+
+    asio::any_io_executor ex;
+    mariadb::config cfg;
+    std::unique_ptr<conn_t> conn;
+    std::vector<slot> slots;  // the wait pool, grown on demand up to cfg.wait_connections
+    std::map<std::string, name_state> names;
+    std::map<watch_id, watcher> watches;
+    watch_id next_watch = 1;
+    std::minstd_rand rng{std::random_device{}()};
+
+    bool watched(const std::string& name) const
+    {
+        for (const auto& [id, w] : watches)
+            if (w.name == name)
+                return true;
+        return false;
+    }
+
+    void post_event(watch_id id, watch_event ev)
+    {
+        asio::post(ex, [weak = weak_from_this(), id, ev] {
+            auto self = weak.lock();
+            if (!self)
+                return;
+            auto it = self->watches.find(id);
+            if (it == self->watches.end())
+                return;               // unwatched meanwhile
+            auto cb = it->second.cb;  // a copy: the callback may unwatch itself
+            cb(ev, {});
+        });
+    }
+
+    void tell(const std::string& name, watch_event ev)
+    {
+        for (auto& [id, w] : watches)
+            if (w.name == name)
+                post_event(id, ev);
+    }
+
+    // A refused attempt on `name`. True if a wait on the holder's signal lock will wake the
+    // waiters; false: they sleep the holder's lease (made a little longer, at random, so
+    // that they do not all come back at the same instant).
+    bool observe(const std::string& name, const mariadb::sql::holder_info& h, acquire_result& out)
+    {
+        bool woken = false;
+        if (cfg.wait_connections > 0 && h.signal && watched(name)) {
+            auto& st = names[name];
+            ++st.observed;
+            st.remaining = h.remaining;
+            schedule(name);
+            woken = st.slot >= 0;
+        }
+        if (!woken && out.holder_ttl.count() > 0) {
+            auto spread = std::min<milliseconds::rep>(out.holder_ttl.count() / 10 + 1, 50);
+            out.holder_ttl += milliseconds(std::uniform_int_distribution<milliseconds::rep>(0, spread)(rng));
+        }
+        return woken;
+    }
+
+    int free_slot()
+    {
+        for (std::size_t i = 0; i < slots.size(); ++i)
+            if (slots[i].name.empty())
+                return static_cast<int>(i);
+        if (slots.size() >= cfg.wait_connections)
+            return -1;  // the pool is busy: the waiters of this name sleep the holder's lease
+        slots.push_back(
+            {std::make_unique<conn_t>(ex, mariadb::detail::connection_settings{cfg, mariadb::sql::session_setup()}),
+             {}});
+        return static_cast<int>(slots.size() - 1);
+    }
+
+    // Starts `name`'s wait if a refused attempt saw the holder with its signal lock since the
+    // last one started, and a wait connection is free.
+    void schedule(const std::string& name)
+    {
+        auto it = names.find(name);
+        if (it == names.end() || it->second.slot >= 0 || it->second.observed == it->second.waited)
+            return;
+        int k = free_slot();
+        if (k < 0)
+            return;
+        auto& st = it->second;
+        st.slot = k;
+        st.waited = st.observed;
+        slots[k].name = name;
+        // Bounded by the holder's lease: by then the waiters retry on their own anyway.
+        auto timeout = st.remaining + milliseconds(1000);
+        auto request_bound = timeout + (cfg.request_timeout.count() > 0 ? cfg.request_timeout : milliseconds(5000));
+        slots[k].conn->exec(mariadb::sql::wait(cfg.table, name, timeout), request_bound,
+                            [weak = weak_from_this(), k, name](error_code ec, mariadb::sql::result res) {
+                                if (auto self = weak.lock())
+                                    self->on_wait_done(k, name, ec, res);
+                            });
+    }
+
+    void on_wait_done(int k, const std::string& name, error_code ec, const mariadb::sql::result& res)
+    {
+        if (ec == error::closed)
+            return;
+        slots[k].name.clear();
+        auto it = names.find(name);
+        if (it != names.end())
+            it->second.slot = -1;
+        if (!watched(name)) {
+            names.erase(name);
+        } else {
+            bool released = false;
+            if (ec || !mariadb::sql::decode_wait(res, released))
+                tell(name, watch_event::resync);  // the wait failed: whatever it missed, re-check
+            else if (released)
+                tell(name, watch_event::released);
+            else
+                schedule(name);  // timed out: again if a newer attempt saw the holder
+        }
+        for (auto& [n, st] : names)  // names that found the pool busy
+            if (st.slot < 0 && st.observed != st.waited) {
+                schedule(n);
+                break;
+            }
+    }
+};
+
+namespace {
+
+constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
+
+auto exec(conn_t& c, std::string text)
+{
+    return asio::async_initiate<decltype(tuple), conn_t::exec_signature>(
+        [&c](auto h, std::string t) { c.exec(std::move(t), milliseconds(0), std::move(h)); }, tuple, std::move(text));
+}
+
+template <class Sig, class... Args>
+void finish(const asio::any_io_executor& ex, std::shared_ptr<asio::any_completion_handler<Sig>> h, Args&&... args)
+{
+    post_completion(ex, std::move(*h), std::forward<Args>(args)...);
+}
+
+template <class Sig>
+auto shared(asio::any_completion_handler<Sig> h)
+{
+    return std::make_shared<asio::any_completion_handler<Sig>>(std::move(h));
+}
+
+}  // namespace
+
+mariadb_store::mariadb_store(asio::any_io_executor ex, mariadb::config cfg) : impl_(std::make_shared<impl>())
+{
+    impl_->ex = ex;
+    if (!mariadb::check_table(cfg.table).empty())
+        cfg.table = "dlock_locks";  // parse_url refuses such names; a hand-made config falls back
+    impl_->cfg = std::move(cfg);
+    impl_->conn = std::make_unique<conn_t>(
+        ex, mariadb::detail::connection_settings{impl_->cfg, mariadb::sql::session_setup() + ";\n" +
+                                                                 mariadb::sql::schema_setup(impl_->cfg.table)});
+}
+
+mariadb_store::~mariadb_store()
+{
+    close();
+}
+
+asio::any_io_executor mariadb_store::get_executor() const
+{
+    return impl_->ex;
+}
+
+const mariadb::config& mariadb_store::config() const noexcept
+{
+    return impl_->cfg;
+}
+
+store_traits mariadb_store::traits() const noexcept
+{
+    store_traits t;
+    t.direct_handoff = false;
+    t.inherent_queue = false;
+    t.live = liveness::per_lease;
+    t.durable_fencing = true;
+    t.release_notifications = impl_->cfg.wait_connections > 0;
+    t.ttl_granularity = milliseconds(1);
+    t.min_ttl = milliseconds(1);
+    t.max_ttl = mariadb::sql::max_ttl;
+    return t;
+}
+
+std::string mariadb_store::describe() const
+{
+    return "mariadb " + mariadb::to_url(impl_->cfg) + " table=" + impl_->cfg.table;
+}
+
+void mariadb_store::close()
+{
+    impl_->conn->close();
+    for (auto& s : impl_->slots)
+        s.conn->close();
+    impl_->watches.clear();
+    impl_->names.clear();
+}
+
+#define DLOCK_MARIA_KEEP                                                                                               \
+    [this, alive = lifetime()](const std::string& text) {                                                              \
+        if (!alive.expired() && !text.empty())                                                                         \
+            set_error_text(text);                                                                                      \
+    }
+
+// Connects and runs the setup (the table and sequence if missing): checks credentials,
+// the database and the privileges once.
+void mariadb_store::do_connect(asio::any_completion_handler<connect_signature> h)
+{
+    asio::co_spawn(
+        impl_->ex,
+        [self = impl_, keep = DLOCK_MARIA_KEEP, h = shared(std::move(h))]() -> asio::awaitable<void> {
+            auto [ec, res] = co_await exec(*self->conn, "SELECT 1");
+            if (ec)
+                keep(res.message.empty() ? self->conn->last_connect_error() : res.message);
+            finish(self->ex, h, ec);
+        },
+        asio::detached);
+}
+
+void mariadb_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
+{
+    namespace sql = mariadb::sql;
+    if (req.kind != lease_kind::mutex)
+        return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), acquire_result{});
+    if (!sql::valid_ttl(req.ttl))
+        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), acquire_result{});
+    if (auto ec = sql::check_name(req.name); ec || (ec = sql::check_token(req.token)))
+        return post_completion(impl_->ex, std::move(h), ec, acquire_result{});
+    asio::co_spawn(
+        impl_->ex,
+        [self = impl_, name = req.name, ttl = req.ttl,
+         text = sql::acquire(impl_->cfg.table, req.name, req.token, req.ttl), keep = DLOCK_MARIA_KEEP,
+         h = shared(std::move(h))]() mutable -> asio::awaitable<void> {
+            auto [ec, res] = co_await exec(*self->conn, std::move(text));
+            acquire_result out;
+            sql::holder_info holder;
+            if (!ec && !sql::decode_acquire(res, ttl, out, holder))
+                ec = error::protocol_error;
+            if (ec) {
+                keep(res.message.empty() ? self->conn->last_connect_error() : res.message);
+                co_return finish(self->ex, h, ec, acquire_result{});
+            }
+            if (!out.acquired)
+                self->observe(name, holder, out);
+            finish(self->ex, h, ec, out);
+        },
+        asio::detached);
+}
+
+void mariadb_store::do_renew(const lease_key& key, milliseconds ttl, asio::any_completion_handler<renew_signature> h)
+{
+    namespace sql = mariadb::sql;
+    if (!sql::valid_ttl(ttl))
+        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), renew_result{});
+    if (auto ec = sql::check_name(key.name); ec || (ec = sql::check_token(key.token)))
+        return post_completion(impl_->ex, std::move(h), ec, renew_result{});
+    asio::co_spawn(
+        impl_->ex,
+        [self = impl_, text = sql::renew(impl_->cfg.table, key.name, key.token, ttl), keep = DLOCK_MARIA_KEEP,
+         h = shared(std::move(h))]() mutable -> asio::awaitable<void> {
+            auto [ec, res] = co_await exec(*self->conn, std::move(text));
+            renew_result out;
+            if (!ec && !sql::decode_renew(res, out))
+                ec = error::protocol_error;
+            if (ec)
+                keep(res.message.empty() ? self->conn->last_connect_error() : res.message);
+            finish(self->ex, h, ec, ec ? renew_result{} : out);
+        },
+        asio::detached);
+}
+
+void mariadb_store::do_release(const lease_key& key, asio::any_completion_handler<bool_signature> h)
+{
+    namespace sql = mariadb::sql;
+    if (auto ec = sql::check_name(key.name); ec || (ec = sql::check_token(key.token)))
+        return post_completion(impl_->ex, std::move(h), ec, false);
+    asio::co_spawn(
+        impl_->ex,
+        [self = impl_, text = sql::release(impl_->cfg.table, key.name, key.token), keep = DLOCK_MARIA_KEEP,
+         h = shared(std::move(h))]() mutable -> asio::awaitable<void> {
+            auto [ec, res] = co_await exec(*self->conn, std::move(text));
+            bool out = false;
+            if (!ec && !sql::decode_release(res, out))
+                ec = error::protocol_error;
+            if (ec)
+                keep(res.message.empty() ? self->conn->last_connect_error() : res.message);
+            finish(self->ex, h, ec, !ec && out);
+        },
+        asio::detached);
+}
+
+void mariadb_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
+{
+    namespace sql = mariadb::sql;
+    if (auto ec = sql::check_name(name))
+        return post_completion(impl_->ex, std::move(h), ec, false);
+    asio::co_spawn(
+        impl_->ex,
+        [self = impl_, text = sql::force_release(impl_->cfg.table, name), keep = DLOCK_MARIA_KEEP,
+         h = shared(std::move(h))]() mutable -> asio::awaitable<void> {
+            auto [ec, res] = co_await exec(*self->conn, std::move(text));
+            bool out = false;
+            if (!ec && !sql::decode_release(res, out))
+                ec = error::protocol_error;
+            if (ec)
+                keep(res.message.empty() ? self->conn->last_connect_error() : res.message);
+            finish(self->ex, h, ec, !ec && out);
+        },
+        asio::detached);
+}
+
+void mariadb_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
+{
+    namespace sql = mariadb::sql;
+    if (auto ec = sql::check_name(name))
+        return post_completion(impl_->ex, std::move(h), ec, lock_status{});
+    asio::co_spawn(
+        impl_->ex,
+        [self = impl_, name, text = sql::status(impl_->cfg.table, name), keep = DLOCK_MARIA_KEEP,
+         h = shared(std::move(h))]() mutable -> asio::awaitable<void> {
+            auto [ec, res] = co_await exec(*self->conn, std::move(text));
+            lock_status out;
+            if (!ec && !sql::decode_status(res, out))
+                ec = error::protocol_error;
+            if (ec)
+                keep(res.message.empty() ? self->conn->last_connect_error() : res.message);
+            out.key = self->cfg.table + "/" + name;
+            finish(self->ex, h, ec, out);
+        },
+        asio::detached);
+}
+
+#undef DLOCK_MARIA_KEEP
+
+store::watch_id mariadb_store::watch(const std::string& name, const std::string&, watch_callback cb)
+{
+    auto id = impl_->next_watch++;
+    impl_->watches[id] = impl::watcher{name, std::move(cb)};
+    // A named lock is state: a wait started after the next refused attempt sees any release after it.
+    impl_->post_event(id, watch_event::ready);
+    return id;
+}
+
+void mariadb_store::unwatch(watch_id id)
+{
+    auto it = impl_->watches.find(id);
+    if (it == impl_->watches.end())
+        return;
+    auto name = std::move(it->second.name);
+    impl_->watches.erase(it);
+    if (impl_->watched(name))
+        return;
+    auto st = impl_->names.find(name);
+    if (st == impl_->names.end())
+        return;
+    if (st->second.slot >= 0)
+        impl_->slots[st->second.slot].conn->abort();  // nobody waits for it any more: free the connection now
+    else
+        impl_->names.erase(st);
+}
+
+}  // namespace dlock
