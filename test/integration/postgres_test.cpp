@@ -45,7 +45,7 @@ BOOST_AUTO_TEST_CASE(traits_and_describe)
     cfg.password = "hidden";
     dlock::postgres_store st(io.get_executor(), cfg);
     auto t = st.traits();
-    BOOST_TEST(!t.direct_handoff);
+    BOOST_TEST(t.direct_handoff);
     BOOST_TEST(!t.inherent_queue);
     BOOST_TEST(t.release_notifications);
     BOOST_TEST(t.durable_fencing);
