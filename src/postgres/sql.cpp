@@ -2,6 +2,7 @@
 
 #include <dlock/error.hpp>
 
+#include <algorithm>
 #include <charconv>
 
 namespace dlock::postgres::sql {
@@ -200,9 +201,11 @@ statements make_statements(std::string_view table)
                " RETURNING t.was_contended";
     st.release = release_sql(t, s, q, false);
     st.force_release = release_sql(t, s, q, true);
+    // One counter serves every name: its last value bounds the name's last token (NULL before
+    // the first nextval, or without USAGE on it).
     st.status = "SELECT t.owner, t.fence, " + rem + ", t.expires_at > clock_timestamp(), (SELECT count(*) FROM " + q +
-                " AS q WHERE q.name = $1 AND q.expires_at > clock_timestamp()) FROM (SELECT 1) AS one LEFT JOIN " + t +
-                " AS t ON t.name = $1";
+                " AS q WHERE q.name = $1 AND q.expires_at > clock_timestamp()), COALESCE(pg_sequence_last_value('" +
+                s + "'::regclass), 0) FROM (SELECT 1) AS one LEFT JOIN " + t + " AS t ON t.name = $1";
     return st;
 }
 
@@ -327,11 +330,11 @@ bool decode_status(const result& r, lock_status& out)
     out.held = false;
     out.ttl = std::chrono::milliseconds(-1);
     out.queued = 0;
-    if (r.rows.size() != 1 || r.rows[0].size() != 5)
+    if (r.rows.size() != 1 || r.rows[0].size() != 6)
         return false;
     const auto& row = r.rows[0];
     std::uint64_t queued = 0;
-    if (!to_u64(row[4], queued))
+    if (!to_u64(row[4], queued) || !to_u64(row[5], out.last_fencing_token))
         return false;
     out.queued = static_cast<std::size_t>(queued);
     if (!row[0])
@@ -341,7 +344,7 @@ bool decode_status(const result& r, lock_status& out)
     std::chrono::milliseconds ms{};
     if (!to_u64(row[1], fence) || !to_ms(row[2], ms) || !to_bool(row[3], live))
         return false;
-    out.last_fencing_token = fence;
+    out.last_fencing_token = std::max(out.last_fencing_token, fence);
     if (live) {
         out.held = true;
         out.holder = *row[0];

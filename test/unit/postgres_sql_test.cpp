@@ -112,17 +112,21 @@ BOOST_AUTO_TEST_CASE(decoding)
     BOOST_TEST(rel.raced);
     BOOST_TEST(!sql::decode_release(sql::result{}, rel));
     dlock::lock_status s;
-    r.rows = {{std::string("tok"), std::string("7"), std::string("900"), std::string("t"), std::string("2")}};
+    r.rows = {{std::string("tok"), std::string("7"), std::string("900"), std::string("t"), std::string("2"),
+               std::string("9")}};
     BOOST_TEST(sql::decode_status(r, s));
+    BOOST_TEST(s.last_fencing_token == 9u);
     BOOST_TEST(s.held);
     BOOST_TEST(s.holder == "tok");
     BOOST_TEST(s.fencing_token == 7u);
     BOOST_TEST(s.ttl == 900ms);
     BOOST_TEST(s.queued == 2u);
-    r.rows = {{std::nullopt, std::nullopt, std::string("0"), std::nullopt, std::string("0")}};
+    r.rows = {{std::nullopt, std::nullopt, std::string("0"), std::nullopt, std::string("0"), std::string("12")}};
     BOOST_TEST(sql::decode_status(r, s));
     BOOST_TEST(!s.held);
-    r.rows = {{std::string("tok"), std::nullopt, std::string("900"), std::string("t"), std::string("0")}};
+    BOOST_TEST(s.last_fencing_token == 12u);  // released: the counter still says how far it went
+    r.rows = {{std::string("tok"), std::nullopt, std::string("900"), std::string("t"), std::string("0"),
+               std::string("0")}};
     BOOST_TEST(!sql::decode_status(r, s));
     // Hand-off notices: the token's length splits it from the name, whatever either holds.
     sql::grant g;
