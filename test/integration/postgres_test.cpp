@@ -9,12 +9,14 @@
 #include "common/redis_server.hpp"  // free_port
 #include "integration/mutual_exclusion.hpp"
 #include "integration/support.hpp"
+#include "postgres/sql.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <libpq-fe.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -178,6 +180,68 @@ BOOST_AUTO_TEST_CASE(paused_holder_loses_the_lock)
         },
         40s);
     BOOST_TEST(holder.wait() == 0);
+}
+
+// A waiter withdraws (releases its queued token) while another session's release, not yet
+// committed, hands it the name: the withdrawal waits on the queue row, finds it gone, and
+// runs again on a new snapshot, which frees the name it was just given. Without that second
+// run the name would stay with a waiter that has left until its lease ends.
+BOOST_AUTO_TEST_CASE(a_withdrawal_racing_a_hand_off_frees_the_name)
+{
+    auto& srv = server();
+    asio::io_context io;
+    dlock::postgres_store st(io.get_executor(), srv.config());
+    PGconn* raw = PQconnectdb(srv.url().c_str());
+    BOOST_REQUIRE(PQstatus(raw) == CONNECTION_OK);
+    auto exec = [&](const std::string& sql, std::vector<const char*> params = {}) {
+        PGresult* r = PQexecParams(raw, sql.c_str(), static_cast<int>(params.size()), nullptr, params.data(),
+                                   nullptr, nullptr, 0);
+        auto status = PQresultStatus(r);
+        std::string first = PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "";
+        PQclear(r);
+        BOOST_TEST((status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK), PQerrorMessage(raw));
+        return first;
+    };
+    const std::string name = "raced";
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            bool ready = false;
+            auto w = st.watch(name, "w", [&](dlock::watch_event ev, const dlock::grant_notice&) {
+                ready |= ev == dlock::watch_event::ready;
+            });
+            BOOST_REQUIRE(co_await dlock::test::pg_eventually([&] { return ready; }));
+            BOOST_TEST((co_await st.async_try_acquire(name, "h", 10s, asio::use_awaitable)).acquired);
+            dlock::lease_request q{name, "w", 10s};
+            q.queue = true;
+            BOOST_TEST(!(co_await st.async_try_acquire(q, asio::use_awaitable)).acquired);
+            // The holder's release in an open transaction: the name is W's, uncommitted.
+            exec("BEGIN");
+            auto release = dlock::postgres::sql::make_statements("dlock_locks").release;
+            BOOST_TEST(exec(release, {name.c_str(), "h"}) == "t");
+            std::optional<bool> withdrawn;
+            st.async_release(name, "w", [&](boost::system::error_code ec, bool held) {
+                BOOST_TEST(!ec, ec.message());
+                withdrawn = held;
+            });
+            // The withdrawal now waits on the queue row the open transaction deleted.
+            BOOST_REQUIRE(co_await dlock::test::pg_eventually([&] {
+                return dlock::test::pg_count("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'dlock'"
+                                             " AND wait_event_type = 'Lock'") == 1;
+            }));
+            BOOST_TEST(!withdrawn);
+            exec("COMMIT");
+            BOOST_REQUIRE(co_await dlock::test::pg_eventually([&] { return withdrawn.has_value(); }));
+            BOOST_TEST(*withdrawn);  // the second run found W holding and released it
+            auto s = co_await st.async_status(name, asio::use_awaitable);
+            BOOST_TEST(!s.held);
+            BOOST_TEST(s.queued == 0u);
+            BOOST_TEST(dlock::test::pg_rows(name) == 0);
+            st.unwatch(w);
+            st.close();
+        },
+        20s);
+    PQfinish(raw);
 }
 
 BOOST_AUTO_TEST_CASE(bad_input)
