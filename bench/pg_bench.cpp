@@ -7,9 +7,13 @@
  *                               library (in blocks of 100 interleaved with the next case's)
  *   uncontended_acquire_release one coroutine, one name, through registry + postgres_store;
  *                               ratio to raw_cycle_floor
+ *   raw_handoff_floor           the same hand-off without the library: a release statement on
+ *                               one blocking connection until the NOTIFY is read on another
+ *                               (LISTENing, its pid queued); ratio to raw_cycle_floor
  *   cross_process_handoff       two processes take turns (hold 3 ms, release, 1 ms pause): the
  *                               time from one's release call to the other's acquire, which the
- *                               release hands over (queue row, NOTIFY dlock_grant)
+ *                               release hands over (queue row, NOTIFY dlock_grant); ratio
+ *                               to raw_handoff_floor
  * Options: --json (one JSON object per line), --quick (fewer samples).
  * The peer process is this program started again with --peer.
  */
@@ -28,6 +32,7 @@
 
 #include <libpq-fe.h>
 #include <sys/prctl.h>
+#include <sys/select.h>
 
 #include <iostream>
 #include <sstream>
@@ -85,6 +90,73 @@ private:
     }
 
     PGconn* pg_;
+    dlock::postgres::sql::statements st_;
+};
+
+// The raw hand-off floor: a holder's release hands the name to a waiter queued under the pid
+// of a second connection that LISTENs; the time from the release's send to the NOTIFY read
+// on the waiter's socket (both blocking, one thread, no library).
+class raw_handoff {
+public:
+    explicit raw_handoff(const std::string& url) : a_(PQconnectdb(url.c_str())), b_(PQconnectdb(url.c_str()))
+    {
+        if (PQstatus(a_) != CONNECTION_OK || PQstatus(b_) != CONNECTION_OK)
+            throw std::runtime_error("raw hand-off: connect failed");
+        st_ = dlock::postgres::sql::make_statements("dlock_locks");
+        PQclear(PQexec(a_, st_.setup.c_str()));
+        PQclear(PQexec(b_, dlock::postgres::sql::listen().c_str()));
+        pid_ = std::to_string(PQbackendPID(b_));
+    }
+    ~raw_handoff()
+    {
+        PQfinish(a_);
+        PQfinish(b_);
+    }
+    raw_handoff(const raw_handoff&) = delete;
+    raw_handoff& operator=(const raw_handoff&) = delete;
+
+    double round(int i)
+    {
+        const std::string holder = "h" + std::to_string(i), waiter = "w" + std::to_string(i);
+        if (!ask(st_.acquire, {"bench:rawho", holder.c_str(), "10000", "0"}))
+            throw std::runtime_error("raw hand-off: holder did not get the name");
+        if (ask(st_.acquire, {"bench:rawho", waiter.c_str(), "10000", pid_.c_str()}))
+            throw std::runtime_error("raw hand-off: waiter got a held name");
+        auto t0 = clock_type::now();
+        ask(st_.release, {"bench:rawho", holder.c_str()});
+        for (bool got = false; !got;) {
+            fd_set fds;
+            FD_ZERO(&fds);
+            FD_SET(PQsocket(b_), &fds);
+            timeval tv{5, 0};
+            if (::select(PQsocket(b_) + 1, &fds, nullptr, nullptr, &tv) <= 0 || !PQconsumeInput(b_))
+                throw std::runtime_error("raw hand-off: no notification");
+            while (PGnotify* n = PQnotifies(b_)) {
+                got = got || std::string(n->relname) == dlock::postgres::sql::grant_channel;
+                PQfreemem(n);
+            }
+        }
+        double us = bench::us_since(t0);
+        ask(st_.release, {"bench:rawho", waiter.c_str()});
+        return us;
+    }
+
+private:
+    bool ask(const std::string& sql, std::vector<const char*> params)
+    {
+        PGresult* r =
+            PQexecParams(a_, sql.c_str(), static_cast<int>(params.size()), nullptr, params.data(), nullptr, nullptr, 0);
+        bool ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+        bool first = ok && PQntuples(r) == 1 && *PQgetvalue(r, 0, 0) == 't';
+        PQclear(r);
+        if (!ok)
+            throw std::runtime_error(std::string("raw hand-off: ") + PQerrorMessage(a_));
+        return first;
+    }
+
+    PGconn* a_;
+    PGconn* b_;
+    std::string pid_;
     dlock::postgres::sql::statements st_;
 };
 
@@ -224,6 +296,17 @@ int main(int argc, char** argv)
         solo.note = "registry + postgres_store; ratio to raw_cycle_floor";
         rs.push_back(solo);
 
+        std::vector<double> rawho_us;
+        {
+            raw_handoff rh(url);
+            for (int i = 0; i < (quick ? 200 : 1000); ++i)
+                rawho_us.push_back(rh.round(i));
+        }
+        auto rawho = bench::summarize("raw_handoff_floor", rawho_us);
+        rawho.ratio = *rawho.p50_us / *raw.p50_us;
+        rawho.note = "release statement -> NOTIFY read on the waiter's listening connection, blocking libpq";
+        rs.push_back(rawho);
+
         int rounds = quick ? 100 : 400;
         dlock::test::child peer({"/proc/self/exe", "--peer", url, std::to_string(rounds)});
         std::uint64_t mine_handoffs = 0, their_handoffs = 0;
@@ -238,10 +321,10 @@ int main(int argc, char** argv)
         }
         peer.wait();
         auto cross = bench::summarize("cross_process_handoff", handoffs(mine, theirs));
-        cross.ratio = *cross.p50_us / *raw.p50_us;
+        cross.ratio = *cross.p50_us / *rawho.p50_us;
         cross.note = "release call in one process -> acquire done in the other; " +
                      std::to_string(mine_handoffs + their_handoffs) + " of " + std::to_string(2 * rounds) +
-                     " acquires were store hand-offs; ratio to raw_cycle_floor";
+                     " acquires were store hand-offs; ratio to raw_handoff_floor";
         rs.push_back(cross);
 
         if (as_json) {
