@@ -96,7 +96,8 @@ std::string release_sql(const std::string& t, const std::string& s, const std::s
            " AS t WHERE t.name = $1" + mine +
            " FOR UPDATE),"
            " nxt AS (SELECT q.token, q.ttl_ms FROM " +
-           q + " AS q, cur WHERE q.name = $1 AND q.token <> cur.owner AND q.expires_at > clock_timestamp() AND " + alive +
+           q + " AS q, cur WHERE q.name = $1 AND q.token <> cur.owner AND q.expires_at > clock_timestamp() AND " +
+           alive +
            " ORDER BY q.seq LIMIT 1 FOR UPDATE OF q SKIP LOCKED),"
            " gone AS (DELETE FROM " +
            q + " AS q WHERE q.name = $1 AND (" + (force ? "" : "q.token = $2 OR ") +
@@ -204,8 +205,8 @@ statements make_statements(std::string_view table)
     // One counter serves every name: its last value bounds the name's last token (NULL before
     // the first nextval, or without USAGE on it).
     st.status = "SELECT t.owner, t.fence, " + rem + ", t.expires_at > clock_timestamp(), (SELECT count(*) FROM " + q +
-                " AS q WHERE q.name = $1 AND q.expires_at > clock_timestamp()), COALESCE(pg_sequence_last_value('" +
-                s + "'::regclass), 0) FROM (SELECT 1) AS one LEFT JOIN " + t + " AS t ON t.name = $1";
+                " AS q WHERE q.name = $1 AND q.expires_at > clock_timestamp()), COALESCE(pg_sequence_last_value('" + s +
+                "'::regclass), 0) FROM (SELECT 1) AS one LEFT JOIN " + t + " AS t ON t.name = $1";
     return st;
 }
 

@@ -27,12 +27,12 @@ struct result {
 /// The statements for one lease table and its hand-off queue. Parameters: $1 name, $2 lease
 /// token, $3 lease in ms, $4 the waiter's listening backend pid (0: do not queue).
 struct statements {
-    std::string setup;          ///< simple query: the tables, the sequence and new columns, if missing
-    std::string acquire;        ///< ($1..$4) → (ours, fence, remaining ms); marks a held lease contended, queues
-    std::string renew;          ///< ($1, $2, $3) → one row (was contended) if still ours
-    std::string release;        ///< ($1, $2) → (was live, notices, raced); hands on or frees; withdraws a queued token
+    std::string setup;    ///< simple query: the tables, the sequence and new columns, if missing
+    std::string acquire;  ///< ($1..$4) → (ours, fence, remaining ms); marks a held lease contended, queues
+    std::string renew;    ///< ($1, $2, $3) → one row (was contended) if still ours
+    std::string release;  ///< ($1, $2) → (was live, notices, raced); hands on or frees; withdraws a queued token
     std::string force_release;  ///< ($1) → as release, whoever holds it
-    std::string status;         ///< ($1) → owner, fence, remaining ms, live, queued
+    std::string status;         ///< ($1) → owner, fence, remaining ms, live, queued, last fence issued
 };
 
 /// What a hand-off's NOTIFY (on grant_channel) says: the name, the token it went to, its lease.
@@ -44,8 +44,8 @@ struct grant {
 
 /// What a release did.
 struct release_outcome {
-    bool held = false;    ///< the lease was ours (or, forced, anyone's) and live
-    bool raced = false;   ///< a withdrawn token was handed the name meanwhile: release it again
+    bool held = false;   ///< the lease was ours (or, forced, anyone's) and live
+    bool raced = false;  ///< a withdrawn token was handed the name meanwhile: release it again
 };
 
 /// The NOTIFY channel of releases (one for every table: a payload is a lock name).

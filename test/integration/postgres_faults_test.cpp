@@ -267,10 +267,9 @@ BOOST_AUTO_TEST_CASE(a_cancelled_waiter_leaves_no_queue_row)
             auto g = co_await ra.obtain("cancelled").acquire();
             asio::cancellation_signal cancel;
             std::optional<boost::system::error_code> waiter;
-            rb.obtain("cancelled").acquire(
-                asio::bind_cancellation_slot(cancel.slot(), [&](boost::system::error_code ec, dlock::guard) {
-                    waiter = ec;
-                }));
+            rb.obtain("cancelled")
+                .acquire(asio::bind_cancellation_slot(
+                    cancel.slot(), [&](boost::system::error_code ec, dlock::guard) { waiter = ec; }));
             BOOST_REQUIRE(co_await pg_eventually([&] {
                 return pg_count("SELECT count(*) FROM dlock_locks_queue WHERE name = 'dlock:cancelled'") == 1;
             }));
@@ -330,8 +329,8 @@ BOOST_AUTO_TEST_CASE(the_tool_against_the_live_server)
     BOOST_TEST(s["held"].as_bool() == false);  // released after the command
     BOOST_TEST(s["last_fencing_token"].as_int64() > 0);
     // A holder, seen by status, freed by release --force: its command is stopped.
-    dlock::test::child holder({DLOCK_CLI_PATH, "run", "--url", srv.url(), "--lease", "2s", "tool-held", "--",
-                               "/bin/sh", "-c", "echo held; while :; do sleep 0.05; done"});
+    dlock::test::child holder({DLOCK_CLI_PATH, "run", "--url", srv.url(), "--lease", "2s", "tool-held", "--", "/bin/sh",
+                               "-c", "echo held; while :; do sleep 0.05; done"});
     auto line = holder.read_line(30s);
     BOOST_REQUIRE((line && *line == "held"));
     auto held = tool_status("tool-held");

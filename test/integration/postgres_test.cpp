@@ -5,9 +5,9 @@
 
 #include "common/child.hpp"
 #include "common/postgres_server.hpp"
-#include "integration/postgres_support.hpp"
 #include "common/redis_server.hpp"  // free_port
 #include "integration/mutual_exclusion.hpp"
+#include "integration/postgres_support.hpp"
 #include "integration/support.hpp"
 #include "postgres/sql.hpp"
 
@@ -194,8 +194,8 @@ BOOST_AUTO_TEST_CASE(a_withdrawal_racing_a_hand_off_frees_the_name)
     PGconn* raw = PQconnectdb(srv.url().c_str());
     BOOST_REQUIRE(PQstatus(raw) == CONNECTION_OK);
     auto exec = [&](const std::string& sql, std::vector<const char*> params = {}) {
-        PGresult* r = PQexecParams(raw, sql.c_str(), static_cast<int>(params.size()), nullptr, params.data(),
-                                   nullptr, nullptr, 0);
+        PGresult* r = PQexecParams(raw, sql.c_str(), static_cast<int>(params.size()), nullptr, params.data(), nullptr,
+                                   nullptr, 0);
         auto status = PQresultStatus(r);
         std::string first = PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "";
         PQclear(r);

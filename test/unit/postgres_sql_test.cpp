@@ -125,8 +125,8 @@ BOOST_AUTO_TEST_CASE(decoding)
     BOOST_TEST(sql::decode_status(r, s));
     BOOST_TEST(!s.held);
     BOOST_TEST(s.last_fencing_token == 12u);  // released: the counter still says how far it went
-    r.rows = {{std::string("tok"), std::nullopt, std::string("900"), std::string("t"), std::string("0"),
-               std::string("0")}};
+    r.rows = {
+        {std::string("tok"), std::nullopt, std::string("900"), std::string("t"), std::string("0"), std::string("0")}};
     BOOST_TEST(!sql::decode_status(r, s));
     // Hand-off notices: the token's length splits it from the name, whatever either holds.
     sql::grant g;
