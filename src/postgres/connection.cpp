@@ -433,6 +433,11 @@ bool connection::is_connected() const noexcept
     return impl_->up;
 }
 
+int connection::backend_pid() const noexcept
+{
+    return impl_->up && impl_->pg ? PQbackendPID(impl_->pg) : 0;
+}
+
 std::uint64_t connection::connects() const noexcept
 {
     return impl_->connects;

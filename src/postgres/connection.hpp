@@ -56,6 +56,9 @@ public:
     /// Persistent connections: starts connecting (once).
     void start();
     bool is_connected() const noexcept;
+    /// The server process of the current connection (0 if none): a listener's pid names its
+    /// waiters in the hand-off queue, and the server can tell whether it still exists.
+    int backend_pid() const noexcept;
     /// Successful connects (setup included) so far.
     std::uint64_t connects() const noexcept;
     /// libpq's text of the last connect failure.

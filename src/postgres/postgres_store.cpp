@@ -24,6 +24,7 @@ using conn_t = postgres::detail::connection;
 struct postgres_store::impl : std::enable_shared_from_this<impl> {
     struct watcher {
         std::string name;
+        std::string token;  // empty unless it takes hand-offs
         watch_callback cb;
         bool told_ready = false;
     };
@@ -37,9 +38,9 @@ struct postgres_store::impl : std::enable_shared_from_this<impl> {
     watch_id next_watch = 1;
     bool listening = false;
 
-    void post_event(watch_id id, watch_event ev)
+    void post_event(watch_id id, watch_event ev, grant_notice g = {})
     {
-        asio::post(ex, [weak = weak_from_this(), id, ev] {
+        asio::post(ex, [weak = weak_from_this(), id, ev, g = std::move(g)] {
             auto self = weak.lock();
             if (!self)
                 return;
@@ -47,7 +48,7 @@ struct postgres_store::impl : std::enable_shared_from_this<impl> {
             if (it == self->watches.end())
                 return;               // unwatched meanwhile
             auto cb = it->second.cb;  // a copy: the callback may unwatch itself
-            cb(ev, {});
+            cb(ev, g);
         });
     }
 
@@ -63,12 +64,25 @@ struct postgres_store::impl : std::enable_shared_from_this<impl> {
 
     void on_notify(const std::string& channel, const std::string& payload)
     {
+        if (channel == postgres::sql::grant_channel) {
+            postgres::sql::grant g;
+            if (!postgres::sql::decode_grant(payload, g))
+                return;
+            for (auto& [id, w] : watches)
+                if (w.told_ready && !w.token.empty() && w.token == g.token && w.name == g.name)
+                    post_event(id, watch_event::granted, g.notice);
+            return;
+        }
         if (channel != postgres::sql::channel)
             return;
         for (auto& [id, w] : watches)
             if (w.told_ready && w.name == payload)
                 post_event(id, watch_event::released);
     }
+
+    // The backend that LISTENs for this store: a queued token is live while it exists. 0 (do
+    // not queue) while the listener is down: the waiter is woken by `resync` and re-queues.
+    int listener_pid() const { return listening && listener ? listener->backend_pid() : 0; }
 
     void start_listener()
     {
@@ -151,7 +165,7 @@ const postgres::config& postgres_store::config() const noexcept
 store_traits postgres_store::traits() const noexcept
 {
     store_traits t;
-    t.direct_handoff = false;
+    t.direct_handoff = true;
     t.inherent_queue = false;
     t.live = liveness::per_lease;
     t.durable_fencing = true;
@@ -206,31 +220,19 @@ void postgres_store::do_try_acquire(const lease_request& req, asio::any_completi
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), acquire_result{});
     if (auto ec = sql::check_name(req.name); ec || (ec = sql::check_name(req.token)))
         return post_completion(impl_->ex, std::move(h), ec, acquire_result{});
+    const int pid = req.queue ? impl_->listener_pid() : 0;
     asio::co_spawn(
         impl_->ex,
-        [self = impl_, name = req.name, token = req.token, ttl = req.ttl, keep = DLOCK_PG_KEEP,
+        [self = impl_, name = req.name, token = req.token, ttl = req.ttl, pid, keep = DLOCK_PG_KEEP,
          h = shared(std::move(h))]() -> asio::awaitable<void> {
-            std::vector<std::string> params{name, token, ms(ttl)};
+            std::vector<std::string> params{name, token, ms(ttl), std::to_string(pid)};
             auto [ec, res] = co_await exec(*self->conn, self->st.acquire, std::move(params));
             acquire_result out;
             if (!ec && !sql::decode_acquire(res, ttl, out))
                 ec = error::protocol_error;
-            if (ec) {
+            if (ec)
                 keep(res.message);
-                co_return finish(self->ex, h, ec, acquire_result{});
-            }
-            if (out.acquired)
-                co_return finish(self->ex, h, ec, out);
-            // Held by another owner: how long it has left, and tell it (contended).
-            std::vector<std::string> cparams{name, token};
-            auto [cec, cres] = co_await exec(*self->conn, self->st.contend, std::move(cparams));
-            if (!cec && !sql::decode_contend(cres, out))
-                cec = error::protocol_error;
-            if (cec) {
-                keep(cres.message);
-                co_return finish(self->ex, h, cec, acquire_result{});
-            }
-            finish(self->ex, h, cec, out);
+            finish(self->ex, h, ec, ec ? acquire_result{} : out);
         },
         asio::detached);
 }
@@ -268,14 +270,22 @@ void postgres_store::do_release(const lease_key& key, asio::any_completion_handl
         impl_->ex,
         [self = impl_, name = key.name, token = key.token, keep = DLOCK_PG_KEEP,
          h = shared(std::move(h))]() -> asio::awaitable<void> {
-            std::vector<std::string> params{name, token};
-            auto [ec, res] = co_await exec(*self->conn, self->st.release, std::move(params));
-            bool out = false;
-            if (!ec && !sql::decode_release(res, out))
-                ec = error::protocol_error;
-            if (ec)
-                keep(res.message);
-            finish(self->ex, h, ec, !ec && out);
+            // Twice at most: a withdrawn token that a concurrent release handed the name to
+            // holds it now, and the second run (a new snapshot) hands it on or frees it.
+            sql::release_outcome out;
+            error_code ec;
+            for (int run = 0; run < 2; ++run) {
+                std::vector<std::string> params{name, token};
+                auto [rec, res] = co_await exec(*self->conn, self->st.release, std::move(params));
+                ec = rec;
+                if (!ec && !sql::decode_release(res, out))
+                    ec = error::protocol_error;
+                if (ec)
+                    keep(res.message);
+                if (ec || !out.raced)
+                    break;
+            }
+            finish(self->ex, h, ec, !ec && out.held);
         },
         asio::detached);
 }
@@ -290,12 +300,12 @@ void postgres_store::do_force_release(const std::string& name, asio::any_complet
         [self = impl_, name, keep = DLOCK_PG_KEEP, h = shared(std::move(h))]() -> asio::awaitable<void> {
             std::vector<std::string> params{name};
             auto [ec, res] = co_await exec(*self->conn, self->st.force_release, std::move(params));
-            bool out = false;
+            sql::release_outcome out;
             if (!ec && !sql::decode_release(res, out))
                 ec = error::protocol_error;
             if (ec)
                 keep(res.message);
-            finish(self->ex, h, ec, !ec && out);
+            finish(self->ex, h, ec, !ec && out.held);
         },
         asio::detached);
 }
@@ -323,11 +333,12 @@ void postgres_store::do_status(const std::string& name, asio::any_completion_han
 
 #undef DLOCK_PG_KEEP
 
-store::watch_id postgres_store::watch(const std::string& name, const std::string&, watch_callback cb)
+store::watch_id postgres_store::watch(const std::string& name, const std::string& token, watch_callback cb)
 {
     auto id = impl_->next_watch++;
     auto& w = impl_->watches[id];
     w.name = name;
+    w.token = token;
     w.cb = std::move(cb);
     if (impl_->listening) {
         w.told_ready = true;

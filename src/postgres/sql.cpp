@@ -2,6 +2,7 @@
 
 #include <dlock/error.hpp>
 
+#include <algorithm>
 #include <charconv>
 
 namespace dlock::postgres::sql {
@@ -67,80 +68,172 @@ std::string quote_sequence(std::string_view table)
     return quote_parts(table, "_fence");
 }
 
+std::string quote_queue(std::string_view table)
+{
+    return quote_parts(table, "_queue");
+}
+
+namespace {
+
+// A DO-block step that creates `what` (`create` is its CREATE .. IF NOT EXISTS) only if it is
+// missing: a user without CREATE works on existing ones, and two racing creators both succeed.
+std::string create_if_missing(const std::string& what, const std::string& create)
+{
+    return "  IF to_regclass('" + what + "') IS NULL THEN\n    BEGIN\n      " + create +
+           ";\n    EXCEPTION WHEN OTHERS THEN\n      IF to_regclass('" + what +
+           "') IS NULL THEN RAISE; END IF;\n    END;\n  END IF;\n";
+}
+
+// The release: the current row locked first (releases of one name take turns), then the
+// first unexpired queued token whose listening backend still exists gets the name with a new
+// fence (claimed with SKIP LOCKED: a token being withdrawn is passed over); nobody: delete.
+// Garbage rows of the queue (expired, dead listener, the releasing token) go in passing.
+std::string release_sql(const std::string& t, const std::string& s, const std::string& q, bool force)
+{
+    const std::string mine = force ? "" : " AND t.owner = $2";
+    const std::string alive = "EXISTS (SELECT 1 FROM pg_stat_get_activity(q.listener))";
+    return "WITH cur AS (SELECT t.owner, t.expires_at > clock_timestamp() AS live FROM " + t +
+           " AS t WHERE t.name = $1" + mine +
+           " FOR UPDATE),"
+           " nxt AS (SELECT q.token, q.ttl_ms FROM " +
+           q + " AS q, cur WHERE q.name = $1 AND q.token <> cur.owner AND q.expires_at > clock_timestamp() AND " +
+           alive +
+           " ORDER BY q.seq LIMIT 1 FOR UPDATE OF q SKIP LOCKED),"
+           " gone AS (DELETE FROM " +
+           q + " AS q WHERE q.name = $1 AND (" + (force ? "" : "q.token = $2 OR ") +
+           "q.token IN (SELECT n.token FROM nxt AS n) OR q.expires_at <= clock_timestamp() OR NOT " + alive +
+           ") RETURNING q.token),"
+           " upd AS (UPDATE " +
+           t + " AS t SET owner = n.token, fence = nextval('" + s +
+           "'), expires_at = clock_timestamp() + n.ttl_ms * interval '1 millisecond',"
+           " contended = EXISTS (SELECT 1 FROM " +
+           q +
+           " AS o WHERE o.name = $1 AND o.token <> n.token AND o.expires_at > clock_timestamp()),"
+           " was_contended = false FROM nxt AS n WHERE t.name = $1" +
+           mine +
+           " RETURNING t.owner, t.fence, n.ttl_ms),"
+           " del AS (DELETE FROM " +
+           t + " AS t WHERE t.name = $1" + mine +
+           " AND EXISTS (SELECT 1 FROM cur) AND NOT EXISTS (SELECT 1 FROM nxt) RETURNING t.name),"
+           " note AS (SELECT pg_notify('" +
+           std::string(grant_channel) +
+           "', format('%s %s %s %s%s', u.fence, u.ttl_ms, octet_length(u.owner), u.owner, $1::text)) FROM upd AS u"
+           " UNION ALL SELECT pg_notify('" +
+           std::string(channel) +
+           "', d.name) FROM del AS d)"
+           " SELECT (SELECT c.live FROM cur AS c), (SELECT count(*) FROM note), " +
+           (force ? std::string("false")
+                  : "NOT EXISTS (SELECT 1 FROM cur) AND EXISTS (SELECT 1 FROM " + q +
+                        " AS w WHERE w.name = $1 AND w.token = $2) AND NOT EXISTS (SELECT 1 FROM gone AS g WHERE "
+                        "g.token = $2)");
+}
+
+}  // namespace
+
 statements make_statements(std::string_view table)
 {
-    const std::string t = quote_table(table), s = quote_sequence(table);
-    const std::string ttl = "clock_timestamp() + $3::bigint * interval '1 millisecond'";
+    const std::string t = quote_table(table), s = quote_sequence(table), q = quote_queue(table);
+    const std::string ms = " * interval '1 millisecond'";
+    const std::string ttl = "clock_timestamp() + $3::bigint" + ms;
     const std::string rem(remaining);
     statements st;
-    // Created only if missing (a user without CREATE works on existing ones); two processes
-    // that race to create them both succeed.
-    st.setup = "DO $dlock$ BEGIN\n"
-               "  IF to_regclass('" +
+    // Tables of the previous version are upgraded in place (a column, the queue); a user
+    // with DML only works once an owner has done that.
+    st.setup = "DO $dlock$ BEGIN\n" +
+               create_if_missing(t, "CREATE TABLE IF NOT EXISTS " + t +
+                                        " (name text PRIMARY KEY, owner text NOT NULL, fence bigint NOT NULL,"
+                                        " expires_at timestamptz NOT NULL, contended boolean NOT NULL DEFAULT false,"
+                                        " was_contended boolean NOT NULL DEFAULT false)") +
+               create_if_missing(s, "CREATE SEQUENCE IF NOT EXISTS " + s) +
+               create_if_missing(q, "CREATE TABLE IF NOT EXISTS " + q +
+                                        " (name text NOT NULL, token text NOT NULL, seq bigint NOT NULL,"
+                                        " ttl_ms bigint NOT NULL, listener int NOT NULL,"
+                                        " expires_at timestamptz NOT NULL, PRIMARY KEY (name, token))") +
+               "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('" + t +
+               "') AND attname = 'was_contended' AND NOT attisdropped) THEN\n"
+               "    ALTER TABLE " +
                t +
-               "') IS NULL THEN\n"
-               "    BEGIN\n"
-               "      CREATE TABLE IF NOT EXISTS " +
-               t +
-               " (name text PRIMARY KEY, owner text NOT NULL,"
-               " fence bigint NOT NULL, expires_at timestamptz NOT NULL, contended boolean NOT NULL DEFAULT false);\n"
-               "    EXCEPTION WHEN OTHERS THEN\n"  // a racing creator: fine if it exists now
-               "      IF to_regclass('" +
-               t +
-               "') IS NULL THEN RAISE; END IF;\n"
-               "    END;\n"
-               "  END IF;\n"
-               "  IF to_regclass('" +
-               s +
-               "') IS NULL THEN\n"
-               "    BEGIN\n"
-               "      CREATE SEQUENCE IF NOT EXISTS " +
-               s +
-               ";\n"
-               "    EXCEPTION WHEN OTHERS THEN\n"
-               "      IF to_regclass('" +
-               s +
-               "') IS NULL THEN RAISE; END IF;\n"
-               "    END;\n"
+               " ADD COLUMN IF NOT EXISTS was_contended boolean NOT NULL DEFAULT false;\n"
                "  END IF;\n"
                "END $dlock$";
-    // Free, expired or ours: taken in one statement. Ours again (a retry) keeps its fence.
-    st.acquire = "INSERT INTO " + t +
+    // One clock reading (`now`) judges the row: free, expired or ours is taken (ours again, a
+    // retry, keeps its fence); held by another is marked contended and, when asked, the token
+    // queued behind it until one waiter lease after the holder's end (a live waiter re-queues
+    // by then). Taking the name withdraws the token's own queue row.
+    const std::string now = "(EXCLUDED.expires_at - $3::bigint" + ms + ")";
+    const std::string take = "t.owner = EXCLUDED.owner OR t.expires_at <= " + now;
+    st.acquire = "WITH a AS (INSERT INTO " + t +
                  " AS t (name, owner, fence, expires_at, contended)"
                  " VALUES ($1, $2, nextval('" +
                  s + "'), " + ttl +
                  ", false)"
-                 " ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner,"
-                 " fence = CASE WHEN t.owner = EXCLUDED.owner THEN t.fence ELSE EXCLUDED.fence END,"
-                 " expires_at = EXCLUDED.expires_at,"
-                 " contended = CASE WHEN t.owner = EXCLUDED.owner THEN t.contended ELSE false END"
-                 " WHERE t.expires_at <= clock_timestamp() OR t.owner = EXCLUDED.owner"
-                 " RETURNING t.fence";
-    st.contend = "UPDATE " + t + " AS t SET contended = true WHERE t.name = $1 AND t.owner <> $2 RETURNING " + rem;
-    // RETURNING's subquery sees the row as it was before this statement.
+                 " ON CONFLICT (name) DO UPDATE SET"
+                 " owner = CASE WHEN " +
+                 take +
+                 " THEN EXCLUDED.owner ELSE t.owner END,"
+                 " fence = CASE WHEN t.owner = EXCLUDED.owner THEN t.fence WHEN t.expires_at <= " +
+                 now +
+                 " THEN EXCLUDED.fence ELSE t.fence END,"
+                 " expires_at = CASE WHEN " +
+                 take +
+                 " THEN EXCLUDED.expires_at ELSE t.expires_at END,"
+                 " contended = CASE WHEN t.owner = EXCLUDED.owner THEN t.contended WHEN t.expires_at <= " +
+                 now +
+                 " THEN false ELSE true END"
+                 " RETURNING t.owner = $2 AS ours, t.fence, " +
+                 rem +
+                 " AS rem),"
+                 " q AS (INSERT INTO " +
+                 q +
+                 " AS q (name, token, seq, ttl_ms, listener, expires_at)"
+                 " SELECT $1, $2, nextval('" +
+                 s + "'), $3::bigint, $4::int, clock_timestamp() + (a.rem + $3::bigint)" + ms +
+                 " FROM a WHERE NOT a.ours AND $4::int > 0"
+                 " ON CONFLICT (name, token) DO UPDATE SET ttl_ms = EXCLUDED.ttl_ms, listener = EXCLUDED.listener,"
+                 " expires_at = GREATEST(q.expires_at, EXCLUDED.expires_at) RETURNING q.token),"
+                 " d AS (DELETE FROM " +
+                 q +
+                 " AS q USING a WHERE a.ours AND q.name = $1 AND q.token = $2 RETURNING q.token)"
+                 " SELECT a.ours, a.fence, a.rem FROM a";
+    // SET's right-hand sides read the row as it was: the flag moves to was_contended.
     st.renew = "UPDATE " + t + " AS t SET expires_at = " + ttl +
-               ", contended = false"
+               ", was_contended = t.contended, contended = false"
                " WHERE t.name = $1 AND t.owner = $2 AND t.expires_at > clock_timestamp()"
-               " RETURNING (SELECT o.contended FROM " +
-               t + " AS o WHERE o.name = $1)";
-    st.release = "WITH d AS (DELETE FROM " + t +
-                 " AS t WHERE t.name = $1 AND t.owner = $2"
-                 " RETURNING t.name, t.expires_at > clock_timestamp() AS live)"
-                 " SELECT d.live, pg_notify('" +
-                 std::string(channel) + "', d.name) FROM d";
-    st.force_release = "WITH d AS (DELETE FROM " + t +
-                       " AS t WHERE t.name = $1"
-                       " RETURNING t.name, t.expires_at > clock_timestamp() AS live)"
-                       " SELECT d.live, pg_notify('" +
-                       std::string(channel) + "', d.name) FROM d";
-    st.status =
-        "SELECT t.owner, t.fence, " + rem + ", t.expires_at > clock_timestamp() FROM " + t + " AS t WHERE t.name = $1";
+               " RETURNING t.was_contended";
+    st.release = release_sql(t, s, q, false);
+    st.force_release = release_sql(t, s, q, true);
+    // One counter serves every name: its last value bounds the name's last token (NULL before
+    // the first nextval, or without USAGE on it).
+    st.status = "SELECT t.owner, t.fence, " + rem + ", t.expires_at > clock_timestamp(), (SELECT count(*) FROM " + q +
+                " AS q WHERE q.name = $1 AND q.expires_at > clock_timestamp()), COALESCE(pg_sequence_last_value('" + s +
+                "'::regclass), 0) FROM (SELECT 1) AS one LEFT JOIN " + t + " AS t ON t.name = $1";
     return st;
 }
 
 std::string listen()
 {
-    return "LISTEN " + std::string(channel);
+    return "LISTEN " + std::string(channel) + "; LISTEN " + std::string(grant_channel);
+}
+
+bool decode_grant(std::string_view p, grant& out)
+{
+    // "<fence> <ttl> <token bytes> <token><name>"
+    std::uint64_t v[3] = {};
+    for (auto& x : v) {
+        auto sp = p.find(' ');
+        if (sp == std::string_view::npos)
+            return false;
+        auto [end, ec] = std::from_chars(p.data(), p.data() + sp, x);
+        if (ec != std::errc() || end != p.data() + sp)
+            return false;
+        p.remove_prefix(sp + 1);
+    }
+    if (v[0] == 0 || v[1] == 0 || v[2] == 0 || v[2] >= p.size())
+        return false;
+    out.notice = grant_notice{v[0], std::chrono::milliseconds(static_cast<std::int64_t>(v[1])), {}};
+    out.token = std::string(p.substr(0, v[2]));
+    out.name = std::string(p.substr(v[2]));
+    return true;
 }
 
 error_code check_name(std::string_view name)
@@ -196,22 +289,19 @@ error_code connect_error_of(std::string_view m)
 bool decode_acquire(const result& r, std::chrono::milliseconds ttl, acquire_result& out)
 {
     out = {};
-    if (r.rows.empty())
-        return true;  // held by another owner: ask contend
-    if (r.rows.size() != 1 || r.rows[0].size() != 1 || !to_u64(r.rows[0][0], out.fencing_token))
+    if (r.rows.size() != 1 || r.rows[0].size() != 3)
+        return false;
+    const auto& row = r.rows[0];
+    bool ours = false;
+    if (!to_bool(row[0], ours))
+        return false;
+    if (!ours)
+        return to_ms(row[2], out.holder_ttl);  // held by another owner
+    if (!to_u64(row[1], out.fencing_token))
         return false;
     out.acquired = true;
     out.granted_ttl = ttl;  // set on the server's clock, after the request left
     return true;
-}
-
-bool decode_contend(const result& r, acquire_result& out)
-{
-    out.acquired = false;
-    out.holder_ttl = std::chrono::milliseconds(0);  // released meanwhile: try again now
-    if (r.rows.empty())
-        return true;
-    return r.rows.size() == 1 && r.rows[0].size() == 1 && to_ms(r.rows[0][0], out.holder_ttl);
 }
 
 bool decode_renew(const result& r, renew_result& out)
@@ -225,29 +315,37 @@ bool decode_renew(const result& r, renew_result& out)
     return true;
 }
 
-bool decode_release(const result& r, bool& out)
+bool decode_release(const result& r, release_outcome& out)
 {
-    out = false;
-    if (r.rows.empty())
-        return true;
-    return r.rows.size() == 1 && !r.rows[0].empty() && to_bool(r.rows[0][0], out);
+    out = {};
+    if (r.rows.size() != 1 || r.rows[0].size() != 3)
+        return false;
+    const auto& row = r.rows[0];
+    if (row[0] && !to_bool(row[0], out.held))  // NULL: not ours
+        return false;
+    return to_bool(row[2], out.raced);
 }
 
 bool decode_status(const result& r, lock_status& out)
 {
     out.held = false;
     out.ttl = std::chrono::milliseconds(-1);
-    if (r.rows.empty())
-        return true;
-    if (r.rows.size() != 1 || r.rows[0].size() != 4)
+    out.queued = 0;
+    if (r.rows.size() != 1 || r.rows[0].size() != 6)
         return false;
     const auto& row = r.rows[0];
+    std::uint64_t queued = 0;
+    if (!to_u64(row[4], queued) || !to_u64(row[5], out.last_fencing_token))
+        return false;
+    out.queued = static_cast<std::size_t>(queued);
+    if (!row[0])
+        return true;  // no row: never taken, or released
     bool live = false;
     std::uint64_t fence = 0;
     std::chrono::milliseconds ms{};
-    if (!row[0] || !to_u64(row[1], fence) || !to_ms(row[2], ms) || !to_bool(row[3], live))
+    if (!to_u64(row[1], fence) || !to_ms(row[2], ms) || !to_bool(row[3], live))
         return false;
-    out.last_fencing_token = fence;
+    out.last_fencing_token = std::max(out.last_fencing_token, fence);
     if (live) {
         out.held = true;
         out.holder = *row[0];

@@ -24,19 +24,34 @@ struct result {
     std::string message;   ///< the server's text of the error
 };
 
-/// The statements for one lease table. Parameters: $1 name, $2 lease token, $3 lease in ms.
+/// The statements for one lease table and its hand-off queue. Parameters: $1 name, $2 lease
+/// token, $3 lease in ms, $4 the waiter's listening backend pid (0: do not queue).
 struct statements {
-    std::string setup;          ///< simple query: the table and its sequence, if missing
-    std::string acquire;        ///< ($1, $2, $3) → one row (fence) if taken, none if held by another
-    std::string contend;        ///< ($1, $2) → the holder's remaining ms; marks the lease contended
-    std::string renew;          ///< ($1, $2, $3) → one row (was contended) if still ours
-    std::string release;        ///< ($1, $2) → one row (was live) if it was ours; NOTIFY dlock, name
-    std::string force_release;  ///< ($1) → one row (was live) if there was a lease; NOTIFY dlock, name
-    std::string status;         ///< ($1) → owner, fence, remaining ms, live
+    std::string setup;    ///< simple query: the tables, the sequence and new columns, if missing
+    std::string acquire;  ///< ($1..$4) → (ours, fence, remaining ms); marks a held lease contended, queues
+    std::string renew;    ///< ($1, $2, $3) → one row (was contended) if still ours
+    std::string release;  ///< ($1, $2) → (was live, notices, raced); hands on or frees; withdraws a queued token
+    std::string force_release;  ///< ($1) → as release, whoever holds it
+    std::string status;         ///< ($1) → owner, fence, remaining ms, live, queued, last fence issued
+};
+
+/// What a hand-off's NOTIFY (on grant_channel) says: the name, the token it went to, its lease.
+struct grant {
+    std::string name;
+    std::string token;
+    grant_notice notice;
+};
+
+/// What a release did.
+struct release_outcome {
+    bool held = false;   ///< the lease was ours (or, forced, anyone's) and live
+    bool raced = false;  ///< a withdrawn token was handed the name meanwhile: release it again
 };
 
 /// The NOTIFY channel of releases (one for every table: a payload is a lock name).
 inline constexpr std::string_view channel = "dlock";
+/// The NOTIFY channel of hand-offs: "<fence> <ttl ms> <token bytes> <token><name>".
+inline constexpr std::string_view grant_channel = "dlock_grant";
 /// The longest name taken (a btree key must stay well under 2704 bytes).
 inline constexpr std::size_t max_name = 2000;
 inline constexpr std::chrono::milliseconds max_ttl{30LL * 24 * 3600 * 1000};
@@ -45,9 +60,13 @@ inline constexpr std::chrono::milliseconds max_ttl{30LL * 24 * 3600 * 1000};
 std::string quote_table(std::string_view table);
 /// The fencing sequence of `table`, quoted: `"schema"."name_fence"`.
 std::string quote_sequence(std::string_view table);
+/// The hand-off queue of `table`, quoted: `"schema"."name_queue"`.
+std::string quote_queue(std::string_view table);
 statements make_statements(std::string_view table);
-/// LISTEN on the release channel.
+/// LISTEN on the release and hand-off channels.
 std::string listen();
+/// A grant_channel payload; false if it is not one of ours.
+bool decode_grant(std::string_view payload, grant& out);
 
 /// invalid_name for names (and tokens) PostgreSQL cannot take as text: empty, a NUL byte, too long.
 boost::system::error_code check_name(std::string_view name);
@@ -60,9 +79,8 @@ boost::system::error_code connect_error_of(std::string_view message);
 
 /// Each false if the result does not have the statement's shape (protocol_error).
 bool decode_acquire(const result& r, std::chrono::milliseconds ttl, acquire_result& out);
-bool decode_contend(const result& r, acquire_result& out);
 bool decode_renew(const result& r, renew_result& out);
-bool decode_release(const result& r, bool& out);
+bool decode_release(const result& r, release_outcome& out);
 bool decode_status(const result& r, lock_status& out);
 
 }  // namespace dlock::postgres::sql

@@ -156,11 +156,13 @@ void postgres_server::start()
     throw std::runtime_error("postgres did not start: " + slurp(dir_ + "/postgres.log"));
 }
 
-void postgres_server::stop()
+void postgres_server::stop(bool immediate)
 {
     if (pid_ <= 0)
         return;
-    ::kill(pid_, SIGINT);  // fast shutdown: does not wait for clients
+    // SIGINT: fast shutdown (does not wait for clients); SIGQUIT: immediate, like a crash
+    // (no checkpoint; the next start replays the WAL).
+    ::kill(pid_, immediate ? SIGQUIT : SIGINT);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (std::chrono::steady_clock::now() < deadline) {
         if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {

@@ -22,7 +22,9 @@ public:
     postgres_server(const postgres_server&) = delete;
     postgres_server& operator=(const postgres_server&) = delete;
 
-    void stop();   ///< fast shutdown (SIGINT), SIGKILL after 10 s; reaped
+    /// Fast shutdown (SIGINT), or `immediate` (SIGQUIT: no checkpoint, as a crash); SIGKILL
+    /// after 10 s; reaped.
+    void stop(bool immediate = false);
     void start();  ///< on the same port and data; returns when ready
     bool running() const noexcept { return pid_ > 0; }
     std::uint16_t port() const noexcept { return port_; }

@@ -7,13 +7,16 @@
 #include "common/postgres_server.hpp"
 #include "common/redis_server.hpp"  // free_port
 #include "integration/mutual_exclusion.hpp"
+#include "integration/postgres_support.hpp"
 #include "integration/support.hpp"
+#include "postgres/sql.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <libpq-fe.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -26,11 +29,16 @@ namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
-// One server for the whole suite (initdb is the slow part).
 postgres_server& server()
 {
-    static postgres_server srv;
-    return srv;
+    return dlock::test::pg_server();
+}
+
+// "store_handoffs=N" in a worker's "done ..." line.
+unsigned store_handoffs(const std::string& line)
+{
+    auto at = line.find("store_handoffs=");
+    return at == std::string::npos ? 0u : static_cast<unsigned>(std::stoul(line.substr(at + 15)));
 }
 
 }  // namespace
@@ -45,7 +53,7 @@ BOOST_AUTO_TEST_CASE(traits_and_describe)
     cfg.password = "hidden";
     dlock::postgres_store st(io.get_executor(), cfg);
     auto t = st.traits();
-    BOOST_TEST(!t.direct_handoff);
+    BOOST_TEST(t.direct_handoff);
     BOOST_TEST(!t.inherent_queue);
     BOOST_TEST(t.release_notifications);
     BOOST_TEST(t.durable_fencing);
@@ -66,13 +74,20 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
         workers.push_back(std::make_unique<dlock::test::child>(
             std::vector<std::string>{dlock::test::worker_path(), "count", srv.url(), "mx", std::to_string(coroutines),
                                      std::to_string(sections), counter, log}));
+    unsigned handoffs = 0;
     for (auto& w : workers) {
         auto line = w->read_line(150s);
         BOOST_TEST_MESSAGE("worker: " << line.value_or("<none>"));
         BOOST_TEST((line && line->rfind("done", 0) == 0));
+        handoffs += store_handoffs(line.value_or(""));
         BOOST_TEST(w->wait() == 0);
     }
+    // Exact count, tokens rising in file order, each token one process's; and the name went
+    // from process to process by the store's hand-off (queued waiters granted at a release).
     dlock::test::check_count_log(counter, log, processes, processes * coroutines * sections);
+    BOOST_TEST(handoffs > 0u);
+    // Every queued waiter got the name or withdrew: nothing is left in either table.
+    BOOST_TEST(dlock::test::pg_rows("dlock:mx") == 0);
 }
 
 // The server terminates every connection of the stores (pg_terminate_backend) while a lock
@@ -167,6 +182,68 @@ BOOST_AUTO_TEST_CASE(paused_holder_loses_the_lock)
     BOOST_TEST(holder.wait() == 0);
 }
 
+// A waiter withdraws (releases its queued token) while another session's release, not yet
+// committed, hands it the name: the withdrawal waits on the queue row, finds it gone, and
+// runs again on a new snapshot, which frees the name it was just given. Without that second
+// run the name would stay with a waiter that has left until its lease ends.
+BOOST_AUTO_TEST_CASE(a_withdrawal_racing_a_hand_off_frees_the_name)
+{
+    auto& srv = server();
+    asio::io_context io;
+    dlock::postgres_store st(io.get_executor(), srv.config());
+    PGconn* raw = PQconnectdb(srv.url().c_str());
+    BOOST_REQUIRE(PQstatus(raw) == CONNECTION_OK);
+    auto exec = [&](const std::string& sql, std::vector<const char*> params = {}) {
+        PGresult* r = PQexecParams(raw, sql.c_str(), static_cast<int>(params.size()), nullptr, params.data(), nullptr,
+                                   nullptr, 0);
+        auto status = PQresultStatus(r);
+        std::string first = PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "";
+        PQclear(r);
+        BOOST_TEST((status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK), PQerrorMessage(raw));
+        return first;
+    };
+    const std::string name = "raced";
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            bool ready = false;
+            auto w = st.watch(name, "w", [&](dlock::watch_event ev, const dlock::grant_notice&) {
+                ready |= ev == dlock::watch_event::ready;
+            });
+            BOOST_REQUIRE(co_await dlock::test::pg_eventually([&] { return ready; }));
+            BOOST_TEST((co_await st.async_try_acquire(name, "h", 10s, asio::use_awaitable)).acquired);
+            dlock::lease_request q{name, "w", 10s};
+            q.queue = true;
+            BOOST_TEST(!(co_await st.async_try_acquire(q, asio::use_awaitable)).acquired);
+            // The holder's release in an open transaction: the name is W's, uncommitted.
+            exec("BEGIN");
+            auto release = dlock::postgres::sql::make_statements("dlock_locks").release;
+            BOOST_TEST(exec(release, {name.c_str(), "h"}) == "t");
+            std::optional<bool> withdrawn;
+            st.async_release(name, "w", [&](boost::system::error_code ec, bool held) {
+                BOOST_TEST(!ec, ec.message());
+                withdrawn = held;
+            });
+            // The withdrawal now waits on the queue row the open transaction deleted.
+            BOOST_REQUIRE(co_await dlock::test::pg_eventually([&] {
+                return dlock::test::pg_count("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'dlock'"
+                                             " AND wait_event_type = 'Lock'") == 1;
+            }));
+            BOOST_TEST(!withdrawn);
+            exec("COMMIT");
+            BOOST_REQUIRE(co_await dlock::test::pg_eventually([&] { return withdrawn.has_value(); }));
+            BOOST_TEST(*withdrawn);  // the second run found W holding and released it
+            auto s = co_await st.async_status(name, asio::use_awaitable);
+            BOOST_TEST(!s.held);
+            BOOST_TEST(s.queued == 0u);
+            BOOST_TEST(dlock::test::pg_rows(name) == 0);
+            st.unwatch(w);
+            st.close();
+        },
+        20s);
+    PQfinish(raw);
+}
+
 BOOST_AUTO_TEST_CASE(bad_input)
 {
     auto& srv = server();
@@ -199,8 +276,57 @@ BOOST_AUTO_TEST_CASE(bad_input)
                 BOOST_TEST(s.holder == "tok'en");
                 BOOST_TEST((co_await st.async_release(name, "tok'en", asio::use_awaitable)));
             }
+            // A hand-off's notice carries name and token: odd bytes in either must survive it.
+            {
+                const std::string name = "hand 'off' \"x\" \\ y", token = "wait er's \\ token";
+                std::vector<dlock::grant_notice> grants;
+                bool ready = false;
+                auto w = st.watch(name, token, [&](dlock::watch_event ev, const dlock::grant_notice& g) {
+                    ready |= ev == dlock::watch_event::ready;
+                    if (ev == dlock::watch_event::granted)
+                        grants.push_back(g);
+                });
+                BOOST_TEST((co_await st.async_try_acquire(name, "holder", 5s, asio::use_awaitable)).acquired);
+                BOOST_REQUIRE(co_await dlock::test::pg_eventually([&] { return ready; }));
+                dlock::lease_request q{name, token, 3s};
+                q.queue = true;
+                BOOST_TEST(!(co_await st.async_try_acquire(q, asio::use_awaitable)).acquired);
+                BOOST_TEST((co_await st.async_status(name, asio::use_awaitable)).queued == 1u);
+                BOOST_TEST((co_await st.async_release(name, "holder", asio::use_awaitable)));
+                BOOST_REQUIRE(co_await dlock::test::pg_eventually([&] { return !grants.empty(); }));
+                BOOST_TEST(grants.front().ttl == 3000ms);
+                auto s = co_await st.async_status(name, asio::use_awaitable);
+                BOOST_TEST(s.holder == token);
+                BOOST_TEST(s.fencing_token == grants.front().fencing_token);
+                BOOST_TEST((co_await st.async_release(name, token, asio::use_awaitable)));
+                st.unwatch(w);
+            }
             auto [ec1, r1] = co_await st.async_try_acquire(std::string(10'000, 'y'), "t", 2s, use_tuple);
             BOOST_TEST(ec1 == dlock::error::invalid_name);
+            auto [ec1t, r1t] = co_await st.async_try_acquire("ten-kb-token", std::string(10'000, 't'), 2s, use_tuple);
+            BOOST_TEST(ec1t == dlock::error::invalid_name);
+            // NUL cannot be in a PostgreSQL text: refused before the wire, by every operation.
+            const std::string nul("a\0b", 3);
+            auto [ecn1, rn1] = co_await st.async_try_acquire(nul, "t", 2s, use_tuple);
+            BOOST_TEST(ecn1 == dlock::error::invalid_name);
+            auto [ecn2, rn2] = co_await st.async_try_acquire("x", nul, 2s, use_tuple);
+            BOOST_TEST(ecn2 == dlock::error::invalid_name);
+            auto [ecn3, rn3] = co_await st.async_renew(nul, "t", 2s, use_tuple);
+            BOOST_TEST(ecn3 == dlock::error::invalid_name);
+            auto [ecn4, rn4] = co_await st.async_release(nul, "t", use_tuple);
+            BOOST_TEST(ecn4 == dlock::error::invalid_name);
+            auto [ecn5, rn5] = co_await st.async_force_release(nul, use_tuple);
+            BOOST_TEST(ecn5 == dlock::error::invalid_name);
+            auto [ecn6, rn6] = co_await st.async_status(std::string(10'000, 'z'), use_tuple);
+            BOOST_TEST(ecn6 == dlock::error::invalid_name);
+            auto [ecl, rl] = co_await st.async_try_acquire("x", "t", 31 * 24h, use_tuple);
+            BOOST_TEST(ecl == dlock::error::invalid_lease);
+            // Through a registry: the lock refuses the name with the same code, no retry loop.
+            {
+                dlock::registry reg(st, {.lease = 2s});
+                auto [ecr, gr] = co_await reg.obtain(nul).acquire(use_tuple);
+                BOOST_TEST(ecr == dlock::error::invalid_name, ecr.message());
+            }
             auto [ec2, r2] = co_await st.async_try_acquire("bad\xff", "t", 2s, use_tuple);
             BOOST_TEST(ec2 == dlock::error::invalid_name, ec2.message() << " " << st.last_error_text());
             auto [ec3, r3] = co_await st.async_try_acquire("x", "t", 0ms, use_tuple);
@@ -208,6 +334,15 @@ BOOST_AUTO_TEST_CASE(bad_input)
             auto [ec4] = co_await bad_pw.async_connect(use_tuple);
             BOOST_TEST(ec4 == dlock::error::auth_failed, ec4.message() << " " << bad_pw.last_error_text());
             BOOST_TEST(!dlock::is_transient(ec4));
+            BOOST_TEST(bad_pw.last_error_text().find("password authentication failed") != std::string::npos,
+                       bad_pw.last_error_text());
+            BOOST_TEST(bad_pw.last_error_text().find("wrong") == std::string::npos);  // the password is not echoed
+            {
+                // A lock on a wrong password fails at once (permanent), it does not retry.
+                dlock::registry reg(bad_pw, {.lease = 2s});
+                auto [ecr, gr] = co_await reg.obtain("pw").acquire(use_tuple);
+                BOOST_TEST(ecr == dlock::error::auth_failed, ecr.message());
+            }
             auto [ec5] = co_await missing.async_connect(use_tuple);
             BOOST_TEST(ec5 == dlock::error::handshake_failed, ec5.message());
             BOOST_TEST(missing.last_error_text().find("does not exist") != std::string::npos,

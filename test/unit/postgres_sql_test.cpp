@@ -47,35 +47,51 @@ BOOST_AUTO_TEST_CASE(statements_bind_names_and_quote_the_table)
     auto st = sql::make_statements("app.leases");
     BOOST_TEST(sql::quote_table("app.leases") == "\"app\".\"leases\"");
     BOOST_TEST(sql::quote_sequence("leases") == "\"leases_fence\"");
-    for (const auto* s : {&st.acquire, &st.contend, &st.renew, &st.release, &st.force_release, &st.status}) {
+    BOOST_TEST(sql::quote_queue("app.leases") == "\"app\".\"leases_queue\"");
+    for (const auto* s : {&st.acquire, &st.renew, &st.release, &st.force_release, &st.status}) {
         BOOST_TEST(s->find("$1") != std::string::npos);
         BOOST_TEST(s->find("\"app\".\"leases\"") != std::string::npos);
+        // Names and tokens are bound: no statement carries a quote other than its own literals.
+        BOOST_TEST(s->find("'$") == std::string::npos);
     }
     BOOST_TEST(st.acquire.find("ON CONFLICT (name) DO UPDATE") != std::string::npos);
+    BOOST_TEST(st.acquire.find("ON CONFLICT (name, token) DO UPDATE") != std::string::npos);  // queues once
+    BOOST_TEST(st.acquire.find("\"app\".\"leases_queue\"") != std::string::npos);
     BOOST_TEST(st.acquire.find("clock_timestamp()") != std::string::npos);
-    BOOST_TEST(st.release.find("pg_notify('dlock'") != std::string::npos);
+    BOOST_TEST(st.renew.find("was_contended = t.contended, contended = false") != std::string::npos);
+    for (const auto* s : {&st.release, &st.force_release}) {
+        BOOST_TEST(s->find("pg_notify('dlock', d.name)") != std::string::npos);
+        BOOST_TEST(s->find("pg_notify('dlock_grant'") != std::string::npos);
+        BOOST_TEST(s->find("pg_stat_get_activity(q.listener)") != std::string::npos);  // live waiters only
+        BOOST_TEST(s->find("FOR UPDATE OF q SKIP LOCKED") != std::string::npos);
+        BOOST_TEST(s->find("nextval('\"app\".\"leases_fence\"')") != std::string::npos);
+    }
+    BOOST_TEST(st.release.find("t.owner = $2") != std::string::npos);
+    BOOST_TEST(st.force_release.find("$2") == std::string::npos);
     BOOST_TEST(st.setup.find("CREATE SEQUENCE IF NOT EXISTS \"app\".\"leases_fence\"") != std::string::npos);
-    BOOST_TEST(sql::listen() == "LISTEN dlock");
+    BOOST_TEST(st.setup.find("CREATE TABLE IF NOT EXISTS \"app\".\"leases_queue\"") != std::string::npos);
+    // A table of the previous version gains its column; ALTER only if missing (DML-only users).
+    BOOST_TEST(st.setup.find("attname = 'was_contended'") != std::string::npos);
+    BOOST_TEST(st.setup.find("ADD COLUMN IF NOT EXISTS was_contended") != std::string::npos);
+    BOOST_TEST(sql::listen() == "LISTEN dlock; LISTEN dlock_grant");
 }
 
 BOOST_AUTO_TEST_CASE(decoding)
 {
     sql::result r;
-    r.rows = {{std::string("42")}};
+    r.rows = {{std::string("t"), std::string("42"), std::string("5000")}};
     dlock::acquire_result a;
     BOOST_TEST(sql::decode_acquire(r, 5s, a));
     BOOST_TEST(a.acquired);
     BOOST_TEST(a.fencing_token == 42u);
     BOOST_TEST(a.granted_ttl == 5000ms);
-    BOOST_TEST(sql::decode_acquire(sql::result{}, 5s, a));
+    r.rows = {{std::string("f"), std::string("41"), std::string("1234")}};
+    BOOST_TEST(sql::decode_acquire(r, 5s, a));
     BOOST_TEST(!a.acquired);
-    r.rows = {{std::string("x")}};
-    BOOST_TEST(!sql::decode_acquire(r, 5s, a));
-    r.rows = {{std::string("1234")}};
-    BOOST_TEST(sql::decode_contend(r, a));
     BOOST_TEST(a.holder_ttl == 1234ms);
-    BOOST_TEST(sql::decode_contend(sql::result{}, a));
-    BOOST_TEST(a.holder_ttl == 0ms);
+    BOOST_TEST(!sql::decode_acquire(sql::result{}, 5s, a));  // the upsert always returns its row
+    r.rows = {{std::string("t"), std::string("x"), std::string("1")}};
+    BOOST_TEST(!sql::decode_acquire(r, 5s, a));
     dlock::renew_result rr;
     r.rows = {{std::string("t")}};
     BOOST_TEST(sql::decode_renew(r, rr));
@@ -83,19 +99,45 @@ BOOST_AUTO_TEST_CASE(decoding)
     BOOST_TEST(rr.contended);
     BOOST_TEST(sql::decode_renew(sql::result{}, rr));
     BOOST_TEST(!rr.owned);
-    bool released = true;
-    r.rows = {{std::string("f"), std::string("")}};
-    BOOST_TEST(sql::decode_release(r, released));
-    BOOST_TEST(!released);  // an expired lease of ours: deleted, but it was not held
+    sql::release_outcome rel;
+    r.rows = {{std::string("f"), std::string("1"), std::string("f")}};
+    BOOST_TEST(sql::decode_release(r, rel));
+    BOOST_TEST(!rel.held);  // an expired lease of ours: deleted, but it was not held
+    r.rows = {{std::string("t"), std::string("1"), std::string("f")}};
+    BOOST_TEST(sql::decode_release(r, rel));
+    BOOST_TEST(rel.held);
+    r.rows = {{std::nullopt, std::string("0"), std::string("t")}};
+    BOOST_TEST(sql::decode_release(r, rel));
+    BOOST_TEST(!rel.held);
+    BOOST_TEST(rel.raced);
+    BOOST_TEST(!sql::decode_release(sql::result{}, rel));
     dlock::lock_status s;
-    r.rows = {{std::string("tok"), std::string("7"), std::string("900"), std::string("t")}};
+    r.rows = {{std::string("tok"), std::string("7"), std::string("900"), std::string("t"), std::string("2"),
+               std::string("9")}};
     BOOST_TEST(sql::decode_status(r, s));
+    BOOST_TEST(s.last_fencing_token == 9u);
     BOOST_TEST(s.held);
     BOOST_TEST(s.holder == "tok");
     BOOST_TEST(s.fencing_token == 7u);
     BOOST_TEST(s.ttl == 900ms);
-    r.rows = {{std::nullopt, std::string("7"), std::string("900"), std::string("t")}};
+    BOOST_TEST(s.queued == 2u);
+    r.rows = {{std::nullopt, std::nullopt, std::string("0"), std::nullopt, std::string("0"), std::string("12")}};
+    BOOST_TEST(sql::decode_status(r, s));
+    BOOST_TEST(!s.held);
+    BOOST_TEST(s.last_fencing_token == 12u);  // released: the counter still says how far it went
+    r.rows = {
+        {std::string("tok"), std::nullopt, std::string("900"), std::string("t"), std::string("0"), std::string("0")}};
     BOOST_TEST(!sql::decode_status(r, s));
+    // Hand-off notices: the token's length splits it from the name, whatever either holds.
+    sql::grant g;
+    BOOST_TEST(sql::decode_grant("17 4000 5 to ke na me", g));
+    BOOST_TEST(g.notice.fencing_token == 17u);
+    BOOST_TEST(g.notice.ttl == 4000ms);
+    BOOST_TEST(g.token == "to ke");
+    BOOST_TEST(g.name == " na me");
+    for (const char* bad : {"", "17", "17 4000", "17 4000 5 short", "0 4000 1 ab", "17 0 1 ab", "x 4000 1 ab",
+                            "17 4000 0 ab", "-1 4000 1 ab"})
+        BOOST_TEST(!sql::decode_grant(bad, g), bad);
 }
 
 BOOST_AUTO_TEST_CASE(errors_and_names)

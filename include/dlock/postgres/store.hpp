@@ -13,17 +13,22 @@ namespace dlock {
 
 /// The store contract over one PostgreSQL server (libpq, non-blocking on the executor).
 ///
-/// Table `<table>` (name text primary key, owner, fence, expires_at timestamptz, contended)
-/// and sequence `<table>_fence`, created on first use if missing. A lease is free when its
-/// row is missing or `expires_at <= clock_timestamp()` on the server (clients' clocks are
-/// never compared). Acquire is one INSERT .. ON CONFLICT DO UPDATE .. WHERE (a refused one
-/// asks a second, small UPDATE for the holder's remaining lease and marks it contended);
-/// renew one UPDATE; release one DELETE with `pg_notify('dlock', name)` in the same statement.
-/// A second connection LISTENs on `dlock` and wakes the watchers of the released name.
+/// Table `<table>` (name text primary key, owner, fence, expires_at timestamptz, contended,
+/// was_contended), sequence `<table>_fence` and hand-off queue `<table>_queue`, created on
+/// first use if missing (an older `<table>` gains the queue and its new column). A lease is
+/// free when its row is missing or `expires_at <= clock_timestamp()` on the server (clients'
+/// clocks are never compared). Acquire is one INSERT .. ON CONFLICT DO UPDATE that takes a
+/// free, expired or own row, else marks it contended and (lease_request::queue) queues the
+/// token; renew is one UPDATE; release is one statement that hands the name to the first
+/// queued token whose listening backend still exists (new fence, NOTIFY `dlock_grant`) or
+/// deletes the row (NOTIFY `dlock`). A second connection LISTENs on both channels.
 ///
 /// Limits (also in traits()): one primary (a replica promoted without the latest commits
-/// may give a lock twice); no direct hand-off (woken waiters retry); names are text of at
-/// most 2000 bytes without NUL (invalid_name otherwise); leases of 1 ms .. 30 days.
+/// may give a lock twice); a waiter is judged alive by its listener's backend pid (a pid
+/// reused by then makes a hand-off go to a dead waiter: the lease then ends on its own);
+/// names are text of at most 2000 bytes without NUL (invalid_name otherwise); leases of
+/// 1 ms .. 30 days. Privileges: SELECT, INSERT, UPDATE, DELETE on both tables and USAGE on
+/// the sequence; CREATE on the schema only to create them.
 ///
 /// Errors: connect_failed, resolve_failed, connection_lost, timeout, server_busy
 /// (transient); auth_failed (wrong password or user), handshake_failed (no such database),
@@ -36,12 +41,13 @@ public:
     ~postgres_store() override;
 
     boost::asio::any_io_executor get_executor() const override;
-    /// Per lease, durable fencing, release notifications, no direct hand-off, 1 ms granularity.
+    /// Per lease, durable fencing, release notifications, direct hand-off, 1 ms granularity.
     store_traits traits() const noexcept override;
     /// "postgresql postgresql://user@host:port/db table=dlock_locks".
     std::string describe() const override;
     /// `ready` once the listening connection runs LISTEN, `released` on each release of
-    /// `name`, `resync` after the listener reconnects.
+    /// `name`, `resync` after the listener reconnects, and with a `token`, `granted` when a
+    /// release hands `name` to it.
     watch_id watch(const std::string& name, const std::string& token, watch_callback cb) override;
     using store::watch;
     void unwatch(watch_id id) override;
