@@ -77,6 +77,9 @@ enum class error {
     not_supported,
     /// The store's session ended: every lease it kept alive is gone.
     session_lost,
+    /// The name already exists at the store with another count (a latch created with a
+    /// different count by another user of the name). Permanent.
+    count_mismatch,
 };
 
 /// Whether a failed store operation may succeed if tried again unchanged (the connection

@@ -38,6 +38,9 @@ public:
     /// The lock for `name`. Invalid names are reported by acquire (error::invalid_name).
     lock obtain(std::string_view name);
 
+    /// The store this registry's locks (and latches, elections) use.
+    store& get_store() const noexcept;
+
     /// The settings every lock of this registry uses.
     const lock_config& config() const noexcept;
     /// Counters and histograms over every lock of this registry.

@@ -57,6 +57,9 @@ public:
         case error::invalid_handle: return "the lock handle is empty: obtain it from a registry";
         case error::not_supported: return "the store cannot serve this request";
         case error::session_lost: return "the store's session ended, and every lease it kept alive with it";
+        case error::count_mismatch:
+            return "the latch exists at the store with a different count: every user of a name must give the "
+                   "same count (or use another name)";
         }
         return "unknown dlock error";
     }

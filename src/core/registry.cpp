@@ -24,6 +24,11 @@ lock registry::obtain(std::string_view name)
     return lock(std::move(e));
 }
 
+store& registry::get_store() const noexcept
+{
+    return state_->st;
+}
+
 const lock_config& registry::config() const noexcept
 {
     return state_->cfg;
