@@ -5,6 +5,7 @@
 #include <dlock/config.hpp>
 #include <dlock/error.hpp>
 #include <dlock/guard.hpp>
+#include <dlock/latch.hpp>
 #include <dlock/lock.hpp>
 #include <dlock/memory_store.hpp>
 #include <dlock/owner.hpp>

@@ -80,6 +80,9 @@ enum class error {
     /// The name is already used as another primitive, or as a semaphore with another number
     /// of permits: every user of a name must agree on what it is. Permanent.
     kind_mismatch,
+    /// The name already exists at the store with another count (a latch created with a
+    /// different count by another user of the name). Permanent.
+    count_mismatch,
 };
 
 /// Whether a failed store operation may succeed if tried again unchanged (the connection

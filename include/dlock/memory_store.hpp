@@ -33,6 +33,8 @@ public:
     /// Test hook: the next `count` operations (acquire, renew, release) fail with `ec`, and
     /// last_error_text() becomes `text`, as a server's refusal would.
     void fail_next(boost::system::error_code ec, std::string text = {}, unsigned count = 1);
+    /// Watches now registered (a cancelled wait must leave none behind).
+    std::size_t watch_count() const;
 
 private:
     void do_try_acquire(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h) override;
@@ -42,6 +44,12 @@ private:
     void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
+
+    // Count-down latches (the last block of memory_store.cpp).
+    void do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
+                       std::chrono::milliseconds ttl,
+                       boost::asio::any_completion_handler<count_down_signature> h) override;
+    void do_latch_state(const std::string& name, boost::asio::any_completion_handler<latch_state_signature> h) override;
 
     struct impl;
     std::shared_ptr<impl> impl_;

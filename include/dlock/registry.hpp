@@ -49,6 +49,9 @@ public:
     /// 0 permits: error::invalid_option). Stores without semaphores: error::not_supported.
     semaphore obtain_semaphore(std::string_view name, unsigned permits);
 
+    /// The store this registry's locks (and latches, elections) use.
+    store& get_store() const noexcept;
+
     /// The settings every lock of this registry uses.
     const lock_config& config() const noexcept;
     /// Counters and histograms over every lock of this registry.

@@ -146,6 +146,18 @@ struct session_info {
     std::chrono::milliseconds ttl{0};                     ///< negotiated or granted
 };
 
+/// The largest count a latch may have (exact in the Lua numbers of the Redis scripts).
+inline constexpr std::uint64_t max_latch_count = std::uint64_t{1} << 40;
+
+/// A count-down latch as the store keeps it (store::async_latch_state).
+struct latch_state {
+    /// The count the latch was created with by its first count-down; 0: no such latch (never
+    /// counted down, or expired).
+    std::uint64_t count = 0;
+    /// Count-downs still missing (`count` minus the distinct members so far; 0 once done).
+    std::uint64_t remaining = 0;
+};
+
 /// The contract every backend implements.
 ///
 /// - Operations are one round trip (or one pipelined batch), idempotent for the same lease
@@ -268,6 +280,37 @@ public:
     /// Stops the callbacks of `id` at once.
     virtual void unwatch(watch_id id) = 0;
 
+    // ---- count-down latch (stores without it answer error::not_supported) ----
+    using count_down_signature = void(boost::system::error_code, std::uint64_t);
+    using latch_state_signature = void(boost::system::error_code, latch_state);
+
+    /// Counts `member` down on the latch `name` of `count`, once per member however often it
+    /// is repeated (so a retry after a lost reply, or a second process with the same member,
+    /// counts once), and sets the latch's expiry to `ttl` from now. Completes with the
+    /// count-downs still missing (0: done). The count-down that brings it to 0 wakes the
+    /// name's watchers (watch_event::released). The first count-down creates the latch with
+    /// `count`; a later one with another count fails with error::count_mismatch and changes
+    /// nothing. count 0 or above max_latch_count, an empty member → error::invalid_option; a ttl the store cannot set
+    /// → error::invalid_lease.
+    template <class Token = boost::asio::deferred_t>
+    auto async_count_down(const std::string& name, const std::string& member, std::uint64_t count,
+                          std::chrono::milliseconds ttl, Token&& tok = {})
+    {
+        return boost::asio::async_initiate<Token, count_down_signature>(
+            [this](auto h, const std::string& n, const std::string& m, std::uint64_t c, std::chrono::milliseconds t) {
+                do_count_down(n, m, c, t, std::move(h));
+            },
+            tok, name, member, count, ttl);
+    }
+
+    /// The latch `name` as the store keeps it ({0, 0} if there is none). Changes nothing.
+    template <class Token = boost::asio::deferred_t>
+    auto async_latch_state(const std::string& name, Token&& tok = {})
+    {
+        return boost::asio::async_initiate<Token, latch_state_signature>(
+            [this](auto h, const std::string& n) { do_latch_state(n, std::move(h)); }, tok, name);
+    }
+
     /// Per-session stores: the current session (generation 0 if none).
     virtual session_info session() const noexcept { return {}; }
     /// Per-session stores: calls `cb` on each session event. Stop with unwatch().
@@ -292,6 +335,12 @@ protected:
     virtual void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) = 0;
     virtual void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) = 0;
     virtual void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) = 0;
+
+    /// Latch operations. Default: error::not_supported (posted).
+    virtual void do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
+                               std::chrono::milliseconds ttl,
+                               boost::asio::any_completion_handler<count_down_signature> h);
+    virtual void do_latch_state(const std::string& name, boost::asio::any_completion_handler<latch_state_signature> h);
 
     /// Keeps the server's text of a failure for last_error_text().
     void set_error_text(std::string text) { last_error_text_ = std::move(text); }

@@ -59,6 +59,9 @@ public:
         case error::session_lost: return "the store's session ended, and every lease it kept alive with it";
         case error::kind_mismatch:
             return "the name is in use as another primitive, or as a semaphore with another number of permits";
+        case error::count_mismatch:
+            return "the latch exists at the store with a different count: every user of a name must give the "
+                   "same count (or use another name)";
         }
         return "unknown dlock error";
     }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 namespace dlock {
@@ -41,6 +42,13 @@ struct memory_store::impl : std::enable_shared_from_this<impl> {
     std::unordered_map<std::string, std::deque<std::pair<std::string, std::chrono::milliseconds>>> queues;
     // Read-write locks and semaphores, by name.
     std::unordered_map<std::string, detail::lease_set> sets;
+    // Count-down latches: the count, the members counted so far, the expiry.
+    struct latch {
+        std::uint64_t count = 0;
+        std::set<std::string> members;
+        clock_type::time_point expires;
+    };
+    std::unordered_map<std::string, latch> latches;
     error_code fail_ec;
     std::string fail_text;
     unsigned fail_count = 0;
@@ -356,6 +364,59 @@ store::watch_id memory_store::watch(const std::string& name, const std::string& 
 void memory_store::unwatch(watch_id id)
 {
     impl_->watchers.erase(id);
+}
+
+// ---- count-down latch: the Redis scripts' semantics, in memory ----
+
+std::size_t memory_store::watch_count() const
+{
+    return impl_->watchers.size();
+}
+
+void memory_store::do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
+                                 std::chrono::milliseconds ttl, asio::any_completion_handler<count_down_signature> h)
+{
+    auto& s = *impl_;
+    error_code ec;
+    std::uint64_t remaining = 0;
+    auto now = clock_type::now();
+    if (count == 0 || member.empty()) {
+        ec = error::invalid_option;
+    } else if (ttl.count() <= 0 || ttl > detail::max_lease) {
+        ec = error::invalid_lease;
+    } else if (s.fail(ec)) {
+        set_error_text(s.fail_text);
+    } else {
+        auto it = s.latches.find(name);
+        if (it != s.latches.end() && it->second.expires <= now)
+            s.latches.erase(it), it = s.latches.end();
+        if (it != s.latches.end() && it->second.count != count) {
+            ec = error::count_mismatch;
+        } else {
+            auto& l = it != s.latches.end() ? it->second : s.latches[name];
+            l.count = count;
+            l.expires = now + ttl;
+            // Never more members than the count: a done latch stays done and stays small.
+            if (l.members.size() < count && l.members.insert(member).second && l.members.size() == count)
+                s.notify(name, watch_event::released);
+            remaining = count - l.members.size();
+        }
+    }
+    post_completion(s.ex, std::move(h), ec, remaining);
+}
+
+void memory_store::do_latch_state(const std::string& name, asio::any_completion_handler<latch_state_signature> h)
+{
+    auto& s = *impl_;
+    latch_state st;
+    error_code ec;
+    if (s.fail(ec)) {
+        set_error_text(s.fail_text);
+    } else if (auto it = s.latches.find(name); it != s.latches.end() && it->second.expires > clock_type::now()) {
+        st.count = it->second.count;
+        st.remaining = st.count - it->second.members.size();
+    }
+    post_completion(s.ex, std::move(h), ec, st);
 }
 
 }  // namespace dlock

@@ -76,6 +76,11 @@ semaphore registry::obtain_semaphore(std::string_view name, unsigned permits)
     return semaphore(s);
 }
 
+store& registry::get_store() const noexcept
+{
+    return state_->st;
+}
+
 const lock_config& registry::config() const noexcept
 {
     return state_->cfg;

@@ -39,6 +39,11 @@ public:
     /// One waiter's grant channel.
     std::string grant(const std::string& token) const { return grant_prefix() + token; }
 
+    /// A count-down latch's hash {count, done} (its release channel is released()).
+    std::string latch() const { return prefix_ + ":latch:" + name_; }
+    /// The members that have counted the latch down.
+    std::string latch_members() const { return prefix_ + ":latch-members:" + name_; }
+
 private:
     std::string prefix_;
     std::string name_;

@@ -111,4 +111,41 @@ local queued = KEYS[3] and redis.call('LLEN', KEYS[3]) or 0
 return {v[1], tonumber(v[2] or '0'), redis.call('PTTL', KEYS[1]), counter, queued}
 )lua";
 
+// ---- count-down latch ----
+
+// KEYS: latch hash {count}, members set. ARGV: member, count, ttl_ms, channel.
+// The first count-down creates the latch with its count; another count is refused. SADD
+// makes a member count once however often it is sent (a retry after a lost reply); the
+// set never grows past the count. The count-down that completes the latch publishes on the
+// name's release channel, as a lock's release does, so waiters' watches report `released`.
+// Both keys expire `ttl` after the latest count-down.
+// -> {1, remaining} counted (or already counted); {0, count} the latch has another count.
+inline constexpr const char* count_down = R"lua(
+local count = tonumber(ARGV[2])
+local have = redis.call('HGET', KEYS[1], 'count')
+if have and tonumber(have) ~= count then
+  return {0, tonumber(have)}
+end
+if not have then
+  redis.call('HSET', KEYS[1], 'count', ARGV[2])
+end
+local n = redis.call('SCARD', KEYS[2])
+if n < count and redis.call('SADD', KEYS[2], ARGV[1]) == 1 then
+  n = n + 1
+  if n == count then
+    redis.call('HSET', KEYS[1], 'done', '1')
+    redis.call('PUBLISH', ARGV[4], 'done')
+  end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return {1, count - n}
+)lua";
+
+// KEYS: latch hash, members set. -> {count or 0 (no latch), members counted}.
+inline constexpr const char* latch_state = R"lua(
+local count = tonumber(redis.call('HGET', KEYS[1], 'count') or '0')
+return {count, redis.call('SCARD', KEYS[2])}
+)lua";
+
 }  // namespace dlock::scripts

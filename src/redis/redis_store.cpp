@@ -4,6 +4,7 @@
 #include "common/post_completion.hpp"
 #include "redis/describe.hpp"
 #include "redis/keys.hpp"
+#include "redis/latch_replies.hpp"
 #include "redis/redis_scripts.hpp"
 #include "redis/script_replies.hpp"
 #include "redis/set_scripts.hpp"
@@ -535,6 +536,48 @@ void redis_store::unwatch(watch_id id)
     impl_->watches.erase(it);
     for (auto l : ids)
         impl_->sub.unlisten(l);
+}
+
+// ---- count-down latch ----
+
+std::string redis_store::latch_key(const std::string& name) const
+{
+    return impl_->names(name).latch();
+}
+std::string redis_store::latch_members_key(const std::string& name) const
+{
+    return impl_->names(name).latch_members();
+}
+
+void redis_store::do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
+                                std::chrono::milliseconds ttl, asio::any_completion_handler<count_down_signature> h)
+{
+    static const redis::script script{scripts::count_down};
+    error_code ec;
+    if (count == 0 || count > max_latch_count || member.empty())
+        ec = error::invalid_option;
+    else if (!detail::valid_redis_ttl(ttl))
+        ec = error::invalid_lease;
+    else if (impl_->tx)
+        ec = error::not_supported;  // the no-scripting mode keeps no latch
+    if (ec)
+        return post_completion(impl_->ex, std::move(h), ec, std::uint64_t{0});
+    auto k = impl_->names(name);
+    std::array<std::string, 2> keys{k.latch(), k.latch_members()};
+    std::array<std::string, 4> args{member, std::to_string(count), std::to_string(ttl.count()), k.released()};
+    impl_->conn.async_eval(script, keys, args,
+                           script_completion<std::uint64_t>(std::move(h), detail::decode_count_down, text_keeper()));
+}
+
+void redis_store::do_latch_state(const std::string& name, asio::any_completion_handler<latch_state_signature> h)
+{
+    static const redis::script script{scripts::latch_state};
+    if (impl_->tx)
+        return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), latch_state{});
+    auto k = impl_->names(name);
+    std::array<std::string, 2> keys{k.latch(), k.latch_members()};
+    impl_->conn.async_eval(script, keys, {},
+                           script_completion<latch_state>(std::move(h), detail::decode_latch_state, text_keeper()));
 }
 
 }  // namespace dlock

@@ -19,6 +19,9 @@ namespace dlock {
 ///   `{T}<ns>:queue:<name>`  list of queued waiters' tokens (direct hand-off), and
 ///   `{T}<ns>:queue-ttl:<name>` hash token -> lease each asked for; both expire
 ///   `{T}<ns>:granted:<name>:<token>` the channel a queued waiter hears its hand-off on
+///   `{T}<ns>:latch:<name>`  a count-down latch's hash {count, done}, and
+///   `{T}<ns>:latch-members:<name>` the set of members that counted it down; both expire
+///                           the latch's ttl after its latest count-down
 /// where T is a short tag chosen to hash to the same slot as <name>, so counters are
 /// bounded (one per slot) while locks still spread over the cluster.
 /// Store settings beyond the connection's.
@@ -89,6 +92,9 @@ public:
     std::string queue_key(const std::string& name) const;
     std::string queue_ttl_key(const std::string& name) const;
     std::string grant_channel(const std::string& name, const std::string& token) const;
+    /// A count-down latch's keys: the hash {count, done} and the set of members counted.
+    std::string latch_key(const std::string& name) const;
+    std::string latch_members_key(const std::string& name) const;
 
 private:
     void do_connect(boost::asio::any_completion_handler<connect_signature> h) override;
@@ -105,6 +111,12 @@ private:
     std::function<void(std::string)> text_keeper();
     void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
+
+    // Count-down latches: one script each (scripting off: error::not_supported).
+    void do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
+                       std::chrono::milliseconds ttl,
+                       boost::asio::any_completion_handler<count_down_signature> h) override;
+    void do_latch_state(const std::string& name, boost::asio::any_completion_handler<latch_state_signature> h) override;
 
     struct impl;
     std::unique_ptr<impl> impl_;

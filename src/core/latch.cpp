@@ -1,0 +1,380 @@
+// The count-down latch: count-downs retried with the same member, waits that watch, check,
+// then sleep until the store reports a change.
+#include <dlock/error.hpp>
+#include <dlock/latch.hpp>
+#include <dlock/registry.hpp>
+
+#include "common/backoff.hpp"
+#include "common/post_completion.hpp"
+#include "core/lease_policy.hpp"
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <unistd.h>
+
+#include <optional>
+#include <random>
+
+namespace dlock {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using std::chrono::milliseconds;
+
+namespace detail {
+
+/// What every copy of a latch shares: the store, the name as the store sees it, the settings.
+struct latch_core {
+    store* st = nullptr;
+    std::weak_ptr<void> alive;
+    asio::any_io_executor ex;
+    std::string name;        // as given
+    std::string store_name;  // prefix:name
+    std::uint64_t count = 0;
+    milliseconds ttl{0};
+    milliseconds backoff_min{0}, backoff_max{0};
+    error_code invalid;  // the settings' verdict, reported by every operation
+    std::minstd_rand rng{std::random_device{}()};
+    std::string member_prefix;  // random per latch object: the library's members
+    std::uint64_t member_seq = 0;
+
+    bool store_alive() const noexcept { return !alive.expired(); }
+    std::string new_member() { return member_prefix + std::to_string(++member_seq); }
+};
+
+namespace {
+
+// One count-down: sent, retried on transient errors with the same member, until done.
+struct count_down_op : std::enable_shared_from_this<count_down_op> {
+    std::shared_ptr<latch_core> c;
+    std::string member;
+    asio::any_completion_handler<latch::count_down_signature> handler;
+    asio::steady_timer timer;
+    backoff pause;
+    asio::cancellation_slot slot;
+    bool done = false;
+
+    count_down_op(std::shared_ptr<latch_core> core, std::string m,
+                  asio::any_completion_handler<latch::count_down_signature> h)
+        : c(std::move(core)), member(std::move(m)), handler(std::move(h)), timer(c->ex),
+          pause(c->backoff_min, c->backoff_max)
+    {
+    }
+
+    void start()
+    {
+        slot = asio::get_associated_cancellation_slot(handler);
+        if (slot.is_connected()) {
+            std::weak_ptr<count_down_op> weak = shared_from_this();
+            // Completing from inside the emitter would clear the slot mid-call: post it.
+            slot.assign([weak, ex = c->ex](asio::cancellation_type) {
+                asio::post(ex, [weak] {
+                    if (auto self = weak.lock())
+                        self->finish(asio::error::operation_aborted, 0);
+                });
+            });
+        }
+        send();
+    }
+
+    void send()
+    {
+        if (!c->store_alive())
+            return finish(error::closed, 0);
+        c->st->async_count_down(
+            c->store_name, member, c->count, c->ttl,
+            [self = shared_from_this()](error_code ec, std::uint64_t remaining) { self->on_reply(ec, remaining); });
+    }
+
+    void on_reply(error_code ec, std::uint64_t remaining)
+    {
+        if (done)
+            return;
+        if (!ec || !is_transient(ec))
+            return finish(ec, remaining);
+        timer.expires_after(pause.next(c->rng));
+        timer.async_wait([self = shared_from_this()](error_code tec) {
+            if (!tec && !self->done)
+                self->send();
+        });
+    }
+
+    void finish(error_code ec, std::uint64_t remaining)
+    {
+        if (std::exchange(done, true))
+            return;
+        timer.cancel();
+        if (slot.is_connected())
+            slot.clear();
+        post_completion(c->ex, std::move(handler), ec, remaining);
+    }
+};
+
+// One wait: read the latch; then watch the name and read again on `ready` and on every
+// later event; done when it reads 0. Reads are never concurrent: an event during one asks for one more.
+struct wait_op : std::enable_shared_from_this<wait_op> {
+    std::shared_ptr<latch_core> c;
+    asio::any_completion_handler<latch::wait_signature> handler;
+    std::optional<store::watch_id> watch;
+    asio::steady_timer deadline;
+    asio::steady_timer retry;
+    backoff pause;
+    asio::cancellation_slot slot;
+    bool reading = false, again = false, done = false;
+    bool watch_later = false;  // watch after the first read
+
+    wait_op(std::shared_ptr<latch_core> core, asio::any_completion_handler<latch::wait_signature> h)
+        : c(std::move(core)), handler(std::move(h)), deadline(c->ex), retry(c->ex),
+          pause(c->backoff_min, c->backoff_max)
+    {
+    }
+
+    void start(milliseconds limit)
+    {
+        slot = asio::get_associated_cancellation_slot(handler);
+        std::weak_ptr<wait_op> weak = shared_from_this();
+        if (slot.is_connected()) {
+            slot.assign([weak, ex = c->ex](asio::cancellation_type) {
+                asio::post(ex, [weak] {
+                    if (auto self = weak.lock())
+                        self->finish(asio::error::operation_aborted);
+                });
+            });
+        }
+        if (limit > milliseconds(0) && limit != milliseconds::max()) {
+            deadline.expires_at(saturating_deadline(limit));
+            deadline.async_wait([weak](error_code ec) {
+                if (auto self = weak.lock(); self && !ec)
+                    self->finish(error::timeout);
+            });
+        }
+        watch_later = limit > milliseconds(0);
+        // One read before watching: a done latch, or a store that keeps none, answers at
+        // once (a store that cannot watch the name would never say `ready`).
+        check();
+    }
+
+    static std::chrono::steady_clock::time_point saturating_deadline(milliseconds d)
+    {
+        auto now = std::chrono::steady_clock::now();
+        if (d <= milliseconds(0))
+            return now;
+        auto room = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::time_point::max() - now);
+        return d >= room ? std::chrono::steady_clock::time_point::max() : now + d;
+    }
+
+    void check()
+    {
+        if (done)
+            return;
+        if (reading) {
+            again = true;
+            return;
+        }
+        if (!c->store_alive())
+            return post_finish(error::closed);
+        reading = true;
+        c->st->async_latch_state(
+            c->store_name, [self = shared_from_this()](error_code ec, latch_state st) { self->on_state(ec, st); });
+    }
+
+    void on_state(error_code ec, latch_state st)
+    {
+        reading = false;
+        if (done)
+            return;
+        if (ec && is_transient(ec)) {
+            retry.expires_after(pause.next(c->rng));
+            retry.async_wait([self = shared_from_this()](error_code tec) {
+                if (!tec)
+                    self->check();
+            });
+            return;
+        }
+        if (ec)
+            return finish(ec);
+        if (st.count != 0 && st.count != c->count)
+            return finish(error::count_mismatch);
+        if (st.count != 0 && st.remaining == 0)
+            return finish({});
+        if (!watch && !watch_later)  // a zero-length wait_for: one check only
+            return finish(error::timeout);
+        if (std::exchange(watch_later, false)) {
+            // `ready` then reads again: a count-down between the two reads is not missed.
+            // The watch holds the operation until finish() unwatches it.
+            watch = c->st->watch(c->store_name, [self = shared_from_this()](watch_event) { self->check(); });
+            return;
+        }
+        if (std::exchange(again, false))
+            check();
+    }
+
+    void post_finish(error_code ec)
+    {
+        asio::post(c->ex, [self = shared_from_this(), ec] { self->finish(ec); });
+    }
+
+    void finish(error_code ec)
+    {
+        if (std::exchange(done, true))
+            return;
+        if (watch && c->store_alive())
+            c->st->unwatch(*watch);
+        watch.reset();
+        deadline.cancel();
+        retry.cancel();
+        if (slot.is_connected())
+            slot.clear();
+        post_completion(c->ex, std::move(handler), ec);
+    }
+};
+
+// One read of the latch, completed with the remaining count.
+struct count_op : std::enable_shared_from_this<count_op> {
+    std::shared_ptr<latch_core> c;
+    asio::any_completion_handler<latch::count_signature> handler;
+    asio::steady_timer retry;
+    backoff pause;
+    asio::cancellation_slot slot;
+    bool done = false;
+
+    count_op(std::shared_ptr<latch_core> core, asio::any_completion_handler<latch::count_signature> h)
+        : c(std::move(core)), handler(std::move(h)), retry(c->ex), pause(c->backoff_min, c->backoff_max)
+    {
+    }
+
+    void start()
+    {
+        slot = asio::get_associated_cancellation_slot(handler);
+        if (slot.is_connected()) {
+            std::weak_ptr<count_op> weak = shared_from_this();
+            slot.assign([weak, ex = c->ex](asio::cancellation_type) {
+                asio::post(ex, [weak] {
+                    if (auto self = weak.lock())
+                        self->finish(asio::error::operation_aborted, 0);
+                });
+            });
+        }
+        read();
+    }
+
+    void read()
+    {
+        if (!c->store_alive())
+            return finish(error::closed, 0);
+        c->st->async_latch_state(
+            c->store_name, [self = shared_from_this()](error_code ec, latch_state st) { self->on_state(ec, st); });
+    }
+
+    void on_state(error_code ec, latch_state st)
+    {
+        if (done)
+            return;
+        if (ec && is_transient(ec)) {
+            retry.expires_after(pause.next(c->rng));
+            retry.async_wait([self = shared_from_this()](error_code tec) {
+                if (!tec && !self->done)
+                    self->read();
+            });
+            return;
+        }
+        if (ec)
+            return finish(ec, 0);
+        if (st.count == 0)  // nobody has counted down yet
+            return finish({}, c->count);
+        if (st.count != c->count)
+            return finish(error::count_mismatch, 0);
+        finish({}, st.remaining);
+    }
+
+    void finish(error_code ec, std::uint64_t remaining)
+    {
+        if (std::exchange(done, true))
+            return;
+        retry.cancel();
+        if (slot.is_connected())
+            slot.clear();
+        post_completion(c->ex, std::move(handler), ec, remaining);
+    }
+};
+
+}  // namespace
+}  // namespace detail
+
+latch::latch(registry& reg, std::string_view name, std::uint64_t count, latch_config cfg)
+    : c_(std::make_shared<detail::latch_core>())
+{
+    auto& c = *c_;
+    const auto& lc = reg.config();
+    c.st = &reg.get_store();
+    c.alive = c.st->lifetime();
+    c.ex = c.st->get_executor();
+    c.name = std::string(name);
+    c.store_name = lc.prefix.empty() ? c.name : lc.prefix + ":" + c.name;
+    c.count = count;
+    c.ttl = cfg.ttl;
+    c.backoff_min = std::max(lc.backoff_min, milliseconds(1));
+    c.backoff_max = std::max(lc.backoff_max, c.backoff_min);
+    c.invalid = detail::validate_name(lc, name);
+    if (!c.invalid && (count == 0 || count > max_latch_count))
+        c.invalid = error::invalid_option;
+    if (!c.invalid && (cfg.ttl <= milliseconds(0) || cfg.ttl > c.st->traits().max_ttl))
+        c.invalid = error::invalid_lease;
+    // The library's members: random per latch object, numbered per call.
+    static constexpr char hex[] = "0123456789abcdef";
+    std::random_device rd;
+    for (int i = 0; i < 16; ++i)
+        c.member_prefix += hex[rd() & 15];
+    c.member_prefix += ':' + std::to_string(::getpid()) + ':';
+}
+
+const std::string& latch::name() const noexcept
+{
+    static const std::string empty;
+    return c_ ? c_->name : empty;
+}
+
+std::uint64_t latch::initial_count() const noexcept
+{
+    return c_ ? c_->count : 0;
+}
+
+void latch::count_down_impl(const std::shared_ptr<detail::latch_core>& c, bool own, std::string member,
+                            asio::any_completion_handler<count_down_signature> h)
+{
+    error_code bad = c->invalid;
+    if (!bad && own && member.empty())
+        bad = error::invalid_option;
+    if (!bad && !c->store_alive())
+        bad = error::closed;
+    if (bad)
+        return detail::post_completion(c->ex, std::move(h), bad, std::uint64_t{0});
+    if (!own)
+        member = c->new_member();
+    std::make_shared<detail::count_down_op>(c, std::move(member), std::move(h))->start();
+}
+
+void latch::wait_impl(const std::shared_ptr<detail::latch_core>& c, milliseconds d,
+                      asio::any_completion_handler<wait_signature> h)
+{
+    error_code bad = c->invalid;
+    if (!bad && !c->store_alive())
+        bad = error::closed;
+    if (bad)
+        return detail::post_completion(c->ex, std::move(h), bad);
+    std::make_shared<detail::wait_op>(c, std::move(h))->start(d);
+}
+
+void latch::count_impl(const std::shared_ptr<detail::latch_core>& c, asio::any_completion_handler<count_signature> h)
+{
+    error_code bad = c->invalid;
+    if (!bad && !c->store_alive())
+        bad = error::closed;
+    if (bad)
+        return detail::post_completion(c->ex, std::move(h), bad, std::uint64_t{0});
+    std::make_shared<detail::count_op>(c, std::move(h))->start();
+}
+
+}  // namespace dlock
