@@ -105,6 +105,7 @@ struct observer_core : std::enable_shared_from_this<observer_core> {
     asio::steady_timer expiry, retry;
     backoff pause;
     bool reading = false, again = false, stopped = false, watch_later = true;
+    clock_type::time_point lease_end = clock_type::time_point::max();  // of the last holder read
     std::optional<leader_info> last;
     std::deque<std::pair<error_code, leader_info>> queue;
     asio::any_completion_handler<next_signature> waiting;
@@ -151,6 +152,15 @@ struct observer_core : std::enable_shared_from_this<observer_core> {
             return fail(ec);
         pause.reset();
         auto info = to_leader(st);
+        // Another leader, and the last one's lease had run out by now: the name was free in
+        // between (an expiry, not a hand-off, which comes before the lease's end), so say so.
+        auto now = clock_type::now();
+        if (last && last->present && info.present && info.term != last->term && now >= lease_end) {
+            last = leader_info{};
+            queue.emplace_back(error_code(), *last);
+        }
+        if (st.held && st.ttl >= milliseconds(0))
+            lease_end = now + st.ttl;
         if (!last || *last != info) {
             last = info;
             queue.emplace_back(error_code(), info);

@@ -159,6 +159,20 @@ BOOST_AUTO_TEST_CASE(a_paused_leader_learns_on_resume_that_it_lost_with_a_lower_
     auto line = a.read_line(20s).value_or("");
     BOOST_REQUIRE(line.rfind("leader a ", 0) == 0);
     auto term_a = std::stoull(line.substr(9));
+    // Paused only once it has written (bounded wait on the file).
+    auto log_has = [&](std::size_t n) {
+        auto deadline = clock_type::now() + 20s;
+        while (clock_type::now() < deadline) {
+            std::ifstream in(log);
+            std::set<std::string> t;
+            for (std::string term, id; in >> term >> id;)
+                t.insert(term);
+            if (t.size() >= n)
+                return true;
+        }
+        return false;
+    };
+    BOOST_REQUIRE(log_has(1));
     child b({worker(), "campaign", port, "lead", "1000", log, "b", "0", "1"});
     a.signal(SIGSTOP);
     auto taken = h.next([](auto& i) { return i.present && i.value == "b"; });
@@ -167,9 +181,16 @@ BOOST_AUTO_TEST_CASE(a_paused_leader_learns_on_resume_that_it_lost_with_a_lower_
     a.signal(SIGCONT);
     BOOST_TEST(a.read_line(20s).value_or("") == "lost " + std::to_string(term_a));
     BOOST_TEST(a.wait() == 0);
+    // b's first line reaches the log (bounded wait on the file), then b stops.
+    BOOST_TEST_MESSAGE("b: " << b.read_line(20s).value_or("<none>"));
+    BOOST_TEST(log_has(2));
+    b.signal(SIGKILL);
+    b.wait();
     // The paused one wrote nothing once it resumed: terms in the log never go down.
     auto terms = check_log(log);
-    BOOST_TEST(terms.size() == 2u);
+    BOOST_TEST_REQUIRE(terms.size() == 2u, "log:\n" << std::ifstream(log).rdbuf());
+    BOOST_TEST(terms[0] == term_a);
+    BOOST_TEST(terms[1] == taken->term);
 }
 
 BOOST_AUTO_TEST_CASE(other_stores_answer_not_supported)

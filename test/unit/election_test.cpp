@@ -120,7 +120,7 @@ BOOST_AUTO_TEST_CASE(proclaim_is_refused_once_the_lease_is_gone_and_expiry_reads
         auto gone = co_await obs.async_next(asio::use_awaitable);
         BOOST_TEST(!gone.present);
         BOOST_TEST(!l.is_leader());  // never leader after valid_until()
-        BOOST_TEST(std::chrono::steady_clock::now() >= l.valid_until());
+        BOOST_TEST((std::chrono::steady_clock::now() >= l.valid_until()));
         auto [ec] = co_await l.proclaim("v2", tuple);
         BOOST_TEST(ec == dlock::error::lock_lost);
         BOOST_TEST(l.value() == "v1");
