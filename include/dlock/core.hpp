@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dlock/config.hpp>
+#include <dlock/election.hpp>
 #include <dlock/error.hpp>
 #include <dlock/guard.hpp>
 #include <dlock/latch.hpp>

@@ -3,6 +3,7 @@
 
 #include <dlock/error.hpp>
 #include <dlock/owner.hpp>
+#include <dlock/store.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/append.hpp>
@@ -66,6 +67,9 @@ public:
     /// as valid_until() has passed, even before the watchdog has noticed (after a pause your
     /// code may resume before it), so check it right before a side effect.
     bool is_lost() const noexcept;
+    /// The store lease behind this hold (name as the store sees it, lease token, reference),
+    /// for writes the store fences by the lease (election::proclaim); empty once released.
+    lease_key lease() const;
     /// The owner this hold belongs to: pass it to nested code to re-enter the lock.
     dlock::owner owner() const noexcept;
 

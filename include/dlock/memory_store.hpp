@@ -51,6 +51,11 @@ private:
                        boost::asio::any_completion_handler<count_down_signature> h) override;
     void do_latch_state(const std::string& name, boost::asio::any_completion_handler<latch_state_signature> h) override;
 
+    // Elections (the last block of memory_store.cpp).
+    void do_proclaim(const lease_key& key, const std::string& value,
+                     boost::asio::any_completion_handler<proclaim_signature> h) override;
+    void do_leader(const std::string& name, boost::asio::any_completion_handler<leader_signature> h) override;
+
     struct impl;
     std::shared_ptr<impl> impl_;
 };

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace dlock {
@@ -82,6 +83,9 @@ struct lock_status {
     std::size_t holders = 0;              ///< leases held now: readers, the writer, or permits
     bool writer = false;                  ///< the holder is a writer
     unsigned capacity = 0;                ///< a semaphore's permits
+    /// The value the holder proclaimed (elections: async_proclaim), filled by async_leader;
+    /// none if the holder has proclaimed nothing.
+    std::optional<std::string> value{};
 };
 
 /// Why a watcher is woken.
@@ -311,6 +315,31 @@ public:
             [this](auto h, const std::string& n) { do_latch_state(n, std::move(h)); }, tok, name);
     }
 
+    // ---- elections (stores without them answer error::not_supported) ----
+    using proclaim_signature = void(boost::system::error_code, bool);
+    using leader_signature = void(boost::system::error_code, lock_status);
+
+    /// Stores `value` with the lease `key` (as lock_status::value) if that lease still holds
+    /// the name, and wakes the name's watchers (watch_event::released) so that observers
+    /// read it. false: the lease no longer holds the name; nothing was written. The value
+    /// goes with the lease: a release, an expiry or a hand-off drops it.
+    template <class Token = boost::asio::deferred_t>
+    auto async_proclaim(const lease_key& key, const std::string& value, Token&& tok = {})
+    {
+        return boost::asio::async_initiate<Token, proclaim_signature>(
+            [this](auto h, const lease_key& k, const std::string& v) { do_proclaim(k, v, std::move(h)); }, tok, key,
+            value);
+    }
+
+    /// The name's holder with its proclaimed value (lock_status::value): held, fencing_token,
+    /// ttl, holder, value. Changes nothing.
+    template <class Token = boost::asio::deferred_t>
+    auto async_leader(const std::string& name, Token&& tok = {})
+    {
+        return boost::asio::async_initiate<Token, leader_signature>(
+            [this](auto h, const std::string& n) { do_leader(n, std::move(h)); }, tok, name);
+    }
+
     /// Per-session stores: the current session (generation 0 if none).
     virtual session_info session() const noexcept { return {}; }
     /// Per-session stores: calls `cb` on each session event. Stop with unwatch().
@@ -341,6 +370,11 @@ protected:
                                std::chrono::milliseconds ttl,
                                boost::asio::any_completion_handler<count_down_signature> h);
     virtual void do_latch_state(const std::string& name, boost::asio::any_completion_handler<latch_state_signature> h);
+
+    /// Election operations. Default: error::not_supported (posted).
+    virtual void do_proclaim(const lease_key& key, const std::string& value,
+                             boost::asio::any_completion_handler<proclaim_signature> h);
+    virtual void do_leader(const std::string& name, boost::asio::any_completion_handler<leader_signature> h);
 
     /// Keeps the server's text of a failure for last_error_text().
     void set_error_text(std::string text) { last_error_text_ = std::move(text); }

@@ -87,6 +87,12 @@ public:
     void wait_lost(const std::shared_ptr<hold>& h,
                    boost::asio::any_completion_handler<void(boost::system::error_code)> done);
     clock_type::time_point valid_until(const hold& h) const noexcept;
+    /// The store lease behind an active hold (empty otherwise): what guard::lease() gives.
+    lease_key lease_of(const hold& h) const
+    {
+        auto [token, ref] = fsm_.lease_id();
+        return h.active ? lease_key{store_name_, token, ref} : lease_key{};
+    }
     bool is_lost(const hold& h) const noexcept;
     /// The store's text for the last permanent error that failed an acquire here.
     const std::string& diagnostics() const noexcept { return diagnostics_; }

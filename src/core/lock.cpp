@@ -115,6 +115,11 @@ bool guard::is_lost() const noexcept
     return h_ && (h_->eng->is_lost(*h_) || (h_->active && std::chrono::steady_clock::now() >= valid_until()));
 }
 
+lease_key guard::lease() const
+{
+    return h_ ? h_->eng->lease_of(*h_) : lease_key{};
+}
+
 dlock::owner guard::owner() const noexcept
 {
     return dlock::owner(h_ ? h_->owner : 0);

@@ -124,6 +124,11 @@ public:
     std::size_t in_flight() const noexcept;
     /// The fencing token of the current lease (0 if none).
     std::uint64_t fence() const noexcept { return lease_ ? lease_->fence : 0; }
+    /// The current lease's store token and reference (empty if none), for fenced writes.
+    std::pair<std::string, std::string> lease_id() const
+    {
+        return lease_ ? std::pair{lease_->token, lease_->ref} : std::pair<std::string, std::string>{};
+    }
 
 private:
     struct waiter_entry {

@@ -49,6 +49,9 @@ struct memory_store::impl : std::enable_shared_from_this<impl> {
         clock_type::time_point expires;
     };
     std::unordered_map<std::string, latch> latches;
+    // Elections: per name, the value proclaimed and the fencing token of the lease it goes
+    // with (a value of an earlier lease is stale).
+    std::unordered_map<std::string, std::pair<std::uint64_t, std::string>> values;
     error_code fail_ec;
     std::string fail_text;
     unsigned fail_count = 0;
@@ -417,6 +420,44 @@ void memory_store::do_latch_state(const std::string& name, asio::any_completion_
         st.remaining = st.count - it->second.members.size();
     }
     post_completion(s.ex, std::move(h), ec, st);
+}
+
+// ---- elections: a value stored with the lease, as the Redis proclaim script does ----
+
+void memory_store::do_proclaim(const lease_key& key, const std::string& value,
+                               asio::any_completion_handler<proclaim_signature> h)
+{
+    auto& s = *impl_;
+    error_code ec;
+    bool owned = false;
+    if (s.fail(ec)) {
+        set_error_text(s.fail_text);
+    } else if (auto* l = s.find(key.name); l && l->token == key.token) {
+        owned = true;
+        s.values[key.name] = {l->fence, value};
+        s.notify(key.name, watch_event::released);
+    }
+    post_completion(s.ex, std::move(h), ec, owned);
+}
+
+void memory_store::do_leader(const std::string& name, asio::any_completion_handler<leader_signature> h)
+{
+    auto& s = *impl_;
+    lock_status st;
+    error_code ec;
+    st.key = name;
+    st.last_fencing_token = s.fence_counter;
+    if (s.fail(ec)) {
+        set_error_text(s.fail_text);
+    } else if (auto* l = s.find(name)) {
+        st.held = true;
+        st.ttl = std::chrono::duration_cast<std::chrono::milliseconds>(l->expires - clock_type::now());
+        st.fencing_token = l->fence;
+        st.holder = l->token;
+        if (auto v = s.values.find(name); v != s.values.end() && v->second.first == l->fence)
+            st.value = v->second.second;
+    }
+    post_completion(s.ex, std::move(h), ec, std::move(st));
 }
 
 }  // namespace dlock

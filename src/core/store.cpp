@@ -27,3 +27,18 @@ void store::do_latch_state(const std::string&, boost::asio::any_completion_handl
 }
 
 }  // namespace dlock
+
+// ---- elections: stores that do not override these keep no leader's value ----
+namespace dlock {
+
+void store::do_proclaim(const lease_key&, const std::string&, boost::asio::any_completion_handler<proclaim_signature> h)
+{
+    detail::post_completion(get_executor(), std::move(h), make_error_code(error::not_supported), false);
+}
+
+void store::do_leader(const std::string&, boost::asio::any_completion_handler<leader_signature> h)
+{
+    detail::post_completion(get_executor(), std::move(h), make_error_code(error::not_supported), lock_status{});
+}
+
+}  // namespace dlock

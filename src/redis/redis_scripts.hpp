@@ -148,4 +148,26 @@ local count = tonumber(redis.call('HGET', KEYS[1], 'count') or '0')
 return {count, redis.call('SCARD', KEYS[2])}
 )lua";
 
+// ---- elections ----
+
+// KEYS: lock. ARGV: token, value, channel. Fenced by the lease: writes the leader's value
+// into the lock hash only if the token still owns it, and publishes on the name's release
+// channel so that observers read it. A hand-off or a new lease starts from a fresh hash, so
+// a value never outlives its lease. -> 1 written, 0 not ours.
+inline constexpr const char* proclaim = R"lua(
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'value', ARGV[2])
+redis.call('PUBLISH', ARGV[3], 'leader')
+return 1
+)lua";
+
+// KEYS: lock, fence. -> {owner or false, fence of lease or 0, pttl, counter, value or false}.
+inline constexpr const char* leader = R"lua(
+local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'value')
+local counter = tonumber(redis.call('GET', KEYS[2]) or '0')
+return {v[1], tonumber(v[2] or '0'), redis.call('PTTL', KEYS[1]), counter, v[3]}
+)lua";
+
 }  // namespace dlock::scripts

@@ -580,4 +580,41 @@ void redis_store::do_latch_state(const std::string& name, asio::any_completion_h
                            script_completion<latch_state>(std::move(h), detail::decode_latch_state, text_keeper()));
 }
 
+// ---- elections ----
+
+void redis_store::do_proclaim(const lease_key& key, const std::string& value,
+                              asio::any_completion_handler<proclaim_signature> h)
+{
+    static const redis::script script{scripts::proclaim};
+    if (impl_->tx)
+        return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), false);
+    auto k = impl_->names(key.name);
+    std::array<std::string, 1> keys{k.lock()};
+    std::array<std::string, 3> args{key.token, value, k.released()};
+    impl_->conn.async_eval(script, keys, args,
+                           script_completion<bool>(std::move(h), detail::decode_release, text_keeper()));
+}
+
+void redis_store::do_leader(const std::string& name, asio::any_completion_handler<leader_signature> h)
+{
+    static const redis::script script{scripts::leader};
+    if (impl_->tx)
+        return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), lock_status{});
+    auto k = impl_->names(name);
+    std::array<std::string, 2> keys{k.lock(), k.fence()};
+    auto decode = [key = keys[0]](const reply& r, lock_status& st) {
+        // The status script's four fields, then the value (nil: nothing proclaimed).
+        if (r.type != reply_type::array || r.elements.size() != 5)
+            return error_code(error::invalid_request);
+        reply head = r;
+        head.elements.pop_back();
+        auto ec = detail::decode_status(head, st);
+        st.key = key;
+        if (!ec && r.elements[4].type == reply_type::string)
+            st.value = r.elements[4].str;
+        return ec;
+    };
+    impl_->conn.async_eval(script, keys, {}, script_completion<lock_status>(std::move(h), decode, text_keeper()));
+}
+
 }  // namespace dlock

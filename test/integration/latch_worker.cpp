@@ -3,11 +3,20 @@
 //   count_down PORT NAME COUNT MEMBER   counts down for MEMBER ("-": a library-made member),
 //                                       prints "remaining N"
 //   wait PORT NAME COUNT                waits for the latch, then prints "woken remaining=N"
+//   campaign PORT NAME LEASE_MS LOG ID TICKS ROUNDS
+//       ROUNDS times: campaigns with value ID, prints "leader ID TERM", then every 10 ms,
+//       while still leader by its own account, appends "TERM ID" to LOG; after TICKS lines
+//       (0: never) resigns and prints "resigned TERM"; on loss prints "lost TERM".
 #include <dlock/dlock.hpp>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <iostream>
@@ -37,7 +46,9 @@ int main(int argc, char** argv)
     dlock::redis::config cfg;
     cfg.port = static_cast<std::uint16_t>(std::stoi(argv[2]));
     dlock::redis_store store(io.get_executor(), cfg);
-    dlock::registry reg(store, {.lease = 2s});
+    // Campaigns set the lease; latches ignore it.
+    auto lease = mode == "campaign" && argc >= 5 ? std::chrono::milliseconds(std::stoll(argv[4])) : 2000ms;
+    dlock::registry reg(store, {.lease = lease});
     int status = 1;
 
     auto run = [&](auto body) {
@@ -72,6 +83,36 @@ int main(int argc, char** argv)
             co_await l.wait(asio::use_awaitable);
             auto left = co_await l.count(asio::use_awaitable);
             say("woken remaining=" + std::to_string(left));
+        });
+    } else if (mode == "campaign" && argc >= 9) {
+        int log = ::open(argv[5], O_WRONLY | O_APPEND | O_CREAT, 0644);
+        std::string id = argv[6];
+        int ticks = std::stoi(argv[7]), rounds = std::stoi(argv[8]);
+        run([&]() -> asio::awaitable<void> {
+            dlock::election e(reg, name);
+            asio::steady_timer t(io);
+            for (int r = 0; r < rounds; ++r) {
+                auto l = co_await e.campaign(id, asio::use_awaitable);
+                auto term = std::to_string(l.term());
+                say("leader " + id + " " + term);
+                for (int i = 0; ticks == 0 || i < ticks; ++i) {
+                    // By its own account, right before the side effect: never after valid_until().
+                    if (!l.is_leader())
+                        break;
+                    auto line = term + " " + id + "\n";
+                    if (::write(log, line.data(), line.size()) < 0)
+                        throw std::runtime_error("log write failed");
+                    t.expires_after(10ms);
+                    co_await t.async_wait(asio::use_awaitable);
+                }
+                if (l.is_leader()) {
+                    co_await l.resign(asio::use_awaitable);
+                    say("resigned " + term);
+                } else {
+                    say("lost " + term);
+                }
+            }
+            ::close(log);
         });
     } else {
         std::cerr << "latch_worker: unknown mode or missing arguments\n";

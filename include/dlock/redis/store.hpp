@@ -13,7 +13,8 @@
 namespace dlock {
 
 /// Keys, all in one hash slot per name so that Redis Cluster can run the scripts:
-///   `{T}<ns>:lock:<name>`   hash {owner, fence} with the lease as its PX expiry
+///   `{T}<ns>:lock:<name>`   hash {owner, fence[, value]} with the lease as its PX expiry
+///                           (value: the leader's, elections; written by the proclaim script)
 ///   `{T}<ns>:fence`         the fencing counter of slot T, never expiring, never reset
 ///   `{T}<ns>:released:<name>` the pub/sub channel a release publishes on
 ///   `{T}<ns>:queue:<name>`  list of queued waiters' tokens (direct hand-off), and
@@ -117,6 +118,11 @@ private:
                        std::chrono::milliseconds ttl,
                        boost::asio::any_completion_handler<count_down_signature> h) override;
     void do_latch_state(const std::string& name, boost::asio::any_completion_handler<latch_state_signature> h) override;
+
+    // Elections: the leader's value in the lock hash (scripting off: error::not_supported).
+    void do_proclaim(const lease_key& key, const std::string& value,
+                     boost::asio::any_completion_handler<proclaim_signature> h) override;
+    void do_leader(const std::string& name, boost::asio::any_completion_handler<leader_signature> h) override;
 
     struct impl;
     std::unique_ptr<impl> impl_;

@@ -1,0 +1,203 @@
+// Leader election on a lock: the leader of a name is the holder of the mutex of that name.
+#pragma once
+
+#include <dlock/error.hpp>
+#include <dlock/guard.hpp>
+#include <dlock/lock.hpp>
+#include <dlock/store.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace dlock {
+
+class registry;
+
+namespace detail {
+struct election_core;
+struct observer_core;
+}  // namespace detail
+
+/// Who leads a name, as the store says.
+struct leader_info {
+    bool present = false;    ///< a leader holds the name and has proclaimed its value
+    std::string value{};     ///< the leader's value (empty without a leader)
+    std::uint64_t term = 0;  ///< the leader's term: its lease's fencing token (0 without a leader)
+    friend bool operator==(const leader_info&, const leader_info&) = default;
+};
+
+/// One term of leadership, from election::campaign. Move-only. It is the mutex's guard
+/// underneath: the watchdog keeps the lease, and the leader must stop its work when the
+/// lease is lost, exactly as with a guard (is_lost, wait_lost, lost_slot).
+class leadership {
+public:
+    leadership() = default;
+    leadership(leadership&&) noexcept = default;
+    leadership& operator=(leadership&&) noexcept = default;
+
+    /// True while this leadership holds and its lease's local deadline has not passed: never
+    /// true after valid_until(). Check it right before each side effect of the leader.
+    bool is_leader() const noexcept { return g_.owns_lock() && !g_.is_lost(); }
+    explicit operator bool() const noexcept { return is_leader(); }
+    /// The term: the lease's fencing token, strictly increasing from leader to leader. Pass
+    /// it to the resources the leader writes so they can refuse a deposed leader.
+    std::uint64_t term() const noexcept { return g_.fencing_token(); }
+    /// The value last proclaimed.
+    const std::string& value() const noexcept;
+    /// Local steady-clock end of the lease (see guard::valid_until).
+    std::chrono::steady_clock::time_point valid_until() const noexcept { return g_.valid_until(); }
+    /// The lease ended: stop leading (see guard::is_lost).
+    bool is_lost() const noexcept { return g_.is_lost(); }
+    /// Emits terminal cancellation when the lease is lost (see guard::lost_slot).
+    boost::asio::cancellation_slot lost_slot() noexcept { return g_.lost_slot(); }
+    /// Completes with error::lock_lost when the lease is lost (see guard::wait_lost).
+    template <class Token = boost::asio::deferred_t>
+    auto wait_lost(Token&& token = {})
+    {
+        return g_.wait_lost(std::forward<Token>(token));
+    }
+    /// The guard underneath (for lock::run-style use).
+    dlock::guard& get_guard() noexcept { return g_; }
+
+    /// Replaces the leader's value, only while still leading: the store writes it only if
+    /// this lease still holds the name (fenced), and observers then see it.
+    /// Completion: void(error_code): lock_lost if the lease is gone (locally or at the
+    /// store), not_held after resign, the store's error otherwise (transient ones are
+    /// retried until the lease's local deadline). Cancellation (terminal, partial, total):
+    /// operation_aborted (a write already sent may still land).
+    template <class Token = boost::asio::deferred_t>
+    auto proclaim(std::string value, Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
+            [this](auto h, std::string v) {
+                if (!c_ || !g_.owns_lock())  // resigned, moved from or empty: no executor of ours
+                    return detail::post_to_handler(std::move(h), make_error_code(error::not_held));
+                proclaim_impl(std::move(v), std::move(h));
+            },
+            token, std::move(value));
+    }
+
+    /// Ends the term: releases the lease (the store then reports no leader, or the next
+    /// one). Completion and errors as guard::release.
+    template <class Token = boost::asio::deferred_t>
+    auto resign(Token&& token = {})
+    {
+        return g_.release(std::forward<Token>(token));
+    }
+
+private:
+    friend struct detail::election_core;
+    leadership(guard g, std::shared_ptr<detail::election_core> c, std::string value);
+    void proclaim_impl(std::string value, boost::asio::any_completion_handler<void(boost::system::error_code)> h);
+
+    guard g_;
+    std::shared_ptr<detail::election_core> c_;
+    std::shared_ptr<std::string> value_;
+};
+
+/// A stream of leader changes (election::observe). Move-only; destroying it stops the
+/// watch (nothing left behind at the store).
+class leader_observer {
+public:
+    leader_observer() = default;
+    leader_observer(leader_observer&&) noexcept = default;
+    leader_observer& operator=(leader_observer&&) noexcept;
+    ~leader_observer();
+
+    /// The next change: first the current state, then each state that differs from the
+    /// last one given (another term, another value, no leader). A change is seen when the
+    /// store announces it (a proclaim, a release) or when the leader's lease runs out
+    /// (expiry is announced by nobody: the observer reads again at the lease's end).
+    /// States that pass quicker than a store round trip may be merged. Changes wait in a
+    /// queue until taken. Completion: void(error_code, leader_info). Cancellation
+    /// (terminal, partial, total): operation_aborted; the change stays queued.
+    template <class Token = boost::asio::deferred_t>
+    auto async_next(Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(boost::system::error_code, leader_info)>(
+            [this](auto h) {
+                if (!c_)
+                    return detail::post_to_handler(std::move(h), make_error_code(error::invalid_handle), leader_info{});
+                next_impl(std::move(h));
+            },
+            token);
+    }
+
+private:
+    friend class election;
+    explicit leader_observer(std::shared_ptr<detail::observer_core> c) noexcept : c_(std::move(c)) {}
+    void next_impl(boost::asio::any_completion_handler<void(boost::system::error_code, leader_info)> h);
+
+    std::shared_ptr<detail::observer_core> c_;
+};
+
+/// Leader election for one name, built from a registry: the election of a name is the
+/// registry's mutex of that name (same store, prefix, lease and watchdog settings), with
+/// the leader's value stored with the lease.
+///
+/// Stores: memory_store and redis_store (single node, Sentinel, with scripting); others
+/// fail campaign (after acquiring, the lease is released again), leader and observe with
+/// error::not_supported. Completion runs on the store's executor, never inside the
+/// initiating call. Lifetimes: the store must outlive the election, its leadership and
+/// observers. Thread safety: none.
+class election {
+public:
+    using campaign_signature = void(boost::system::error_code, leadership);
+    using leader_signature = void(boost::system::error_code, leader_info);
+
+    election() = default;
+    election(registry& reg, std::string_view name);
+
+    const std::string& name() const noexcept;
+
+    /// Waits to become leader, then proclaims `value`: completes with the leadership.
+    /// Errors: those of lock::acquire, then of proclaim (lock_lost if the lease was lost
+    /// before the value was written). Cancellation (terminal, partial, total): stops
+    /// waiting; a lease already taken is released, so nothing is left behind.
+    template <class Token = boost::asio::deferred_t>
+    auto campaign(std::string value, Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, campaign_signature>(
+            [c = c_](auto h, std::string v) {
+                if (!c)
+                    return detail::post_to_handler(std::move(h), make_error_code(error::invalid_handle), leadership());
+                election::campaign_impl(c, std::move(v), std::move(h));
+            },
+            token, std::move(value));
+    }
+
+    /// The store's current leader (one read). Completion: void(error_code, leader_info).
+    template <class Token = boost::asio::deferred_t>
+    auto leader(Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, leader_signature>(
+            [c = c_](auto h) {
+                if (!c)
+                    return detail::post_to_handler(std::move(h), make_error_code(error::invalid_handle), leader_info{});
+                election::leader_impl(c, std::move(h));
+            },
+            token);
+    }
+
+    /// Starts watching the leader of the name; take changes with async_next().
+    leader_observer observe();
+
+private:
+    static void campaign_impl(const std::shared_ptr<detail::election_core>& c, std::string value,
+                              boost::asio::any_completion_handler<campaign_signature> h);
+    static void leader_impl(const std::shared_ptr<detail::election_core>& c,
+                            boost::asio::any_completion_handler<leader_signature> h);
+
+    std::shared_ptr<detail::election_core> c_;
+};
+
+}  // namespace dlock

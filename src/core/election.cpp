@@ -1,0 +1,384 @@
+// Leader election: campaign = acquire the name's mutex + a fenced proclaim; observers read
+// the leader on every announcement and at the end of the leader's lease.
+#include <dlock/election.hpp>
+#include <dlock/error.hpp>
+#include <dlock/registry.hpp>
+
+#include "common/backoff.hpp"
+#include "common/post_completion.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <deque>
+#include <optional>
+#include <random>
+
+namespace dlock {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using std::chrono::milliseconds;
+using clock_type = std::chrono::steady_clock;
+
+namespace detail {
+
+/// What every copy of an election shares.
+struct election_core {
+    store* st = nullptr;
+    std::weak_ptr<void> alive;
+    asio::any_io_executor ex;
+    std::string name, store_name;
+    dlock::lock lk;
+    milliseconds backoff_min{0}, backoff_max{0};
+    std::minstd_rand rng{std::random_device{}()};
+
+    bool store_alive() const noexcept { return !alive.expired(); }
+
+    static leadership make(guard g, std::shared_ptr<election_core> c, std::string value)
+    {
+        return leadership(std::move(g), std::move(c), std::move(value));
+    }
+
+    // Writes `value` with the lease `key`, retrying transient errors until `until` (the
+    // lease's local deadline): a deposed leader's write is refused by the store itself.
+    static asio::awaitable<error_code> proclaim(std::shared_ptr<election_core> c, lease_key key,
+                                                clock_type::time_point until, std::string value)
+    {
+        backoff pause(c->backoff_min, c->backoff_max);
+        asio::steady_timer timer(c->ex);
+        for (;;) {
+            if (key.token.empty() || clock_type::now() >= until)
+                co_return error::lock_lost;
+            if (!c->store_alive())
+                co_return error::closed;
+            auto [ec, owned] = co_await c->st->async_proclaim(key, value, asio::as_tuple(asio::use_awaitable));
+            if (!ec)
+                co_return owned ? error_code() : error_code(error::lock_lost);
+            if (!is_transient(ec))
+                co_return ec;
+            timer.expires_at(std::min(clock_type::now() + pause.next(c->rng), until));
+            co_await timer.async_wait(asio::use_awaitable);
+        }
+    }
+};
+
+leader_info to_leader(const lock_status& st)
+{
+    if (!st.held || !st.value)
+        return {};
+    return {true, *st.value, st.fencing_token};
+}
+
+// Completes `h` from a co_spawn'ed coroutine's outcome: an exception becomes its code.
+template <class Signature, class T>
+auto spawn_completion(asio::any_io_executor ex, asio::any_completion_handler<Signature> h)
+{
+    auto slot = asio::get_associated_cancellation_slot(h);
+    return asio::bind_cancellation_slot(slot, [ex, h = std::move(h)](std::exception_ptr e, T result) mutable {
+        error_code ec;
+        if (e) {
+            try {
+                std::rethrow_exception(e);
+            } catch (const boost::system::system_error& se) {
+                ec = se.code();
+            } catch (...) {
+                ec = error::invalid_request;
+            }
+            result = T{};
+        }
+        post_completion(ex, std::move(h), ec, std::move(result));
+    });
+}
+
+/// One observer: a watch on the name, one read at a time, a timer at the leader's lease end.
+struct observer_core : std::enable_shared_from_this<observer_core> {
+    using next_signature = void(error_code, leader_info);
+    std::shared_ptr<election_core> c;
+    std::optional<store::watch_id> watch;
+    asio::steady_timer expiry, retry;
+    backoff pause;
+    bool reading = false, again = false, stopped = false, watch_later = true;
+    clock_type::time_point lease_end = clock_type::time_point::max();  // of the last holder read
+    std::optional<leader_info> last;
+    std::deque<std::pair<error_code, leader_info>> queue;
+    asio::any_completion_handler<next_signature> waiting;
+    asio::cancellation_slot slot;
+
+    explicit observer_core(std::shared_ptr<election_core> core)
+        : c(std::move(core)), expiry(c->ex), retry(c->ex), pause(c->backoff_min, c->backoff_max)
+    {
+    }
+
+    void check()
+    {
+        if (stopped)
+            return;
+        if (reading) {
+            again = true;
+            return;
+        }
+        if (!c->store_alive())
+            return fail(error::closed);
+        reading = true;
+        std::weak_ptr<observer_core> weak = shared_from_this();
+        c->st->async_leader(c->store_name, [weak](error_code ec, lock_status st) {
+            if (auto self = weak.lock())
+                self->on_status(ec, std::move(st));
+        });
+    }
+
+    void on_status(error_code ec, lock_status st)
+    {
+        reading = false;
+        if (stopped)
+            return;
+        if (ec && is_transient(ec)) {
+            retry.expires_after(pause.next(c->rng));
+            std::weak_ptr<observer_core> weak = shared_from_this();
+            retry.async_wait([weak](error_code tec) {
+                if (auto self = weak.lock(); self && !tec)
+                    self->check();
+            });
+            return;
+        }
+        if (ec)
+            return fail(ec);
+        pause.reset();
+        auto info = to_leader(st);
+        // Another leader, and the last one's lease had run out by now: the name was free in
+        // between (an expiry, not a hand-off, which comes before the lease's end), so say so.
+        auto now = clock_type::now();
+        if (last && last->present && info.present && info.term != last->term && now >= lease_end) {
+            last = leader_info{};
+            queue.emplace_back(error_code(), *last);
+        }
+        if (st.held && st.ttl >= milliseconds(0))
+            lease_end = now + st.ttl;
+        if (!last || *last != info) {
+            last = info;
+            queue.emplace_back(error_code(), info);
+            deliver();
+        }
+        // Nobody announces an expiry: read again when the holder's lease would end.
+        expiry.cancel();
+        if (st.held && st.ttl >= milliseconds(0)) {
+            expiry.expires_after(st.ttl + milliseconds(1));
+            std::weak_ptr<observer_core> weak = shared_from_this();
+            expiry.async_wait([weak](error_code tec) {
+                if (auto self = weak.lock(); self && !tec)
+                    self->check();
+            });
+        }
+        if (std::exchange(watch_later, false)) {
+            // `ready` then reads again: nothing between the two reads is missed.
+            std::weak_ptr<observer_core> weak = shared_from_this();
+            watch = c->st->watch(c->store_name, [weak](watch_event) {
+                if (auto self = weak.lock())
+                    self->check();
+            });
+            return;
+        }
+        if (std::exchange(again, false))
+            check();
+    }
+
+    void fail(error_code ec)
+    {
+        queue.emplace_back(ec, leader_info{});
+        stop();
+        deliver();
+    }
+
+    void stop()
+    {
+        if (std::exchange(stopped, true))
+            return;
+        if (watch && c->store_alive())
+            c->st->unwatch(*watch);
+        watch.reset();
+        expiry.cancel();
+        retry.cancel();
+    }
+
+    void deliver()
+    {
+        if (!waiting || queue.empty())
+            return;
+        auto [ec, info] = queue.front();
+        // A failure stays queued: every later call reports it too.
+        if (!ec)
+            queue.pop_front();
+        complete(ec, std::move(info));
+    }
+
+    void complete(error_code ec, leader_info info)
+    {
+        if (slot.is_connected())
+            slot.clear();
+        slot = {};
+        auto h = std::move(waiting);
+        waiting = {};
+        post_completion(c->ex, std::move(h), ec, std::move(info));
+    }
+};
+
+}  // namespace detail
+
+// ---- leadership ----
+
+leadership::leadership(guard g, std::shared_ptr<detail::election_core> c, std::string value)
+    : g_(std::move(g)), c_(std::move(c)), value_(std::make_shared<std::string>(std::move(value)))
+{
+}
+
+const std::string& leadership::value() const noexcept
+{
+    static const std::string empty;
+    return value_ ? *value_ : empty;
+}
+
+void leadership::proclaim_impl(std::string value, asio::any_completion_handler<void(error_code)> h)
+{
+    if (g_.is_lost())
+        return detail::post_completion(c_->ex, std::move(h), make_error_code(error::lock_lost));
+    auto c = c_;
+    auto out = value_;
+    auto body = [](std::shared_ptr<detail::election_core> c, lease_key key, clock_type::time_point until, std::string v,
+                   std::shared_ptr<std::string> out) -> asio::awaitable<int> {
+        co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
+        auto ec = co_await detail::election_core::proclaim(c, key, until, v);
+        if (ec)
+            throw boost::system::system_error(ec);
+        *out = std::move(v);
+        co_return 0;
+    };
+    auto slot = asio::get_associated_cancellation_slot(h);
+    auto ex = c->ex;
+    asio::co_spawn(ex, body(c, g_.lease(), g_.valid_until(), std::move(value), out),
+                   asio::bind_cancellation_slot(slot, [ex, h = std::move(h)](std::exception_ptr e, int) mutable {
+                       error_code ec;
+                       if (e) {
+                           try {
+                               std::rethrow_exception(e);
+                           } catch (const boost::system::system_error& se) {
+                               ec = se.code();
+                           } catch (...) {
+                               ec = error::invalid_request;
+                           }
+                       }
+                       detail::post_completion(ex, std::move(h), ec);
+                   }));
+}
+
+// ---- leader_observer ----
+
+leader_observer& leader_observer::operator=(leader_observer&& other) noexcept
+{
+    if (this != &other) {
+        leader_observer old(std::move(*this));
+        c_ = std::move(other.c_);
+    }
+    return *this;
+}
+
+leader_observer::~leader_observer()
+{
+    if (!c_)
+        return;
+    c_->stop();
+    if (c_->waiting)
+        c_->complete(asio::error::operation_aborted, {});
+}
+
+void leader_observer::next_impl(asio::any_completion_handler<void(error_code, leader_info)> h)
+{
+    auto& o = *c_;
+    if (o.waiting)
+        return detail::post_completion(o.c->ex, std::move(h), make_error_code(error::operation_in_progress),
+                                       leader_info{});
+    o.slot = asio::get_associated_cancellation_slot(h);
+    detail::assign_handler(o.waiting, std::move(h));
+    if (o.slot.is_connected()) {
+        std::weak_ptr<detail::observer_core> weak = c_;
+        o.slot.assign([weak, ex = o.c->ex](asio::cancellation_type) {
+            asio::post(ex, [weak] {
+                if (auto self = weak.lock(); self && self->waiting)
+                    self->complete(asio::error::operation_aborted, {});
+            });
+        });
+    }
+    if (!o.queue.empty())
+        o.deliver();
+}
+
+// ---- election ----
+
+election::election(registry& reg, std::string_view name) : c_(std::make_shared<detail::election_core>())
+{
+    auto& c = *c_;
+    const auto& lc = reg.config();
+    c.st = &reg.get_store();
+    c.alive = c.st->lifetime();
+    c.ex = c.st->get_executor();
+    c.name = std::string(name);
+    c.store_name = lc.prefix.empty() ? c.name : lc.prefix + ":" + c.name;
+    c.lk = reg.obtain(name);
+    c.backoff_min = std::max(lc.backoff_min, milliseconds(1));
+    c.backoff_max = std::max(lc.backoff_max, c.backoff_min);
+}
+
+const std::string& election::name() const noexcept
+{
+    static const std::string empty;
+    return c_ ? c_->name : empty;
+}
+
+void election::campaign_impl(const std::shared_ptr<detail::election_core>& c, std::string value,
+                             asio::any_completion_handler<campaign_signature> h)
+{
+    if (!c->store_alive())
+        return detail::post_completion(c->ex, std::move(h), make_error_code(error::closed), leadership());
+    auto body = [](std::shared_ptr<detail::election_core> c, std::string value) -> asio::awaitable<leadership> {
+        co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
+        guard g = co_await c->lk.acquire(asio::use_awaitable);
+        auto key = g.lease();
+        auto until = g.valid_until();
+        auto ec = co_await detail::election_core::proclaim(c, key, until, value);
+        if (ec)
+            throw boost::system::system_error(ec);  // the guard releases the lease on its way out
+        co_return detail::election_core::make(std::move(g), c, std::move(value));
+    };
+    asio::co_spawn(c->ex, body(c, std::move(value)),
+                   detail::spawn_completion<campaign_signature, leadership>(c->ex, std::move(h)));
+}
+
+void election::leader_impl(const std::shared_ptr<detail::election_core>& c,
+                           asio::any_completion_handler<leader_signature> h)
+{
+    if (!c->store_alive())
+        return detail::post_completion(c->ex, std::move(h), make_error_code(error::closed), leader_info{});
+    auto slot = asio::get_associated_cancellation_slot(h);
+    c->st->async_leader(c->store_name, asio::bind_cancellation_slot(
+                                           slot, [ex = c->ex, h = std::move(h)](error_code ec, lock_status st) mutable {
+                                               auto info = ec ? leader_info{} : detail::to_leader(st);
+                                               detail::post_completion(ex, std::move(h), ec, std::move(info));
+                                           }));
+}
+
+leader_observer election::observe()
+{
+    if (!c_)
+        return {};
+    auto o = std::make_shared<detail::observer_core>(c_);
+    o->check();
+    return leader_observer(std::move(o));
+}
+
+}  // namespace dlock
