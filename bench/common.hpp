@@ -48,11 +48,26 @@ struct result {
     std::string goal{};             ///< e.g. "<= 2.2 x RTT"
     std::optional<bool> met{};
     std::string note{};
+    std::optional<double> cpu_us{};  ///< client CPU (user+sys) per operation
 };
+
+/// printf into a std::string (notes).
+template <class... Args>
+std::string fmt(const char* f, Args... args)
+{
+    char buf[256];
+    std::snprintf(buf, sizeof buf, f, args...);
+    return buf;
+}
 
 inline result summarize(std::string name, const std::vector<double>& lat_us, std::optional<double> ops = {})
 {
-    return {std::move(name), percentile(lat_us, 0.50), percentile(lat_us, 0.99), ops, {}, {}, {}, {}};
+    result r;
+    r.name = std::move(name);
+    r.p50_us = percentile(lat_us, 0.50);
+    r.p99_us = percentile(lat_us, 0.99);
+    r.ops_per_s = ops;
+    return r;
 }
 
 /// The server round trip with no library in the way: one PING, block until +PONG.
@@ -125,6 +140,8 @@ inline void print_json(const result& r, double rtt_p50)
         o["goal"] = r.goal;
     if (r.met)
         o["goal_met"] = *r.met;
+    if (r.cpu_us)
+        o["cpu_us_per_op"] = *r.cpu_us;
     if (!r.note.empty())
         o["note"] = r.note;
     std::printf("%s\n", boost::json::serialize(o).c_str());

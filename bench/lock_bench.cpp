@@ -48,12 +48,15 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -170,45 +173,77 @@ void push_release(dlock::redis::request& req, const dlock::redis::script& rel, c
              keys.queue_ttl_key(name), token, keys.channel(name), keys.grant_channel(name, ""));
 }
 
-// The lock's scripts, sent raw and pipelined: the server's ceiling for acquire+release.
+// The lock's scripts, sent raw and kept pipelined: the server's ceiling for acquire+release
+// on one connection. Batches of 16 acquire+release pairs (as `redis-benchmark -P 16`) over
+// 64 names; up to 4 batches in flight, written while replies are read (poll), so the server
+// never idles waiting for the client, as it did when each batch waited for its replies.
 double raw_lua_ceiling(std::uint16_t port, int cycles)
 {
     asio::io_context io;
     dlock::redis_store keys(io.get_executor(), config_for(port));  // only for key names
     dlock::redis::script acq(dlock::scripts::acquire), rel(dlock::scripts::release);
     raw_client c(port);
-    auto read_replies = [&](std::size_t n) {
-        while (n-- > 0)
-            c.next();
-    };
     dlock::redis::request load;
     load.push("SCRIPT", "LOAD", acq.body());
     load.push("SCRIPT", "LOAD", rel.body());
     c.send(load);
-    read_replies(2);
-    constexpr int depth = 64;
-    std::vector<std::string> names;
-    for (int i = 0; i < depth; ++i)
-        names.push_back("dlock:ceiling" + std::to_string(i));
-    std::vector<dlock::redis::request> batches(2);
-    for (int i = 0; i < depth; ++i) {
-        const auto& n = names[std::size_t(i)];
-        batches[0].push("EVALSHA", acq.sha1(), 2, keys.lock_key(n), keys.fence_key(n), "tok", 30000);
-        push_release(batches[1], rel, keys, n, "tok");
+    c.next();
+    c.next();
+    constexpr int names = 64, per_batch = 16, window = 4;
+    std::vector<std::string> batches;  // batch i covers names [16 i, 16 i + 16)
+    for (int b = 0; b < names / per_batch; ++b) {
+        dlock::redis::request req;
+        for (int i = 0; i < per_batch; ++i) {
+            auto n = "dlock:ceiling" + std::to_string(b * per_batch + i);
+            req.push("EVALSHA", acq.sha1(), 2, keys.lock_key(n), keys.fence_key(n), "tok", 30000);
+            push_release(req, rel, keys, n, "tok");
+        }
+        batches.push_back(req.payload());
     }
+    int fd = c.fd();
+    int flags = ::fcntl(fd, F_GETFL, 0);
+    ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    dlock::resp::decoder dec;
+    long sent_batches = 0, replies = 0;
+    const long total_batches = (cycles + per_batch - 1) / per_batch, total_replies = total_batches * per_batch * 2;
+    std::string out;
+    std::size_t out_at = 0;
     auto t0 = clock_type::now();
-    int done = 0;
-    // Acquires for all 64 names in one write, their releases in the next: like 64 coroutines.
-    while (done < cycles) {
-        c.send(batches[0]);
-        read_replies(depth);
-        c.send(batches[1]);
-        read_replies(depth);
-        done += depth;
+    while (replies < total_replies) {
+        long in_flight = sent_batches - replies / (2 * per_batch);
+        if (out_at == out.size() && in_flight < window && sent_batches < total_batches) {
+            out = batches[std::size_t(sent_batches % long(batches.size()))];
+            out_at = 0;
+            ++sent_batches;
+        }
+        pollfd p{fd, short(POLLIN | (out_at < out.size() ? POLLOUT : 0)), 0};
+        if (::poll(&p, 1, 5000) <= 0)
+            throw std::runtime_error("ceiling: the server stopped answering");
+        if ((p.revents & POLLOUT) && out_at < out.size()) {
+            ssize_t n = ::write(fd, out.data() + out_at, out.size() - out_at);
+            if (n > 0)
+                out_at += std::size_t(n);
+        }
+        if (p.revents & (POLLIN | POLLERR | POLLHUP)) {
+            char buf[65536];
+            ssize_t n = ::read(fd, buf, sizeof buf);
+            if (n <= 0)
+                throw std::runtime_error("ceiling: read failed");
+            dec.feed({buf, std::size_t(n)});
+            boost::system::error_code ec;
+            while (auto r = dec.next(ec)) {
+                if (r->is_error())
+                    throw std::runtime_error("ceiling: " + r->str);
+                ++replies;
+            }
+            if (ec)
+                throw std::runtime_error("ceiling: decode failed");
+        }
     }
-    return done / std::chrono::duration<double>(clock_type::now() - t0).count();
+    double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+    ::fcntl(fd, F_SETFL, flags);
+    return double(total_batches * per_batch) / s;
 }
-
 
 // acquire + release, one after the other, over one blocking socket.
 // `samples` acquire/release cycles sent raw and answered one at a time, after 500 to warm
@@ -316,9 +351,11 @@ int raw_pingpong_peer(std::uint16_t port, int rounds)
 
 // The uncontended cycle on any store (closed afterwards), under a 120 s cap.
 template <class Store>
-std::vector<double> uncontended_on(asio::io_context& io, Store& store, int samples, const char* phase)
+std::vector<double> uncontended_on(asio::io_context& io, Store& store, int samples, const char* phase,
+                                   double* cpu_us = nullptr)
 {
     std::vector<double> lat;
+    double cpu0 = 0;
     run_phase(
         io,
         [&]() -> asio::awaitable<void> {
@@ -326,12 +363,16 @@ std::vector<double> uncontended_on(asio::io_context& io, Store& store, int sampl
                 dlock::registry reg(store);
                 auto lock = reg.obtain("bench:solo");
                 for (int i = 0; i < samples + 500; ++i) {
+                    if (i == 500)
+                        cpu0 = cpu_seconds();
                     auto t0 = clock_type::now();
                     auto g = co_await lock.acquire();
                     co_await g.release();
                     if (i >= 500)
                         lat.push_back(bench::us_since(t0));
                 }
+                if (cpu_us)
+                    *cpu_us = (cpu_seconds() - cpu0) * 1e6 / samples;
             }
             store.close();
         },
@@ -340,11 +381,11 @@ std::vector<double> uncontended_on(asio::io_context& io, Store& store, int sampl
 }
 
 // The uncontended cycle on one redis_store.
-std::vector<double> uncontended(std::uint16_t port, int samples)
+std::vector<double> uncontended(std::uint16_t port, int samples, double& cpu_us)
 {
-    asio::io_context io;
+    asio::io_context io(1);
     dlock::redis_store store(io.get_executor(), config_for(port));
-    return uncontended_on(io, store, samples, "uncontended");
+    return uncontended_on(io, store, samples, "uncontended", &cpu_us);
 }
 
 // The uncontended cycle on a redlock_store over `nodes`.
@@ -573,10 +614,103 @@ bench::result two_process_sections(std::uint16_t port, int ms)
     bench::result r;
     r.name = "two_process_sections_16";
     r.ops_per_s = total / (ms / 1000.0);
-    r.goal = ">= 950/s, every waiter served";
-    r.met = *r.ops_per_s >= 950 && least > 0 && waiters == 16;
+    r.met = least > 0 && waiters == 16;  // the rate's goal is set against the timer ceiling
     r.note = "least-served waiter: " + std::to_string(least) + " sections";
     return r;
+}
+
+long rss_bytes()
+{
+    std::ifstream f("/proc/self/statm");
+    long size = 0, resident = 0;
+    f >> size >> resident;
+    return resident * ::sysconf(_SC_PAGESIZE);
+}
+
+// `calls=` of one command in INFO commandstats (e.g. "evalsha").
+long long server_calls(raw_client& c, const std::string& command)
+{
+    dlock::redis::request info;
+    info.push("INFO", "commandstats");
+    c.send(info);
+    auto text = c.next().str;
+    auto at = text.find("cmdstat_" + command + ":calls=");
+    return at == std::string::npos ? 0 : std::atoll(text.c_str() + at + command.size() + 15);
+}
+
+// --scale: one process holds `locks` locks with the watchdog on (30 s leases, renewed every
+// 10 s) for one renewal period and a half: memory per held lock (RSS delta / locks), the
+// server's script calls per lock in that period, and the process's CPU while it only holds.
+std::vector<bench::result> scale(std::uint16_t port, int locks)
+{
+    std::vector<bench::result> out;
+    asio::io_context io(1);
+    dlock::redis_store store(io.get_executor(), config_for(port));
+    raw_client info(port);
+    run_phase(
+        io,
+        [&]() -> asio::awaitable<void> {
+            co_await store.connection().async_connect();
+            {
+                dlock::registry reg(store, {.lease = 30s});
+                std::vector<dlock::guard> held;
+                held.resize(std::size_t(locks));
+                long rss0 = rss_bytes();
+                constexpr int workers = 256;
+                int finished = 0;
+                asio::steady_timer all_done(io, clock_type::time_point::max());
+                auto t0 = clock_type::now();
+                for (int w = 0; w < workers; ++w)
+                    asio::co_spawn(
+                        io,
+                        [&, w]() -> asio::awaitable<void> {
+                            for (int i = w; i < locks; i += workers)
+                                held[std::size_t(i)] = co_await reg.obtain("scale:" + std::to_string(i)).acquire();
+                            if (++finished == workers)
+                                all_done.cancel();
+                        },
+                        asio::detached);
+                boost::system::error_code ec;
+                co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+                double took = std::chrono::duration<double>(clock_type::now() - t0).count();
+                long rss1 = rss_bytes();
+                bench::result mem{"scale_memory_per_held_lock"};
+                mem.ratio = double(rss1 - rss0) / locks / 1024.0;
+                mem.goal = "<= 1 KiB per held lock";
+                mem.met = *mem.ratio <= 1.0;
+                mem.note = bench::fmt("%d locks taken in %.1f s (%.0f/s); RSS +%.1f MiB; ratio in KiB", locks, took,
+                                      locks / took, double(rss1 - rss0) / 1048576.0);
+                out.push_back(mem);
+
+                auto calls0 = server_calls(info, "evalsha");
+                double cpu0 = cpu_seconds();
+                asio::steady_timer t(io);
+                t.expires_after(15s);  // every lease renewed once (10 s), and then some
+                co_await t.async_wait(asio::use_awaitable);
+                auto calls = server_calls(info, "evalsha") - calls0;
+                double cpu = cpu_seconds() - cpu0;
+                bench::result ren{"scale_renewal_calls"};
+                ren.ratio = double(calls) / locks;
+                ren.goal = "far fewer script calls than locks per renewal period (ratio = calls / locks)";
+                ren.met = *ren.ratio <= 0.1;
+                ren.note = bench::fmt("%lld EVALSHA in 15 s for %d locks renewed every 10 s; renewals seen: %llu",
+                                      calls, locks, (unsigned long long)reg.stats().renewals);
+                out.push_back(ren);
+                bench::result idle{"scale_idle_cpu"};
+                idle.ratio = cpu / 15.0;
+                idle.note =
+                    bench::fmt("%.2f s CPU in 15 s while holding %d locks (ratio = share of one core)", cpu, locks);
+                out.push_back(idle);
+                for (auto& g : held)
+                    g = dlock::guard();  // released in the background
+                co_await reg.async_drain(asio::redirect_error(asio::use_awaitable, ec));
+                if (reg.stats().lost > 0)
+                    throw std::runtime_error("scale: " + std::to_string(reg.stats().lost) + " leases lost");
+            }
+            store.close();
+        },
+        "scale");
+    return out;
 }
 
 }  // namespace
@@ -597,15 +731,19 @@ int main(int argc, char** argv)
     ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     if (argc >= 4 && std::string(argv[1]) == "--peer")
         return peer(argv);
-    bool as_json = false, quick = false;
+    bool as_json = false, quick = false, only_scale = false, profile_only = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--json")
             as_json = true;
         else if (a == "--quick")
             quick = true;
+        else if (a == "--scale")
+            only_scale = true;
+        else if (a == "--profile-uncontended")
+            profile_only = true;  // only the uncontended cycle, 200,000 times: for perf / strace
         else {
-            std::printf("usage: lock_bench [--json] [--quick]\n");
+            std::printf("usage: lock_bench [--json] [--quick] [--scale] [--profile-uncontended]\n");
             return a == "--help" ? 0 : 2;
         }
     }
@@ -621,6 +759,23 @@ int main(int argc, char** argv)
 
         std::vector<bench::result> rs;
         rs.push_back(bench::summarize("raw_ping_rtt", rtt));
+        if (profile_only) {
+            double cpu = 0;
+            auto r = bench::summarize("uncontended_acquire_release", uncontended(port, 200'000, cpu));
+            std::printf("p50 %.1f us, %.1f us CPU per cycle\n", *r.p50_us, cpu);
+            return 0;
+        }
+        if (only_scale) {
+            for (auto& r : scale(port, quick ? 10'000 : 100'000))
+                rs.push_back(r);
+            if (as_json) {
+                for (auto& r : rs)
+                    bench::print_json(r, rtt_p50);
+            } else {
+                bench::print_table(rs);
+            }
+            return 0;
+        }
         // The same PING after 3 ms idle, as a hand-off comes after a hold: the wake-ups of
         // an idle client and server cost more than a hot loop's round trip.
         std::vector<double> idle_rtt;
@@ -638,29 +793,29 @@ int main(int argc, char** argv)
         double min_cpu_us = 0;
         auto minimal = bench::summarize("minimal_floor", minimal_floor(port, samples, min_cpu_us));
         minimal.ratio = *minimal.p50_us / rtt_p50;
-        char min_note[96];
-        std::snprintf(min_note, sizeof min_note, "SET NX PX + compare-and-delete, by hand; %.1f us CPU per cycle",
-                      min_cpu_us);
-        minimal.note = min_note;
+        minimal.cpu_us = min_cpu_us;
+        minimal.note = "SET NX PX + compare-and-delete by hand, blocking socket (ratio: x RTT)";
         rs.push_back(minimal);
-
-        double cpu0 = cpu_seconds();
-        auto solo = bench::summarize("uncontended_acquire_release", uncontended(port, samples));
-        double solo_cpu_us = (cpu_seconds() - cpu0) * 1e6 / (samples + 500);
-        char cpu_note[160];
-        std::snprintf(cpu_note, sizeof cpu_note,
-                      "%.1f us CPU per cycle (%.2f x minimal_floor's: goal <= 1.5); p50 %.2f x minimal_floor (goal <= 1.25)",
-                      solo_cpu_us, solo_cpu_us / min_cpu_us, *solo.p50_us / *minimal.p50_us);
-        solo.note = cpu_note;
-        solo.ratio = *solo.p50_us / rtt_p50;
-        solo.goal = "p50 <= 2.2 x RTT";
-        solo.met = *solo.ratio <= 2.2;
         auto raw_solo = bench::summarize("raw_uncontended_floor", raw_uncontended(port, samples));
-        raw_solo.ratio = *raw_solo.p50_us / rtt_p50;
-        raw_solo.note = "the same two scripts over a blocking socket, no library";
-        solo.note += "; " + std::to_string(*solo.p50_us / *raw_solo.p50_us).substr(0, 4) + " x the raw floor";
+        raw_solo.ratio = *raw_solo.p50_us / *minimal.p50_us;
+        raw_solo.note = "dlock's two scripts over a blocking socket, no library (ratio: x minimal_floor)";
         rs.push_back(raw_solo);
+
+        double solo_cpu_us = 0;
+        auto solo = bench::summarize("uncontended_acquire_release", uncontended(port, samples, solo_cpu_us));
+        solo.ratio = *solo.p50_us / *minimal.p50_us;
+        solo.cpu_us = solo_cpu_us;
+        solo.goal = "p50 <= 1.25 x minimal_floor";
+        solo.met = *solo.ratio <= 1.25;
+        solo.note = bench::fmt("%.2f x the raw floor of its own scripts", *solo.p50_us / *raw_solo.p50_us);
         rs.push_back(solo);
+        bench::result cpu{"uncontended_client_cpu"};
+        cpu.cpu_us = solo_cpu_us;
+        cpu.ratio = solo_cpu_us / min_cpu_us;
+        cpu.goal = "<= 1.5 x minimal_floor's CPU per cycle";
+        cpu.met = *cpu.ratio <= 1.5;
+        cpu.note = bench::fmt("user+sys per cycle: %.1f us vs %.1f us", solo_cpu_us, min_cpu_us);
+        rs.push_back(cpu);
 
         {
             auto cl = bench::summarize("cluster3_uncontended", uncontended_cluster(samples));
@@ -675,7 +830,9 @@ int main(int argc, char** argv)
                 "redlock3_uncontended",
                 uncontended_redlock({config_for(port), config_for(node2.port()), config_for(node3.port())}, samples));
             rl.ratio = *rl.p50_us / *solo.p50_us;
-            rl.note = "ratio to uncontended_acquire_release";
+            rl.goal = "the single node no slower: ratio >= 1";
+            rl.met = *rl.ratio >= 1.0;
+            rl.note = "ratio: redlock p50 / uncontended_acquire_release p50";
             rs.push_back(rl);
         }
 
@@ -701,11 +858,10 @@ int main(int argc, char** argv)
         raw_cross.note = "the lock's protocol (queued acquire, hand-off message) over blocking sockets, no library";
         rs.push_back(raw_cross);
         auto cross = bench::summarize("cross_process_handoff", cross_process(port, quick ? 100 : 500));
-        cross.ratio = *cross.p50_us / rtt_p50;
-        cross.note = std::to_string(*cross.p50_us / *raw_cross.p50_us).substr(0, 4) + " x the raw floor, " +
-                     std::to_string(*cross.p50_us / *idle.p50_us).substr(0, 4) + " x the idle RTT";
-        cross.goal = "p50 <= 3 x RTT, p99 <= 1000 us";
-        cross.met = *cross.ratio <= 3 && *cross.p99_us <= 1000;
+        cross.ratio = *cross.p50_us / *raw_cross.p50_us;
+        cross.note = bench::fmt("%.2f x the idle RTT", *cross.p50_us / *idle.p50_us);
+        cross.goal = "p50 <= 1.15 x raw_cross_process_floor, p99 <= 1000 us";
+        cross.met = *cross.ratio <= 1.15 && *cross.p99_us <= 1000;
         rs.push_back(cross);
 
         double timer_ceiling = timer_sections_ceiling(quick ? 500 : 1000);
@@ -716,6 +872,8 @@ int main(int argc, char** argv)
         rs.push_back(tc);
         auto sections = two_process_sections(port, quick ? 1000 : 3000);
         sections.ratio = *sections.ops_per_s / timer_ceiling;
+        sections.goal = ">= 0.97 x timer ceiling, every waiter served";
+        sections.met = *sections.ratio >= 0.97 && sections.met.value_or(false);
         rs.push_back(sections);
 
         if (as_json) {
