@@ -128,6 +128,9 @@ struct store_traits {
     /// Watches report releases (watch_event::released). False (memcached): a watch gives
     /// `ready` only, and waiters sleep until the holder's remaining lease (holder_ttl).
     bool release_notifications = true;
+    /// Renewals asked in the same turn go to the store as one request: the watchdog then
+    /// aligns renewal times on a grid (a sixteenth of the renewal interval) so they do.
+    bool batches_renewals = false;
     /// Lease kinds served (lease_kind values or-ed together).
     unsigned kinds = static_cast<unsigned>(lease_kind::mutex);
     /// Leases are whole multiples of this, at least min_ttl and at most max_ttl.

@@ -38,6 +38,11 @@ fsm_config make_fsm_config(const lock_config& c, const store_traits& t)
     f.per_session = t.live == liveness::per_session;
     f.confirms = f.per_session && t.confirms_leases;
     f.events = static_cast<bool>(c.on_event);
+    if (t.batches_renewals && c.watchdog) {
+        // Late by at most a grid step, which must leave the lease ample time.
+        auto slack = f.lease - f.drift - f.renew_every;
+        f.renew_grid = std::max(milliseconds(0), std::min(f.renew_every / 16, slack / 4));
+    }
     return f;
 }
 
@@ -87,7 +92,8 @@ fsm_config for_kind(fsm_config c, lease_kind kind)
 engine::engine(std::shared_ptr<registry_state> reg, std::string name, lease_kind kind, unsigned capacity,
                std::string key)
     : reg_(std::move(reg)), name_(std::move(name)), kind_(kind), capacity_(capacity), key_(std::move(key)),
-      ex_(reg_->st.get_executor()), fsm_(for_kind(reg_->fsm, kind), reg_->stats, reg_->rng, reg_->client_id, reg_->lease_seq), timer_(ex_)
+      ex_(reg_->st.get_executor()),
+      fsm_(for_kind(reg_->fsm, kind), reg_->stats, reg_->rng, reg_->client_id, reg_->lease_seq), timer_(ex_)
 {
     store_name_ = reg_->cfg.prefix.empty() ? name_ : reg_->cfg.prefix + ":" + name_;
 }

@@ -13,9 +13,10 @@
 
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/container/devector.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include <algorithm>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <random>
@@ -40,7 +41,7 @@ struct registry_state {
     lock_stats stats;
     std::unordered_map<std::string, engine*> engines;  // an engine erases itself when freed
     std::unordered_map<std::string, std::weak_ptr<struct semaphore_state>> semaphores;
-    std::string client_id;                             // random per registry
+    std::string client_id;  // random per registry
     std::uint64_t lease_seq = 0;
     std::minstd_rand rng;
 
@@ -125,17 +126,21 @@ private:
     lock_fsm fsm_;
 
     // By id, in arrival order: the one served next is nearly always the first, so a list
-    // found from the front beats a hash map's node per entry on the hand-off path.
-    template <class T>
-    struct by_id : std::deque<std::pair<std::uint64_t, T>> {
+    // found from the front beats a hash map's node per entry on the hand-off path. None
+    // allocates while empty, and one hold or release fits inline: a held lock costs little
+    // (std::deque took 512 bytes each, even empty).
+    template <class Base>
+    struct by_id : Base {
         auto find(std::uint64_t id)
         {
             return std::find_if(this->begin(), this->end(), [id](auto& e) { return e.first == id; });
         }
     };
-    by_id<std::shared_ptr<waiter>> waiters_;
-    by_id<hold*> holds_;
-    by_id<done_handler> releases_;
+    template <class T>
+    using one_inline = boost::container::small_vector<std::pair<std::uint64_t, T>, 1>;
+    by_id<boost::container::devector<std::pair<std::uint64_t, std::shared_ptr<waiter>>>> waiters_;
+    by_id<one_inline<hold*>> holds_;
+    by_id<one_inline<done_handler>> releases_;
     std::uint64_t next_id_ = 0;  // waiter and release ids
     std::optional<store::watch_id> watch_;
     std::optional<store::watch_id> session_watch_;

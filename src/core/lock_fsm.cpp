@@ -237,10 +237,21 @@ void lock_fsm::grant_one(time_point now)
 void lock_fsm::grant_lease(std::string token, std::string ref, std::uint64_t fence, std::uint64_t session,
                            time_point deadline, time_point now)
 {
-    lease_ = lease_state{std::move(token), std::move(ref), fence, session, deadline, now + cfg_.renew_every};
+    lease_ = lease_state{std::move(token), std::move(ref), fence, session, deadline, renew_after(now)};
     renew_backoff_.reset();
     arm_lease_timer();
     grant_front(now);
+}
+
+// The next renewal, `renew_every` after `base`, moved up to the next grid line (if any).
+time_point lock_fsm::renew_after(time_point base) const noexcept
+{
+    auto at = base + cfg_.renew_every;
+    auto grid = std::chrono::duration_cast<clock_type::duration>(cfg_.renew_grid);
+    if (grid.count() <= 0)
+        return at;
+    auto off = at.time_since_epoch() % grid;
+    return off.count() == 0 ? at : at + (grid - off);
 }
 
 void lock_fsm::start_renew(time_point now)
@@ -338,8 +349,9 @@ void lock_fsm::on_acquire(std::uint64_t waiter, std::uint64_t owner, bool try_on
     waiter_entry w{waiter, owner, try_once, attempts_sent_, now};
     // Re-entry: the same owner gets another hold at once (a reader too, even if another
     // process waits: it must not wait behind a writer that waits for it).
-    bool reentry = !holds_.empty() && (holder_ == owner || (cfg_.shared && std::any_of(holds_.begin(), holds_.end(),
-                                                                                       [&](auto& h) { return h.second == owner; })));
+    bool reentry = !holds_.empty() &&
+                   (holder_ == owner || (cfg_.shared && std::any_of(holds_.begin(), holds_.end(),
+                                                                    [&](auto& h) { return h.second == owner; })));
     if (reentry) {
         if (lease_ && lease_->lost)
             return complete(w, error::lock_lost);
@@ -576,7 +588,7 @@ void lock_fsm::on_renew_done(error_code ec, const renew_result& res, time_point 
     if (!cfg_.per_session)
         lease_->valid_until = r.sent + cfg_.lease - cfg_.drift;  // a session's events move it
     lease_->suspect = false;
-    lease_->next_renew = r.sent + cfg_.renew_every;
+    lease_->next_renew = renew_after(r.sent);
     ++stats_.renewals;
     emit(lock_event_kind::renewed, lease_->fence);
     if (res.contended)

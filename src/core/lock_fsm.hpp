@@ -9,11 +9,11 @@
 
 #include "common/backoff.hpp"
 
+#include <boost/container/devector.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <random>
 #include <string>
@@ -43,6 +43,9 @@ struct fsm_config {
     /// A read lease: every local waiter shares it at once (the read side of a read-write
     /// lock), as long as no other process has asked for the name since the last check.
     bool shared = false;
+    /// Renewals fall on multiples of this (0: none), so that many leases renew in the same
+    /// turn and a store that batches them sends one request (store_traits::batches_renewals).
+    milliseconds renew_grid{0};
 };
 
 /// One effect for the driver. A flat struct so tests can read it field by field.
@@ -198,6 +201,7 @@ private:
     void drop_lease();
     void arm_lease_timer();
     void start_renew(time_point now);
+    time_point renew_after(time_point base) const noexcept;
     void background_release(const std::string& token, const std::string& ref = {});
     void complete(waiter_entry& w, boost::system::error_code ec);
     void fail_all(boost::system::error_code ec);
@@ -214,7 +218,7 @@ private:
     std::uint64_t next_hold_ = 0;
     std::uint64_t attempts_sent_ = 0;
 
-    std::deque<waiter_entry> waiters_;
+    boost::container::devector<waiter_entry> waiters_;  // FIFO; allocates nothing while empty (std::deque: 576 bytes)
     std::vector<std::pair<std::uint64_t, std::uint64_t>> holds_;  // (hold id, owner)
     std::uint64_t holder_ = 0;                                    // owner of the holds
 

@@ -57,6 +57,25 @@ end
 return 0
 )lua";
 
+// KEYS: one lock per lease. ARGV: token, ttl_ms per lease. The renew script for many
+// leases in one call (the watchdog's renewals of one turn): {0, 1 or 2 per lease, as renew;
+// a key that is not a lock hash gets its error in its place, and the others still renew}.
+inline constexpr const char* renew_many = R"lua(
+local out = {}
+for i = 1, #KEYS do
+  local owner = redis.pcall('HGET', KEYS[i], 'owner')
+  if type(owner) == 'table' then
+    out[i] = owner
+  elseif owner == ARGV[2 * i - 1] then
+    redis.call('PEXPIRE', KEYS[i], ARGV[2 * i])
+    out[i] = redis.call('HDEL', KEYS[i], 'contended') == 1 and 2 or 1
+  else
+    out[i] = 0
+  end
+end
+return out
+)lua";
+
 // KEYS: lock, fence, queue, queue_ttls. ARGV: token, channel, grant channel prefix[, "1":
 // the operator's override, whoever holds it]. Frees our own lease; if waiters queued, hands
 // it to the first one still subscribed to its grant channel (a dead one has no

@@ -93,6 +93,18 @@ struct redis_store::impl {
     }
     redis::script acquire{scripts::acquire};
     redis::script renew{scripts::renew};
+    redis::script renew_many{scripts::renew_many};
+    // Mutex renewals asked in this turn, sent together at its end (see flush_renewals).
+    struct pending_renewal {
+        std::string key, token, ttl;
+        asio::any_completion_handler<renew_signature> h;
+    };
+    std::vector<pending_renewal> renewals;
+    ~impl()
+    {
+        for (auto& r : renewals)  // a store destroyed with renewals not yet sent
+            post_completion(ex, std::move(r.h), error_code(error::closed), renew_result{});
+    }
     redis::script release{scripts::release};
     redis::script status{scripts::status};
     // Read-write locks and semaphores.
@@ -185,6 +197,7 @@ store_traits redis_store::traits() const noexcept
     // WAIT after acquire cannot cover a hand-off made inside another client's release.
     t.direct_handoff = impl_->wait_replicas <= 0 && impl_->scripting;
     t.max_ttl = detail::redis_max_ttl;
+    t.batches_renewals = impl_->scripting;
     // Read-write locks and semaphores need the scripts, and WAIT could not cover their
     // hand-offs either.
     if (t.direct_handoff)
@@ -346,15 +359,69 @@ void redis_store::do_renew(const lease_key& key, std::chrono::milliseconds ttl,
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), renew_result{});
     if (key.kind != lease_kind::mutex) {
         std::array<std::string, 2> args{key.token, std::to_string(ttl.count())};
-        return impl_->conn.async_eval(impl_->set_renew, impl_->set_keys(key.name), args,
-                                      script_completion<renew_result>(std::move(h), detail::decode_renew, text_keeper()));
+        return impl_->conn.async_eval(
+            impl_->set_renew, impl_->set_keys(key.name), args,
+            script_completion<renew_result>(std::move(h), detail::decode_renew, text_keeper()));
     }
     if (impl_->tx)
         return impl_->tx->renew(impl_->tx_names(key.name), key.token, ttl, std::move(h));
-    std::array<std::string, 1> keys{lock_key(key.name)};
-    std::array<std::string, 2> args{key.token, std::to_string(ttl.count())};
-    impl_->conn.async_eval(impl_->renew, keys, args,
-                           script_completion<renew_result>(std::move(h), detail::decode_renew, text_keeper()));
+    bool first = impl_->renewals.empty();
+    impl_->renewals.push_back({lock_key(key.name), key.token, std::to_string(ttl.count()), std::move(h)});
+    if (first)
+        asio::post(impl_->ex, [this, alive = lifetime()] {
+            if (!alive.expired())
+                flush_renewals();
+        });
+}
+
+// Renewals asked in one turn go out together: one renew_many call per 256 leases (a lone
+// renewal as the plain renew script). The watchdog aligns renewal times so that many
+// leases' renewals fall in one turn (store_traits::batches_renewals).
+void redis_store::flush_renewals()
+{
+    auto batch = std::move(impl_->renewals);
+    impl_->renewals.clear();
+    constexpr std::size_t most = 256;
+    for (std::size_t at = 0; at < batch.size(); at += most) {
+        std::size_t n = std::min(most, batch.size() - at);
+        if (n == 1) {
+            auto& r = batch[at];
+            std::array<std::string, 1> keys{std::move(r.key)};
+            std::array<std::string, 2> args{std::move(r.token), std::move(r.ttl)};
+            impl_->conn.async_eval(
+                impl_->renew, keys, args,
+                script_completion<renew_result>(std::move(r.h), detail::decode_renew, text_keeper()));
+            continue;
+        }
+        std::vector<std::string> keys, args;
+        keys.reserve(n);
+        args.reserve(2 * n);
+        auto hs = std::make_shared<std::vector<asio::any_completion_handler<renew_signature>>>();
+        hs->reserve(n);
+        for (std::size_t i = at; i < at + n; ++i) {
+            keys.push_back(std::move(batch[i].key));
+            args.push_back(std::move(batch[i].token));
+            args.push_back(std::move(batch[i].ttl));
+            hs->push_back(std::move(batch[i].h));
+        }
+        impl_->conn.async_eval(impl_->renew_many, keys, args, [hs, keep = text_keeper()](error_code ec, reply r) {
+            bool shaped = !ec && r.type == reply_type::array && r.elements.size() == hs->size();
+            if (!ec && !shaped)
+                ec = error::invalid_request;
+            for (std::size_t i = 0; i < hs->size(); ++i) {
+                renew_result out{};
+                error_code e;
+                if (!shaped)
+                    e = detail::finish_script(ec, r, out, detail::decode_renew, keep);
+                else if (r.elements[i].is_error())
+                    e = detail::finish_script(error_code(error::server_error), r.elements[i], out, detail::decode_renew,
+                                              keep);
+                else
+                    e = detail::decode_renew(r.elements[i], out);
+                std::move((*hs)[i])(e, e ? renew_result{} : out);
+            }
+        });
+    }
 }
 
 void redis_store::do_release(const lease_key& key, asio::any_completion_handler<bool_signature> h)
@@ -372,12 +439,12 @@ void redis_store::do_force_release(const std::string& name, asio::any_completion
         return release(name, std::string(), true, std::move(h));
     auto slot = asio::get_associated_cancellation_slot(h);
     release(name, std::string(), true,
-            asio::bind_cancellation_slot(slot, [this, alive = lifetime(), name, h = std::move(h)](error_code ec,
-                                                                                                bool held) mutable {
-                if (ec || held || alive.expired())
-                    return std::move(h)(ec, held);
-                set_release(name, std::string(), true, std::move(h));
-            }));
+            asio::bind_cancellation_slot(
+                slot, [this, alive = lifetime(), name, h = std::move(h)](error_code ec, bool held) mutable {
+                    if (ec || held || alive.expired())
+                        return std::move(h)(ec, held);
+                    set_release(name, std::string(), true, std::move(h));
+                }));
 }
 
 void redis_store::set_release(const std::string& name, const std::string& token, bool force,
@@ -430,15 +497,14 @@ void redis_store::do_status(const std::string& name, asio::any_completion_handle
             };
             impl_->conn.async_eval(
                 impl_->set_status, impl_->set_keys(name), {},
-                script_completion<lock_status>(
-                    asio::any_completion_handler<status_signature>(
-                        [st, h = std::move(h)](error_code ec, lock_status set) mutable {
-                            // Nothing there either: the mutex's (empty) view, with its key.
-                            if (!ec && !set.held && set.queued == 0 && set.capacity == 0)
-                                return std::move(h)(ec, std::move(st));
-                            std::move(h)(ec, std::move(set));
-                        }),
-                    decode, text_keeper()));
+                script_completion<lock_status>(asio::any_completion_handler<status_signature>(
+                                                   [st, h = std::move(h)](error_code ec, lock_status set) mutable {
+                                                       // Nothing there either: the mutex's (empty) view, with its key.
+                                                       if (!ec && !set.held && set.queued == 0 && set.capacity == 0)
+                                                           return std::move(h)(ec, std::move(st));
+                                                       std::move(h)(ec, std::move(set));
+                                                   }),
+                                               decode, text_keeper()));
         });
     impl_->conn.async_eval(impl_->status, keys, {},
                            script_completion<lock_status>(std::move(then), decode, text_keeper()));

@@ -328,6 +328,27 @@ BOOST_DATA_TEST_CASE_F(fixture, acquire_renew_release, modes, direct)
     check_idle();
 }
 
+// A store that batches renewals gets them on a grid: many leases then renew in one turn.
+// Late by less than a grid step; the lease itself still counts from each renewal's send.
+BOOST_AUTO_TEST_CASE(renewals_fall_on_the_grid)
+{
+    cfg.renew_grid = 64ms;  // t0 (1000 h) is on the grid
+    make();
+    f().on_acquire(1, 10, false, t0);
+    take();
+    f().on_attempt_done(ok, won(7), at(10ms));
+    auto v = take();
+    BOOST_TEST(is_timer(v.at(0), at(1024ms)));  // 1010 ms, moved up to the next grid line
+    fire();
+    v = take();
+    BOOST_TEST(seq_is(v, {act::renew, act::set_timer}));
+    f().on_renew_done(ok, {.owned = true}, at(1030ms));
+    v = take();
+    BOOST_TEST(seq_is(v, {act::event, act::set_timer}));
+    BOOST_TEST(is_timer(v.at(1), at(2048ms)));             // sent at 1024 ms + 1000 ms, on the grid
+    BOOST_TEST(f().valid_until() == at(1024ms + 2968ms));  // send time + lease - drift
+}
+
 BOOST_DATA_TEST_CASE_F(fixture, reentry_and_inner_release, modes, direct)
 {
     make(direct);
@@ -1494,8 +1515,8 @@ BOOST_AUTO_TEST_CASE(handoff_budget_forces_a_renewal)
     BOOST_TEST(seq_is(v, {act::event, act::complete_release, act::event, act::complete_waiter}));
     f().on_release(h + 1, 0, at(40ms));  // the budget's second hand-off: renew now, not by the timer
     v = take();
-    BOOST_TEST(seq_is(v, {act::event, act::renew, act::set_timer, act::complete_release, act::event,
-                          act::complete_waiter}));
+    BOOST_TEST(
+        seq_is(v, {act::event, act::renew, act::set_timer, act::complete_release, act::event, act::complete_waiter}));
     BOOST_TEST(is_renew(v.at(1), "c:1", "r"));
     BOOST_TEST(is_timer(v.at(2), at(2968ms)));  // the lease's end, while the renewal runs
     BOOST_TEST(stats.handed_off == 2u);
@@ -1850,7 +1871,7 @@ BOOST_AUTO_TEST_CASE(session_store_confirms_each_lease)
     f().on_attempt_done(ok, won(7, "k", 2500ms, 5), at(10ms));
     auto v = take();
     BOOST_TEST(seq_is(v, {act::set_timer, act::event, act::complete_waiter}));
-    BOOST_TEST(is_timer(v.at(0), at(1010ms)));  // the first confirmation
+    BOOST_TEST(is_timer(v.at(0), at(1010ms)));    // the first confirmation
     BOOST_TEST(f().valid_until() == at(2468ms));  // send time + granted - drift
     fire();
     v = take();

@@ -107,6 +107,7 @@ private:
     void do_renew(const lease_key& key, std::chrono::milliseconds ttl,
                   boost::asio::any_completion_handler<renew_signature> h) override;
     void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) override;
+    void flush_renewals();
     boost::system::error_code scripts_refused(const std::string& text);
     // Keeps a server's error text on this store if it still exists when the reply comes.
     std::function<void(std::string)> text_keeper();
