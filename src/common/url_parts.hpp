@@ -131,6 +131,21 @@ bool for_each_option(std::string_view query, std::string_view label, url_failure
     return true;
 }
 
+/// `url` for a message, the password of its user info shown as `***`: from the first ':' after
+/// the scheme (if any) to the last '@'. Also for text that is not a URL: when in doubt, hidden.
+inline std::string hide_password(std::string_view url)
+{
+    std::string s(url);
+    auto scheme = s.find("://");
+    std::size_t start = scheme == std::string::npos ? 0 : scheme + 3;
+    auto at = s.rfind('@');
+    if (at == std::string::npos || at < start)
+        return s;
+    if (auto colon = s.find(':', start); colon < at)
+        s.replace(colon + 1, at - colon - 1, "***");
+    return s;
+}
+
 /// `url` without its scheme, one of `schemes` (`"mariadb://"`), in `rest`. Else the failure
 /// names `name` and `usage` (no "://" at all: "not a mariadb URL (expected <usage>): '<url>'")
 /// or the `expected` schemes.
@@ -144,9 +159,9 @@ inline bool strip_scheme(std::string_view url, std::initializer_list<std::string
         }
     if (url.find("://") == std::string_view::npos)
         f = {error::invalid_url,
-             "not a " + std::string(name) + " URL (expected " + std::string(usage) + "): '" + std::string(url) + "'"};
+             "not a " + std::string(name) + " URL (expected " + std::string(usage) + "): '" + hide_password(url) + "'"};
     else
-        f = {error::unsupported_scheme, "unsupported scheme in '" + std::string(url.substr(0, url.find("://"))) +
+        f = {error::unsupported_scheme, "unsupported scheme in '" + hide_password(url.substr(0, url.find("://"))) +
                                             "://' (expected " + std::string(expected) + ")"};
     return false;
 }
@@ -197,10 +212,10 @@ struct server_url {
     std::string_view query;      ///< after the '?'
 };
 
-/// Splits `rest` (the URL after "scheme://") into `out`. With user info, the user name and
-/// password are decoded into `user` and `password` (no ':': `password` cleared); a database
-/// name (one path segment) is decoded into `database`. Fields the URL does not give are left
-/// as they are.
+/// Splits `rest` (the URL after "scheme://") into `out`; an '@' in the options is refused.
+/// With user info, the user name and password are decoded into `user` and `password` (no
+/// ':': `password` cleared); a database name (one path segment) is decoded into `database`.
+/// Fields the URL does not give are left as they are.
 inline bool split_server_url(std::string_view rest, std::string_view label, std::string& user, std::string& password,
                              std::string& database, server_url& out, url_failure& f)
 {
@@ -228,6 +243,13 @@ inline bool split_server_url(std::string_view rest, std::string_view label, std:
         }
         if (!db.empty() && !percent_decode(db, database, label, "database name", f))
             return false;
+    }
+    // No option takes an '@': this one ends user info that holds a raw '?', and the caller's
+    // messages would show a piece of the password as a host, a port or an option.
+    if (out.query.find('@') != std::string_view::npos) {
+        f = {error::invalid_url,
+             std::string(label) + ": an '@' after the '?' (a '?' in a user name or password must be written %3F)"};
+        return false;
     }
     return true;
 }

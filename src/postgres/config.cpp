@@ -91,7 +91,7 @@ bool parse_url(std::string_view url, config& out, config_error& err)
         return fail(err, error::invalid_url, "postgresql URL: junk after ']'");
     case detail::host_port_split::empty_port: return fail(err, error::invalid_port, "postgresql URL: empty port");
     case detail::host_port_split::no_host:
-        return fail(err, error::invalid_url, "postgresql URL: no host in '" + std::string(url) + "'");
+        return fail(err, error::invalid_url, "postgresql URL: no host in '" + detail::hide_password(url) + "'");
     }
     if (!detail::percent_decode(host, c.host, label, "host", f))  // %2F: a unix socket directory
         return failed();
