@@ -1,12 +1,14 @@
-// Pieces of the store URLs that list servers (etcd://, memcached://, zk://): one host[:port]
-// entry, the comma-separated list, the ?key=value options. Header-only: each backend's
-// config parser includes it.
+// Pieces of the store URLs: one host[:port] entry, the comma-separated list of the stores that
+// list servers (etcd://, memcached://, zk://), the ?key=value options, and the scheme, user
+// info, %-escapes and database of a database server's URL (postgresql://, mariadb://).
+// Header-only: each backend's config parser includes it.
 #pragma once
 
 #include <dlock/error.hpp>
 
 #include <charconv>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -18,6 +20,56 @@ struct url_failure {
     std::string message{};
 };
 
+/// How `host`, `host:port`, `[v6]` or `[v6]:port` splits: the first problem found, if any.
+enum class host_port_split {
+    ok,
+    unclosed_bracket,
+    junk_after_bracket,
+    empty_port,
+    no_host
+};
+
+/// Splits `text` into `host` (without brackets) and `port` (empty if none; its digits not checked).
+inline host_port_split split_host_port(std::string_view text, std::string_view& host, std::string_view& port)
+{
+    host = text;
+    port = {};
+    if (!text.empty() && text.front() == '[') {  // [v6]:port
+        auto close = text.find(']');
+        if (close == std::string_view::npos)
+            return host_port_split::unclosed_bracket;
+        host = text.substr(1, close - 1);
+        auto rest = text.substr(close + 1);
+        if (!rest.empty()) {
+            if (rest.front() != ':')
+                return host_port_split::junk_after_bracket;
+            port = rest.substr(1);
+            if (port.empty())
+                return host_port_split::empty_port;
+        }
+    } else if (auto colon = text.rfind(':'); colon != std::string_view::npos) {
+        host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+        if (port.empty())
+            return host_port_split::empty_port;
+    }
+    return host.empty() ? host_port_split::no_host : host_port_split::ok;
+}
+
+/// `port` (1..65535; empty: `default_port`) into `out`; false if it is not such a number.
+inline bool parse_port(std::string_view port, std::uint16_t default_port, std::uint16_t& out)
+{
+    out = default_port;
+    if (port.empty())
+        return true;
+    unsigned p = 0;
+    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+    if (ec != std::errc() || end != port.data() + port.size() || p == 0 || p > 65535)
+        return false;
+    out = static_cast<std::uint16_t>(p);
+    return true;
+}
+
 /// Parses `host`, `host:port`, `[v6]` or `[v6]:port` (port 1..65535, else `default_port`).
 inline bool parse_host_port(std::string_view text, std::uint16_t default_port, std::string_view label,
                             std::string& host_out, std::uint16_t& port_out, url_failure& f)
@@ -26,37 +78,20 @@ inline bool parse_host_port(std::string_view text, std::uint16_t default_port, s
         f = {code, std::string(label) + ": " + what};
         return false;
     };
-    std::string_view host = text, port;
-    if (!text.empty() && text.front() == '[') {  // [v6]:port
-        auto close = text.find(']');
-        if (close == std::string_view::npos)
-            return fail(error::invalid_url, "unclosed '[' in '" + std::string(text) + "'");
-        host = text.substr(1, close - 1);
-        auto rest = text.substr(close + 1);
-        if (!rest.empty()) {
-            if (rest.front() != ':')
-                return fail(error::invalid_url, "junk after ']' in '" + std::string(text) + "'");
-            port = rest.substr(1);
-            if (port.empty())
-                return fail(error::invalid_port, "empty port in '" + std::string(text) + "'");
-        }
-    } else if (auto colon = text.rfind(':'); colon != std::string_view::npos) {
-        host = text.substr(0, colon);
-        port = text.substr(colon + 1);
-        if (port.empty())
-            return fail(error::invalid_port, "empty port in '" + std::string(text) + "'");
-    }
-    if (host.empty())
+    std::string_view host, port;
+    switch (split_host_port(text, host, port)) {
+    case host_port_split::ok: break;
+    case host_port_split::unclosed_bracket:
+        return fail(error::invalid_url, "unclosed '[' in '" + std::string(text) + "'");
+    case host_port_split::junk_after_bracket:
+        return fail(error::invalid_url, "junk after ']' in '" + std::string(text) + "'");
+    case host_port_split::empty_port: return fail(error::invalid_port, "empty port in '" + std::string(text) + "'");
+    case host_port_split::no_host:
         return fail(error::invalid_url, "a server without a host in '" + std::string(text) + "'");
-    host_out = std::string(host);
-    port_out = default_port;
-    if (!port.empty()) {
-        unsigned p = 0;
-        auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
-        if (ec != std::errc() || end != port.data() + port.size() || p == 0 || p > 65535)
-            return fail(error::invalid_port, "bad port '" + std::string(port) + "' (1..65535)");
-        port_out = static_cast<std::uint16_t>(p);
     }
+    host_out = std::string(host);
+    if (!parse_port(port, default_port, port_out))
+        return fail(error::invalid_port, "bad port '" + std::string(port) + "' (1..65535)");
     return true;
 }
 
@@ -92,6 +127,129 @@ bool for_each_option(std::string_view query, std::string_view label, url_failure
         if (!option(kv.substr(0, eq), kv.substr(eq + 1)))
             return false;
         query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    }
+    return true;
+}
+
+/// `url` for a message, the password of its user info shown as `***`: from the first ':' after
+/// the scheme (if any) to the last '@'. Also for text that is not a URL: when in doubt, hidden.
+inline std::string hide_password(std::string_view url)
+{
+    std::string s(url);
+    auto scheme = s.find("://");
+    std::size_t start = scheme == std::string::npos ? 0 : scheme + 3;
+    auto at = s.rfind('@');
+    if (at == std::string::npos || at < start)
+        return s;
+    if (auto colon = s.find(':', start); colon < at)
+        s.replace(colon + 1, at - colon - 1, "***");
+    return s;
+}
+
+/// `url` without its scheme, one of `schemes` (`"mariadb://"`), in `rest`. Else the failure
+/// names `name` and `usage` (no "://" at all: "not a mariadb URL (expected <usage>): '<url>'")
+/// or the `expected` schemes.
+inline bool strip_scheme(std::string_view url, std::initializer_list<std::string_view> schemes, std::string_view name,
+                         std::string_view usage, std::string_view expected, std::string_view& rest, url_failure& f)
+{
+    for (std::string_view scheme : schemes)
+        if (url.substr(0, scheme.size()) == scheme) {
+            rest = url.substr(scheme.size());
+            return true;
+        }
+    if (url.find("://") == std::string_view::npos)
+        f = {error::invalid_url,
+             "not a " + std::string(name) + " URL (expected " + std::string(usage) + "): '" + hide_password(url) + "'"};
+    else
+        f = {error::unsupported_scheme, "unsupported scheme in '" + hide_password(url.substr(0, url.find("://"))) +
+                                            "://' (expected " + std::string(expected) + ")"};
+    return false;
+}
+
+inline int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/// %XX-decodes `in`, the `what` of a URL ("user name"), into `out`. A '%' without two hex
+/// digits and a NUL byte (the client libraries take C strings) are errors; the message never
+/// shows the text, which may be a password.
+inline bool percent_decode(std::string_view in, std::string& out, std::string_view label, std::string_view what,
+                           url_failure& f)
+{
+    out.clear();
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        if (in[i] != '%') {
+            out += in[i];
+            continue;
+        }
+        int hi = i + 2 < in.size() ? hex_digit(in[i + 1]) : -1;
+        int lo = i + 2 < in.size() ? hex_digit(in[i + 2]) : -1;
+        if (hi < 0 || lo < 0) {
+            f = {error::invalid_url, std::string(label) + ": bad %-escape in the " + std::string(what)};
+            return false;
+        }
+        out += static_cast<char>(hi * 16 + lo);
+        i += 2;
+    }
+    if (out.find('\0') != std::string::npos) {
+        f = {error::invalid_url, std::string(label) + ": a NUL byte in the " + std::string(what)};
+        return false;
+    }
+    return true;
+}
+
+/// A database server's URL after its scheme, `[user[:password]@]host[:port][/database][?options]`,
+/// split: the host[:port] and the options are left to the caller.
+struct server_url {
+    std::string_view host_port;  ///< as written: not split, not decoded
+    std::string_view query;      ///< after the '?'
+};
+
+/// Splits `rest` (the URL after "scheme://") into `out`; an '@' in the options is refused.
+/// With user info, the user name and password are decoded into `user` and `password` (no
+/// ':': `password` cleared); a database name (one path segment) is decoded into `database`.
+/// Fields the URL does not give are left as they are.
+inline bool split_server_url(std::string_view rest, std::string_view label, std::string& user, std::string& password,
+                             std::string& database, server_url& out, url_failure& f)
+{
+    auto q = rest.find('?');
+    out.query = q == std::string_view::npos ? std::string_view() : rest.substr(q + 1);
+    rest = rest.substr(0, q);
+    if (auto at = rest.rfind('@'); at != std::string_view::npos) {
+        auto userinfo = rest.substr(0, at);
+        rest = rest.substr(at + 1);
+        auto colon = userinfo.find(':');
+        if (!percent_decode(userinfo.substr(0, colon), user, label, "user name", f))
+            return false;
+        password.clear();
+        if (colon != std::string_view::npos &&
+            !percent_decode(userinfo.substr(colon + 1), password, label, "password", f))
+            return false;
+    }
+    auto slash = rest.find('/');
+    out.host_port = rest.substr(0, slash);
+    if (slash != std::string_view::npos) {
+        auto db = rest.substr(slash + 1);
+        if (db.find('/') != std::string_view::npos) {
+            f = {error::invalid_url, std::string(label) + ": a path of more than the database name"};
+            return false;
+        }
+        if (!db.empty() && !percent_decode(db, database, label, "database name", f))
+            return false;
+    }
+    // No option takes an '@': this one ends user info that holds a raw '?', and the caller's
+    // messages would show a piece of the password as a host, a port or an option.
+    if (out.query.find('@') != std::string_view::npos) {
+        f = {error::invalid_url,
+             std::string(label) + ": an '@' after the '?' (a '?' in a user name or password must be written %3F)"};
+        return false;
     }
     return true;
 }

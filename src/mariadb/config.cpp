@@ -17,38 +17,6 @@ bool fail(config_error& err, error code, std::string message)
     return false;
 }
 
-int hex(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-bool decode(std::string_view in, std::string& out, const char* what, config_error& err)
-{
-    out.clear();
-    for (std::size_t i = 0; i < in.size(); ++i) {
-        if (in[i] != '%') {
-            out += in[i];
-            continue;
-        }
-        int hi = i + 2 < in.size() ? hex(in[i + 1]) : -1;
-        int lo = i + 2 < in.size() ? hex(in[i + 2]) : -1;
-        if (hi < 0 || lo < 0)
-            return fail(err, error::invalid_url, std::string("mariadb URL: bad %-escape in the ") + what);
-        out += static_cast<char>(hi * 16 + lo);
-        i += 2;
-    }
-    // The client library takes C strings.
-    if (out.find('\0') != std::string::npos)
-        return fail(err, error::invalid_url, std::string("mariadb URL: a NUL byte in the ") + what);
-    return true;
-}
-
 // 58: the sequence's name adds "_fence" and MariaDB's identifiers stop at 64.
 bool identifier(std::string_view s)
 {
@@ -107,60 +75,25 @@ std::string check_table(std::string_view table)
 
 bool parse_url(std::string_view url, config& out, config_error& err)
 {
-    std::string_view rest;
-    for (std::string_view scheme : {"mariadb://", "mysql://"})
-        if (url.substr(0, scheme.size()) == scheme)
-            rest = url.substr(scheme.size());
-    if (rest.data() == nullptr) {
-        if (url.find("://") == std::string_view::npos)
-            return fail(err, error::invalid_url,
-                        "not a mariadb URL (expected mariadb://user:password@host:port/db): '" + std::string(url) +
-                            "'");
-        return fail(err, error::unsupported_scheme,
-                    "unsupported scheme in '" + std::string(url.substr(0, url.find("://"))) +
-                        "://' (expected mariadb:// or mysql://)");
-    }
+    constexpr std::string_view label = "mariadb URL";
     config c = out;
-    auto q = rest.find('?');
-    std::string_view query = q == std::string_view::npos ? std::string_view() : rest.substr(q + 1);
-    rest = rest.substr(0, q);
-    if (auto at = rest.rfind('@'); at != std::string_view::npos) {
-        auto userinfo = rest.substr(0, at);
-        rest = rest.substr(at + 1);
-        auto colon = userinfo.find(':');
-        if (!decode(userinfo.substr(0, colon), c.user, "user name", err))
-            return false;
-        c.password.clear();
-        if (colon != std::string_view::npos && !decode(userinfo.substr(colon + 1), c.password, "password", err))
-            return false;
-    }
-    auto slash = rest.find('/');
-    std::string_view hostport = rest.substr(0, slash);
-    if (slash != std::string_view::npos) {
-        auto db = rest.substr(slash + 1);
-        if (db.find('/') != std::string_view::npos)
-            return fail(err, error::invalid_url, "mariadb URL: a path of more than the database name");
-        if (!db.empty() && !decode(db, c.database, "database name", err))
-            return false;
-    }
+    std::string_view rest;
+    detail::server_url parts;
+    detail::url_failure f;
+    // An option's own failure is in `err` already.
+    auto failed = [&] { return f.message.empty() ? false : fail(err, f.code, std::move(f.message)); };
+    if (!detail::strip_scheme(url, {"mariadb://", "mysql://"}, "mariadb", "mariadb://user:password@host:port/db",
+                              "mariadb:// or mysql://", rest, f) ||
+        !detail::split_server_url(rest, label, c.user, c.password, c.database, parts, f))
+        return failed();
     if (c.database.empty())
         return fail(err, error::invalid_url, "mariadb URL: no database name");
     std::string host;
-    detail::url_failure f;
-    if (!detail::parse_host_port(hostport, 3306, "mariadb URL", host, c.port, f))
-        return fail(err, f.code, f.message);
-    if (!decode(host, c.host, "host", err))  // %2F: a unix socket's path
-        return false;
-    while (!query.empty()) {
-        auto amp = query.find('&');
-        auto kv = query.substr(0, amp);
-        auto eq = kv.find('=');
-        if (eq == std::string_view::npos)
-            return fail(err, error::invalid_option, "mariadb URL: option '" + std::string(kv) + "' has no value");
-        if (!parse_option(kv.substr(0, eq), kv.substr(eq + 1), c, err))
-            return false;
-        query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    }
+    if (!detail::parse_host_port(parts.host_port, 3306, label, host, c.port, f) ||
+        !detail::percent_decode(host, c.host, label, "host", f) ||  // %2F: a unix socket's path
+        !detail::for_each_option(parts.query, label, f,
+                                 [&](std::string_view k, std::string_view v) { return parse_option(k, v, c, err); }))
+        return failed();
     out = std::move(c);
     return true;
 }

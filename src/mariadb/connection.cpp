@@ -2,6 +2,7 @@
 
 #include <dlock/error.hpp>
 
+#include "common/borrowed_socket.hpp"
 #include "common/post_completion.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -9,7 +10,6 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -55,10 +55,8 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     bool running = false;
     bool busy = false;  // a request is on the wire
     bool closed = false;
-    bool timed_out = false;  // the current operation passed its deadline: its socket was shut
-    asio::posix::stream_descriptor sd;
-    asio::steady_timer timer;
-    std::uint64_t wait_gen = 0;
+    bool timed_out = false;               // the current operation passed its deadline: its socket was shut
+    dlock::detail::borrowed_socket sock;  // the library's, for one wait at a time
     std::uint64_t connects = 0;
     std::string connect_error;
     // The operation in flight inside the library: its _cont, and where it writes its result
@@ -68,7 +66,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     MYSQL* op_conn = nullptr;
     MYSQL_RES* op_res = nullptr;
 
-    impl(asio::any_io_executor e, connection_settings st) : ex(e), s(std::move(st)), sd(e), timer(e) {}
+    impl(asio::any_io_executor e, connection_settings st) : ex(e), s(std::move(st)), sock(e) {}
     ~impl() { finish_handle(); }
 
     clock_type::time_point deadline_after(std::chrono::milliseconds d) const
@@ -89,8 +87,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     // the library fails at once when run to its end, and mysql_close's COM_QUIT goes nowhere.
     void finish_handle()
     {
-        if (sd.is_open())
-            sd.release();  // never close the library's fd; cancels a wait
+        sock.release();  // never close the library's fd; cancels a wait
         if (!m)
             return;
         shut_socket();
@@ -157,37 +154,20 @@ struct connection::impl : std::enable_shared_from_this<impl> {
             return want ? want : MYSQL_WAIT_TIMEOUT;
         };
         if (!want) {
-            self->timer.expires_at(until);
-            co_await self->timer.async_wait(tuple);
+            self->sock.timer.expires_at(until);
+            co_await self->sock.timer.async_wait(tuple);
             if (self->closed)
                 co_return 0;
             co_return library_timer ? MYSQL_WAIT_TIMEOUT : deadline_passed();
         }
-        error_code aec;
-        self->sd.assign(static_cast<int>(mysql_get_socket(self->m)), aec);
-        if (aec)
-            co_return want;  // the library finds out what is wrong with its socket
-        auto gen = ++self->wait_gen;
-        auto fired = std::make_shared<bool>(false);
-        if (until != clock_type::time_point::max()) {
-            self->timer.expires_at(until);
-            self->timer.async_wait([weak = std::weak_ptr<impl>(self), gen, fired](error_code tec) {
-                auto me = weak.lock();
-                if (!tec && me && me->wait_gen == gen && me->sd.is_open()) {
-                    *fired = true;
-                    me->sd.cancel();
-                }
-            });
-        }
-        // Readiness or cancellation (the deadline, abort): either way _cont looks at the socket.
-        co_await self->sd.async_wait(want & MYSQL_WAIT_WRITE ? wait_type::wait_write : wait_type::wait_read, tuple);
-        ++self->wait_gen;  // a late timer no longer touches the descriptor
+        // Readiness or cancellation (the deadline, abort): either way _cont looks at the socket
+        // (also when the fd cannot be waited on: the library finds out what is wrong with it).
+        auto w = co_await dlock::detail::wait_borrowed(
+            {self, &self->sock}, static_cast<int>(mysql_get_socket(self->m)),
+            want & MYSQL_WAIT_WRITE ? wait_type::wait_write : wait_type::wait_read, until);
         if (self->closed)
             co_return 0;
-        self->timer.cancel();
-        if (self->sd.is_open())
-            self->sd.release();
-        if (*fired)
+        if (w == dlock::detail::socket_wait::timeout)
             co_return library_timer ? MYSQL_WAIT_TIMEOUT : deadline_passed();
         co_return want;
     }
@@ -438,7 +418,7 @@ void connection::close()
     if (i.closed)
         return;
     i.closed = true;
-    i.timer.cancel();
+    i.sock.timer.cancel();
     i.finish_handle();
     i.fail_all(error::closed);
 }

@@ -2,6 +2,7 @@
 
 #include <dlock/error.hpp>
 
+#include "common/borrowed_socket.hpp"
 #include "common/post_completion.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -9,7 +10,6 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -42,19 +42,16 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     bool running = false;
     bool closed = false;
     bool started = false;
-    bool idle_wait = false;  // the pump waits for input only: a request may interrupt it
-    asio::posix::stream_descriptor sd;
-    asio::steady_timer timer;    // bounds one socket wait
-    asio::steady_timer backoff;  // persistent: between failed connects
-    std::uint64_t wait_gen = 0;
+    bool idle_wait = false;               // the pump waits for input only: a request may interrupt it
+    dlock::detail::borrowed_socket sock;  // libpq's, for one wait at a time
+    asio::steady_timer backoff;           // persistent: between failed connects
     std::uint64_t connects = 0;
     std::string connect_error;
 
-    impl(asio::any_io_executor e, connection_settings st) : ex(e), s(std::move(st)), sd(e), timer(e), backoff(e) {}
+    impl(asio::any_io_executor e, connection_settings st) : ex(e), s(std::move(st)), sock(e), backoff(e) {}
     ~impl()
     {
-        if (sd.is_open())
-            sd.release();  // never close libpq's fd
+        sock.release();  // never close libpq's fd
         if (pg)
             PQfinish(pg);
     }
@@ -66,8 +63,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
 
     void drop()
     {
-        if (sd.is_open())
-            sd.release();
+        sock.release();
         if (pg) {
             PQfinish(pg);
             pg = nullptr;
@@ -104,53 +100,20 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     {
         if (closed)
             return;
-        if (idle_wait && sd.is_open())
-            sd.cancel();
+        if (idle_wait && sock.sd.is_open())
+            sock.sd.cancel();
         if (!running) {
             running = true;
             asio::co_spawn(ex, run(shared_from_this()), asio::detached);
         }
     }
 
-    enum class waited {
-        ready,
-        timeout,
-        cancelled,
-        failed
-    };
+    using waited = dlock::detail::socket_wait;
 
     // Waits until libpq's socket is ready for `w`, `deadline` passes or the wait is cancelled.
     static asio::awaitable<waited> wait_socket(std::shared_ptr<impl> self, wait_type w, clock_type::time_point deadline)
     {
-        int fd = PQsocket(self->pg);
-        if (fd < 0)
-            co_return waited::failed;
-        error_code ec;
-        self->sd.assign(fd, ec);
-        if (ec)
-            co_return waited::failed;
-        auto gen = ++self->wait_gen;
-        auto fired = std::make_shared<bool>(false);
-        if (deadline != clock_type::time_point::max()) {
-            self->timer.expires_at(deadline);
-            self->timer.async_wait([weak = std::weak_ptr<impl>(self), gen, fired](error_code tec) {
-                auto me = weak.lock();
-                if (!tec && me && me->wait_gen == gen && me->sd.is_open()) {
-                    *fired = true;
-                    me->sd.cancel();
-                }
-            });
-        }
-        auto [wec] = co_await self->sd.async_wait(w, tuple);
-        ++self->wait_gen;  // a late timer no longer touches the descriptor
-        self->timer.cancel();
-        if (self->sd.is_open())
-            self->sd.release();
-        if (*fired)
-            co_return waited::timeout;
-        if (wec)
-            co_return waited::cancelled;
-        co_return waited::ready;
+        return dlock::detail::wait_borrowed({self, &self->sock}, PQsocket(self->pg), w, deadline);
     }
 
     static error_code lost_or(PGconn* pg, error_code otherwise)
@@ -457,9 +420,8 @@ void connection::close()
     i.s.on_up = nullptr;
     i.s.on_down = nullptr;
     i.s.on_notify = nullptr;
-    if (i.sd.is_open())
-        i.sd.release();  // cancels the pump's wait
-    i.timer.cancel();
+    i.sock.release();  // cancels the pump's wait
+    i.sock.timer.cancel();
     i.backoff.cancel();
     if (i.pg) {
         PQfinish(i.pg);

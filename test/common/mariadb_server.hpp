@@ -3,8 +3,9 @@
 
 #include <dlock/mariadb/config.hpp>
 
-#include <sys/types.h>
+#include "common/server_process.hpp"
 
+#include <csignal>
 #include <cstdint>
 #include <string>
 
@@ -28,7 +29,7 @@ public:
     /// SIGTERM (a clean shutdown; SIGKILL after 20 s), or SIGKILL at once with `kill`; reaped.
     void stop(bool kill = false);
     void start();  ///< on the same port and data; returns when ready
-    bool running() const noexcept { return pid_ > 0; }
+    bool running() const noexcept { return proc_.running(); }
     std::uint16_t port() const noexcept { return port_; }
     /// mariadb://USER:secret@127.0.0.1:PORT/dlock
     std::string url(const std::string& user = "dlock") const;
@@ -40,7 +41,7 @@ public:
 private:
     std::string dir_;
     std::uint16_t port_ = 0;
-    pid_t pid_ = -1;
+    server_process proc_{SIGTERM, std::chrono::seconds(20)};
 };
 
 }  // namespace dlock::test

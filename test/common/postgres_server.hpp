@@ -3,9 +3,11 @@
 
 #include <dlock/postgres/config.hpp>
 
-#include <sys/types.h>
+#include "common/server_process.hpp"
 
+#include <csignal>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace dlock::test {
@@ -26,7 +28,7 @@ public:
     /// after 10 s; reaped.
     void stop(bool immediate = false);
     void start();  ///< on the same port and data; returns when ready
-    bool running() const noexcept { return pid_ > 0; }
+    bool running() const noexcept { return proc_.running(); }
     std::uint16_t port() const noexcept { return port_; }
     /// postgresql://dlock:secret@127.0.0.1:PORT/dlock
     std::string url() const;
@@ -38,10 +40,8 @@ public:
 private:
     std::string dir_;
     std::uint16_t port_ = 0;
-    pid_t pid_ = -1;
-    uid_t uid_ = 0;
-    gid_t gid_ = 0;
-    bool as_other_ = false;
+    std::optional<run_as> user_;  // as root: dlock-pg
+    server_process proc_{SIGINT, std::chrono::seconds(10)};
 };
 
 }  // namespace dlock::test

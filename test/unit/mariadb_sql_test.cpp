@@ -67,6 +67,22 @@ BOOST_AUTO_TEST_CASE(urls)
     BOOST_TEST(e.database == "dlock");
 }
 
+BOOST_AUTO_TEST_CASE(url_errors_never_show_the_password)
+{
+    maria::config c;
+    maria::config_error err;
+    BOOST_TEST(!maria::parse_url("mariadb:/u:s3cret@h/db", c, err));
+    BOOST_TEST(err.code == dlock::error::invalid_url);
+    BOOST_TEST(err.message == "not a mariadb URL (expected mariadb://user:password@host:port/db): 'mariadb:***@h/db'");
+    // A raw '?' in the password: the rest of it would be read as an option (or a port).
+    for (const char* url :
+         {"mariadb://u:s3?cret@h/db", "mysql://u:s3cret?@h:3306/db", "mariadb://u:s3?@h/db?table=t"}) {
+        BOOST_TEST(!maria::parse_url(url, c, err));
+        BOOST_TEST(err.code == dlock::error::invalid_url);
+        BOOST_TEST(err.message.find("s3") == std::string::npos, err.message);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(hex_literals_carry_any_byte)
 {
     BOOST_TEST(sql::hex_literal("") == "X''");

@@ -42,6 +42,28 @@ BOOST_AUTO_TEST_CASE(urls)
     BOOST_TEST(err.code == dlock::error::invalid_url);
 }
 
+BOOST_AUTO_TEST_CASE(url_errors_never_show_the_password)
+{
+    pg::config c;
+    pg::config_error err;
+    // The whole URL in the message, the password hidden.
+    BOOST_TEST(!pg::parse_url("postgresql://u:s3cret@/db", c, err));
+    BOOST_TEST(err.code == dlock::error::invalid_url);
+    BOOST_TEST(err.message == "postgresql URL: no host in 'postgresql://u:***@/db'");
+    BOOST_TEST(!pg::parse_url("postgresql:/u:s3cret@h/db", c, err));
+    BOOST_TEST(err.message ==
+               "not a postgresql URL (expected postgresql://user:password@host:port/db): 'postgresql:***@h/db'");
+    // A raw '?' in the password: the rest of it would be read as an option (or a port).
+    for (const char* url : {"postgresql://u:s3?cret@h/db", "postgresql://u:s3c?ret@h/db?table=t"}) {
+        BOOST_TEST(!pg::parse_url(url, c, err));
+        BOOST_TEST(err.code == dlock::error::invalid_url);
+        BOOST_TEST(err.message.find("cret") == std::string::npos, err.message);
+    }
+    // Without a password, messages show what was typed.
+    BOOST_TEST(!pg::parse_url("postgresql://u@/db", c, err));
+    BOOST_TEST(err.message == "postgresql URL: no host in 'postgresql://u@/db'");
+}
+
 BOOST_AUTO_TEST_CASE(statements_bind_names_and_quote_the_table)
 {
     auto st = sql::make_statements("app.leases");
