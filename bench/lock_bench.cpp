@@ -467,6 +467,44 @@ double memory_local_handoff(int acquisitions)
     return 16.0 * per / s;
 }
 
+// --peer waiters PORT N: one waiter on each of the names scale:w0..N-1 (held by the
+// parent). Prints "queued" once every waiter is in its name's queue (two refused attempts
+// each: the try, then the queued one), then, when all got their names, the counters.
+int waiters_peer(std::uint16_t port, int n)
+{
+    std::ostringstream out;
+    with_store(port, [&](asio::io_context& io, dlock::redis_store& store) -> asio::awaitable<void> {
+        dlock::registry reg(store, {.lease = 30s});
+        int got = 0;
+        asio::steady_timer all_got(io, clock_type::time_point::max()), tick(io);
+        std::vector<dlock::guard> held;
+        held.resize(std::size_t(n));
+        for (int i = 0; i < n; ++i)
+            asio::co_spawn(
+                io,
+                [&, i]() -> asio::awaitable<void> {
+                    held[std::size_t(i)] = co_await reg.obtain("scale:w" + std::to_string(i)).acquire();
+                    if (++got == n)
+                        all_got.cancel();
+                },
+                asio::detached);
+        while (reg.stats().contended < 2u * unsigned(n)) {  // a progress report, not a lock wait
+            tick.expires_after(10ms);
+            co_await tick.async_wait(asio::use_awaitable);
+        }
+        std::cout << "queued" << std::endl;
+        boost::system::error_code ec;
+        if (got < n)
+            co_await all_got.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        const auto& st = reg.stats();
+        out << "got " << got << " store_handoffs " << st.store_handoffs << " by_timer " << st.woken_by_timer << "\n";
+        for (auto& g : held)
+            co_await g.release();
+    });
+    std::cout << out.str() << "done" << std::endl;
+    return 0;
+}
+
 // --peer pingpong PORT ROUNDS: hold 3 ms (the other process queues meanwhile), release,
 // pause 1 ms, again. Prints "acq NS" and "rel NS" on the shared monotonic clock.
 // --peer sections PORT COROUTINES MS: 1 ms sections for MS milliseconds; prints counts.
@@ -476,6 +514,8 @@ int peer(char** argv)
     auto port = static_cast<std::uint16_t>(std::atoi(argv[3]));
     if (mode == "rawpingpong")
         return raw_pingpong_peer(port, std::atoi(argv[4]));
+    if (mode == "waiters")
+        return waiters_peer(port, std::atoi(argv[4]));
     std::ostringstream out;
     with_store(port, [&](asio::io_context& io, dlock::redis_store& store) -> asio::awaitable<void> {
         dlock::registry reg(store);
@@ -638,6 +678,17 @@ long long server_calls(raw_client& c, const std::string& command)
     return at == std::string::npos ? 0 : std::atoll(text.c_str() + at + command.size() + 15);
 }
 
+// connected_clients of INFO clients (this bench's raw connections included).
+long server_clients(raw_client& c)
+{
+    dlock::redis::request info;
+    info.push("INFO", "clients");
+    c.send(info);
+    auto text = c.next().str;
+    auto at = text.find("connected_clients:");
+    return at == std::string::npos ? -1 : std::atol(text.c_str() + at + 18);
+}
+
 // --scale: one process holds `locks` locks with the watchdog on (30 s leases, renewed every
 // 10 s) for one renewal period and a half: memory per held lock (RSS delta / locks), the
 // server's script calls per lock in that period, and the process's CPU while it only holds.
@@ -706,6 +757,38 @@ std::vector<bench::result> scale(std::uint16_t port, int locks)
                 co_await reg.async_drain(asio::redirect_error(asio::use_awaitable, ec));
                 if (reg.stats().lost > 0)
                     throw std::runtime_error("scale: " + std::to_string(reg.stats().lost) + " leases lost");
+
+                // Names with a waiter each in another process: every release hands over.
+                int names = locks / 10;
+                std::vector<dlock::guard> mine;
+                for (int i = 0; i < names; ++i)
+                    mine.push_back(co_await reg.obtain("scale:w" + std::to_string(i)).acquire());
+                dlock::test::child peer(
+                    {"/proc/self/exe", "--peer", "waiters", std::to_string(port), std::to_string(names)});
+                auto line = peer.read_line(120s);
+                if (!line || *line != "queued")
+                    throw std::runtime_error("scale: the waiters' process did not queue");
+                auto clients = server_clients(info);
+                auto t1 = clock_type::now();
+                for (auto& g : mine)
+                    co_await g.release();
+                std::string counts;
+                for (auto l = peer.read_line(120s); l && *l != "done"; l = peer.read_line(120s))
+                    counts = *l;
+                double took2 = std::chrono::duration<double>(clock_type::now() - t1).count();
+                std::istringstream in(counts);
+                std::string w;
+                long got = -1, handoffs = -1, by_timer = -1;
+                in >> w >> got >> w >> handoffs >> w >> by_timer;
+                bench::result wt{"scale_waiters_handoffs"};
+                wt.ops_per_s = names / took2;
+                wt.ratio = double(handoffs) / names;
+                wt.goal = "every waiter handed its name, connections bounded";
+                wt.met = got == names && handoffs == names && clients <= 8;
+                wt.note = bench::fmt("%d names, a waiter each in another process: %ld served, %ld by hand-off, %ld by "
+                                     "timer; %ld client connections on the server while they waited",
+                                     names, got, handoffs, by_timer, clients);
+                out.push_back(wt);
             }
             store.close();
         },
