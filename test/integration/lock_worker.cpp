@@ -261,8 +261,8 @@ int main(int argc, char** argv)
         std::string pid = std::to_string(::getpid());
         char kind = what == "read" ? 'r' : what == "write" ? 'w' : 'p';
         auto acquire = [&, rw = reg.obtain_rw(name),
-                        sem = kind == 'p' ? reg.obtain_semaphore(name, std::stoi(what.substr(8))) : dlock::semaphore()](
-                           ) mutable -> asio::awaitable<dlock::guard> {
+                        sem = kind == 'p' ? reg.obtain_semaphore(name, std::stoi(what.substr(8)))
+                                          : dlock::semaphore()]() mutable -> asio::awaitable<dlock::guard> {
             if (kind == 'p')
                 co_return co_await sem.acquire();
             co_return co_await (kind == 'r' ? rw.read() : rw.write()).acquire();
@@ -285,8 +285,13 @@ int main(int argc, char** argv)
                         put('E', g.fencing_token());
                         co_await g.release();
                     }
-                    if (++finished == coroutines)
+                    if (++finished == coroutines) {
+                        // A read lease lingers a turn after its last reader: its release is
+                        // still to go out, and the store must not close under it.
+                        boost::system::error_code ec;
+                        co_await reg.async_drain(asio::redirect_error(asio::use_awaitable, ec));
                         close_store();
+                    }
                 },
                 asio::detached);
         }

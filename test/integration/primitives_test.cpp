@@ -34,7 +34,7 @@ std::string temp_dir()
 }
 
 std::unique_ptr<child> sections(const dlock::test::redis_server& srv, const std::string& name, const std::string& what,
-                                 int coroutines, int n, int hold_ms, const std::string& log)
+                                int coroutines, int n, int hold_ms, const std::string& log)
 {
     return std::make_unique<child>(std::vector<std::string>{worker_path(), "sections", std::to_string(srv.port()), name,
                                                             what, std::to_string(coroutines), std::to_string(n),
@@ -79,7 +79,8 @@ BOOST_AUTO_TEST_CASE(readers_share_writers_exclude_across_processes)
     // Readers do overlap: several in one process, and readers of both processes at once.
     BOOST_TEST(r.max_readers > 1u, "max readers inside at once: " << r.max_readers);
     BOOST_TEST(r.max_reader_pids == 2u, "max reader processes inside at once: " << r.max_reader_pids);
-    BOOST_TEST(key_count(srv, "*") == "1");  // only the fencing counter is left
+    // Only the fencing counter is left.
+    BOOST_TEST(key_count(srv, "*") == "1", srv.cli({"KEYS", "*"}) << " / " << srv.cli({"SCAN", "0", "TYPE", "zset"}));
 }
 
 BOOST_AUTO_TEST_CASE(a_writer_gets_in_while_readers_keep_arriving)
@@ -251,7 +252,9 @@ BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error)
         co_await a.obtain_semaphore("n", 5).acquire(asio::redirect_error(asio::use_awaitable, local_mismatch));
         auto w = co_await a.obtain_rw("rw").write().acquire();
         co_await b.obtain_semaphore("rw", 1).try_acquire(asio::redirect_error(asio::use_awaitable, as_sem));
-        co_await a.obtain_rw(std::string(100'000, 'x')).read().acquire(asio::redirect_error(asio::use_awaitable, too_long));
+        co_await a.obtain_rw(std::string(100'000, 'x'))
+            .read()
+            .acquire(asio::redirect_error(asio::use_awaitable, too_long));
         auto st = co_await store.async_status("dlock:n");
         BOOST_TEST(st.capacity == 2u);
         BOOST_TEST(st.holders == 1u);
