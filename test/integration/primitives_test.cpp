@@ -76,11 +76,40 @@ BOOST_AUTO_TEST_CASE(readers_share_writers_exclude_across_processes)
     BOOST_TEST(r.well_formed);
     BOOST_TEST(r.writer_alone);        // a writer never overlaps anyone
     BOOST_TEST(r.writer_tokens_rise);  // and its tokens rise
-    // Readers do overlap: several in one process, and readers of both processes at once.
+    // Readers do overlap (several in one process at least; whether the two processes' readers
+    // meet here depends on where the writers queue: readers_of_two_processes_hold_at_once).
     BOOST_TEST(r.max_readers > 1u, "max readers inside at once: " << r.max_readers);
-    BOOST_TEST(r.max_reader_pids == 2u, "max reader processes inside at once: " << r.max_reader_pids);
+    BOOST_TEST_MESSAGE("max reader processes inside at once: " << r.max_reader_pids);
     // Only the fencing counter is left.
     BOOST_TEST(key_count(srv, "*") == "1", srv.cli({"KEYS", "*"}) << " / " << srv.cli({"SCAN", "0", "TYPE", "zset"}));
+}
+
+// Two processes hold the read side at once (each waits for nothing but its own grant); a
+// writer is then refused until both are gone.
+BOOST_AUTO_TEST_CASE(readers_of_two_processes_hold_at_once)
+{
+    dlock::test::redis_server srv;
+    child a({worker_path(), "hold", std::to_string(srv.port()), "shared", "5000", "read"});
+    auto line = a.read_line();
+    BOOST_REQUIRE((line && line->rfind("acquired", 0) == 0));
+    child b({worker_path(), "hold", std::to_string(srv.port()), "shared", "5000", "read"});
+    line = b.read_line();
+    BOOST_REQUIRE((line && line->rfind("acquired", 0) == 0));  // while a still holds
+    asio::io_context io;
+    dlock::redis_store store(io.get_executor(), srv.config());
+    dlock::registry reg(store, {.lease = 5s});
+    bool writer_refused = false;
+    dlock::lock_status st;
+    spawn(io, [&]() -> asio::awaitable<void> {
+        auto w = co_await reg.obtain_rw("shared").write().try_acquire();
+        writer_refused = !w;
+        st = co_await store.async_status("dlock:shared", asio::use_awaitable);
+        store.close();
+    });
+    io.run_for(20s);
+    BOOST_TEST(writer_refused);
+    BOOST_TEST(st.holders == 2u);
+    BOOST_TEST(!st.writer);
 }
 
 BOOST_AUTO_TEST_CASE(a_writer_gets_in_while_readers_keep_arriving)
