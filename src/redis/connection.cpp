@@ -493,17 +493,23 @@ void connection::pinned_impl(const request& req, std::uint64_t generation,
 void connection::exec_impl(const request& req, std::chrono::milliseconds timeout,
                            asio::any_completion_handler<exec_signature> h, bool pinned)
 {
+    exec_owned(req.payload(), req.size(), timeout, std::move(h), pinned);
+}
+
+void connection::exec_owned(std::string payload, std::size_t commands, std::chrono::milliseconds timeout,
+                            asio::any_completion_handler<exec_signature> h, bool pinned)
+{
     auto& i = *impl_;
     if (i.closed)
         return post_completion(i.ex, std::move(h), error_code(error::closed), response());
-    if (req.empty())
+    if (commands == 0)
         return post_completion(i.ex, std::move(h), error_code(error::invalid_request), response());
     ++i.st.requests;
     auto op = std::make_shared<exec_op>();
-    op->payload = req.payload();
-    op->expected = req.size();
+    op->payload = std::move(payload);
+    op->expected = commands;
     op->pinned = pinned;
-    op->replies.reserve(req.size());
+    op->replies.reserve(commands);
     op->slot = asio::get_associated_cancellation_slot(h);
     dlock::detail::assign_handler(op->handler, std::move(h));
     std::weak_ptr<impl> weak = impl_;
@@ -547,20 +553,23 @@ void connection::eval_impl(const script& s, std::span<const std::string> keys, s
         auto [e, out] = call->take_reply(ec, r);
         asio::dispatch(ex, asio::append(std::move(h), e, std::move(out)));
     };
-    exec_impl(first, self->cfg.request_timeout,
-              asio::bind_cancellation_slot(slot, [this, self, slot, call, finish,
-                                                  h = std::move(h)](error_code ec, response r) mutable {
-                  if (!(r.size() == 1 && detail::is_noscript(ec, r.front())))
-                      return finish(std::move(h), ec, std::move(r));
-                  ++self->st.noscript_reloads;
-                  if (self->closed)  // also true once the connection object is gone
-                      return finish(std::move(h), error::closed, {});
-                  exec_impl(
-                      call->reload(), self->cfg.request_timeout,
-                      asio::bind_cancellation_slot(slot, [finish, h = std::move(h)](error_code ec, response r) mutable {
-                          finish(std::move(h), ec, std::move(r));
-                      }));
-              }));
+    auto commands = first.size();
+    exec_owned(first.take_payload(), commands, self->cfg.request_timeout,
+               asio::bind_cancellation_slot(
+                   slot, [this, self, slot, call, finish, h = std::move(h)](error_code ec, response r) mutable {
+                       if (!(r.size() == 1 && detail::is_noscript(ec, r.front())))
+                           return finish(std::move(h), ec, std::move(r));
+                       ++self->st.noscript_reloads;
+                       if (self->closed)  // also true once the connection object is gone
+                           return finish(std::move(h), error::closed, {});
+                       auto again = call->reload();
+                       auto n = again.size();
+                       exec_owned(again.take_payload(), n, self->cfg.request_timeout,
+                                  asio::bind_cancellation_slot(
+                                      slot, [finish, h = std::move(h)](error_code ec, response r) mutable {
+                                          finish(std::move(h), ec, std::move(r));
+                                      }));
+                   }));
 }
 
 }  // namespace dlock::redis

@@ -8,13 +8,21 @@ namespace dlock::redis::detail {
 
 eval_request::eval_request(const script& s, std::span<const std::string> keys, std::span<const std::string> args,
                            bool asking)
-    : body_(s.shared_body()), sha1_(s.sha1()), asking_(asking)
+    : body_(s.shared_body()), nargs_(3 + keys.size() + args.size()), asking_(asking)
 {
-    tail_.reserve(2 + keys.size() + args.size());
-    tail_.push_back(sha1_);
-    tail_.push_back(std::to_string(keys.size()));
-    tail_.insert(tail_.end(), keys.begin(), keys.end());
-    tail_.insert(tail_.end(), args.begin(), args.end());
+    const auto& sha = s.sha1();
+    std::copy_n(sha.data(), std::min(sha.size(), sha1_.size()), sha1_.begin());
+    std::size_t bytes = 16;
+    for (const auto& k : keys)
+        bytes += k.size() + 16;
+    for (const auto& a : args)
+        bytes += a.size() + 16;
+    tail_.reserve(bytes);
+    request::encode_arg(tail_, std::to_string(keys.size()));
+    for (const auto& k : keys)
+        request::encode_arg(tail_, k);
+    for (const auto& a : args)
+        request::encode_arg(tail_, a);
 }
 
 request eval_request::first(bool load)
@@ -27,14 +35,10 @@ request eval_request::build(bool by_body)
     request req;
     if (asking_)
         req.push("ASKING");
-    if (!by_body) {
-        req.push_range("EVALSHA", tail_);
-        return req;
-    }
-    // The body only for the moment of encoding: the tail stays small while it waits.
-    tail_[0] = *body_;
-    req.push_range("EVAL", tail_);
-    tail_[0] = sha1_;
+    if (by_body)
+        req.push_encoded("EVAL", *body_, nargs_, tail_);
+    else
+        req.push_encoded("EVALSHA", std::string_view(sha1_.data(), sha1_.size()), nargs_, tail_);
     return req;
 }
 

@@ -8,6 +8,7 @@
 
 #include <boost/system/error_code.hpp>
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -39,8 +40,9 @@ private:
     request build(bool by_body);
 
     std::shared_ptr<const std::string> body_;
-    std::string sha1_;
-    std::vector<std::string> tail_;  // sha1 or body, numkeys, keys..., args...
+    std::array<char, 40> sha1_{};  // hex, as EVALSHA wants it
+    std::string tail_;             // numkeys, keys..., args..., RESP-encoded once
+    std::size_t nargs_;            // of the whole command: EVAL(SHA), sha1 or body, then the tail's
     bool asking_;
 };
 

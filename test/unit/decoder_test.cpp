@@ -2,7 +2,9 @@
 #include <dlock/error.hpp>
 #include <dlock/redis/reply.hpp>
 #include <dlock/redis/request.hpp>
+#include <dlock/redis/script.hpp>
 
+#include "redis/eval_request.hpp"
 #include "redis/resp/decoder.hpp"
 #include "unit/print.hpp"
 
@@ -443,6 +445,35 @@ BOOST_AUTO_TEST_CASE(push_range_and_clear)
     std::vector<std::string> none;
     req.push_range("PING", none);
     BOOST_TEST(req.payload() == "*1\r\n$4\r\nPING\r\n");
+}
+
+// A script call is encoded once (keys and arguments), then as EVALSHA or, after NOSCRIPT,
+// as EVAL with the body: both the same bytes push_range would make, the ASKING in front kept.
+BOOST_AUTO_TEST_CASE(script_call_encoded_once_for_both_forms)
+{
+    dlock::redis::script sc("return {KEYS[1], ARGV[1]}");
+    std::vector<std::string> keys = {"{t}k1", std::string("k\0\r\n2", 5)}, args = {"tok", std::string(300, 'y'), ""};
+    for (bool asking : {false, true}) {
+        dlock::redis::detail::eval_request call(sc, keys, args, asking);
+        std::vector<std::string> tail = {"2", keys[0], keys[1], args[0], args[1], args[2]};
+        for (bool by_body : {false, true}) {
+            request want;
+            if (asking)
+                want.push("ASKING");
+            tail.insert(tail.begin(), by_body ? sc.body() : sc.sha1());
+            want.push_range(by_body ? "EVAL" : "EVALSHA", tail);
+            tail.erase(tail.begin());
+            auto got = by_body ? call.reload() : call.first(false);
+            BOOST_TEST(got.payload() == want.payload());
+            BOOST_TEST(got.size() == want.size());
+        }
+        BOOST_TEST(call.first(true).payload() == call.reload().payload());  // load: EVAL
+    }
+    request r;
+    r.push("PING");
+    auto bytes = r.take_payload();
+    BOOST_TEST(bytes == "*1\r\n$4\r\nPING\r\n");
+    BOOST_TEST(r.empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

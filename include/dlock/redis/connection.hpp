@@ -162,6 +162,9 @@ private:
     void connect_impl(boost::asio::any_completion_handler<connect_signature> h);
     void exec_impl(const request& req, std::chrono::milliseconds timeout,
                    boost::asio::any_completion_handler<exec_signature> h, bool pinned = false);
+    // The same with the request's bytes moved in (a script call's: built for this send).
+    void exec_owned(std::string payload, std::size_t commands, std::chrono::milliseconds timeout,
+                    boost::asio::any_completion_handler<exec_signature> h, bool pinned = false);
     void pinned_impl(const request& req, std::uint64_t generation,
                      boost::asio::any_completion_handler<exec_signature> h);
     void eval_impl(const script& s, std::span<const std::string> keys, std::span<const std::string> args,

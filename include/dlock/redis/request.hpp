@@ -27,6 +27,15 @@ public:
 
     /// Appends one command whose arguments are given as a range of strings.
     request& push_range(std::string_view command, std::span<const std::string> args);
+    /// Appends one command of `nargs` arguments (the command counted) whose first two are
+    /// `command` and `first` and whose others are already RESP-encoded in `encoded_rest`
+    /// (see encode_arg): a script call encodes its keys and arguments once for both forms.
+    request& push_encoded(std::string_view command, std::string_view first, std::size_t nargs,
+                          std::string_view encoded_rest);
+    /// Appends `s` to `out` as one RESP bulk string.
+    static void encode_arg(std::string& out, std::string_view s);
+    /// Reserves room for `n` more bytes.
+    void reserve(std::size_t n) { payload_.reserve(payload_.size() + n); }
 
     /// Number of commands, hence of replies expected.
     std::size_t size() const noexcept { return commands_; }
@@ -36,6 +45,12 @@ public:
     /// The RESP bytes to write.
     const std::string& payload() const noexcept { return payload_; }
 
+    /// Moves the RESP bytes out (the request is empty afterwards).
+    std::string take_payload() noexcept
+    {
+        commands_ = 0;
+        return std::move(payload_);
+    }
     /// Removes every command, keeping the buffer's capacity.
     void clear() noexcept
     {
