@@ -17,8 +17,10 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace bench {
@@ -28,6 +30,35 @@ using clock_type = std::chrono::steady_clock;
 inline double us_since(clock_type::time_point t0)
 {
     return std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
+}
+
+/// The shared monotonic clock in ns: peer processes log "acq NS" / "rel NS" lines with it.
+inline long long now_ns()
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
+}
+
+/// Two processes' "acq NS" / "rel NS" logs: each release by one side followed by the other
+/// side's acquire is one hand-off; returns their latencies in µs.
+inline std::vector<double> handoff_latencies(const std::string& a, const std::string& b)
+{
+    std::vector<std::tuple<long long, char, int>> ev;  // time, kind, side
+    for (auto [text, side] : {std::pair{&a, 0}, std::pair{&b, 1}}) {
+        std::istringstream in(*text);
+        std::string kind;
+        long long t;
+        while (in >> kind >> t)
+            ev.emplace_back(t, kind[0], side);
+    }
+    std::sort(ev.begin(), ev.end());
+    std::vector<double> lat;
+    for (std::size_t i = 1; i < ev.size(); ++i) {
+        auto [t0, k0, s0] = ev[i - 1];
+        auto [t1, k1, s1] = ev[i];
+        if (k0 == 'r' && k1 == 'a' && s0 != s1)
+            lat.push_back(double(t1 - t0) / 1000.0);
+    }
+    return lat;
 }
 
 /// Nearest-rank percentile.

@@ -35,14 +35,10 @@
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using bench::clock_type;
+using bench::now_ns;
 namespace codec = dlock::etcd::detail;
 
 namespace {
-
-long long now_ns()
-{
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
-}
 
 // One keep-alive HTTP/1.1 connection with a blocking socket: POST, read the whole reply.
 class raw_http {
@@ -207,28 +203,6 @@ std::string pingpong(const std::string& url, int rounds)
     return out.str();
 }
 
-// Release by one side followed by the other side's acquire: the hand-off latency.
-std::vector<double> handoffs(const std::string& a, const std::string& b)
-{
-    std::vector<std::tuple<long long, char, int>> ev;  // time, kind, side
-    for (auto [text, side] : {std::pair{&a, 0}, std::pair{&b, 1}}) {
-        std::istringstream in(*text);
-        std::string kind;
-        long long t;
-        while (in >> kind >> t)
-            ev.emplace_back(t, kind[0], side);
-    }
-    std::sort(ev.begin(), ev.end());
-    std::vector<double> lat;
-    for (std::size_t i = 1; i < ev.size(); ++i) {
-        auto [t0, k0, s0] = ev[i - 1];
-        auto [t1, k1, s1] = ev[i];
-        if (k0 == 'r' && k1 == 'a' && s0 != s1)
-            lat.push_back(double(t1 - t0) / 1000.0);
-    }
-    return lat;
-}
-
 }  // namespace
 
 int main(int argc, char** argv)
@@ -276,7 +250,7 @@ int main(int argc, char** argv)
             theirs += *l + "\n";
         }
         peer.wait();
-        auto cross = bench::summarize("cross_process_handoff", handoffs(mine, theirs));
+        auto cross = bench::summarize("cross_process_handoff", bench::handoff_latencies(mine, theirs));
         cross.ratio = *cross.p50_us / *raw.p50_us;
         cross.note = "release in one process -> acquire in the other; ratio to raw_cycle_floor";
         rs.push_back(cross);

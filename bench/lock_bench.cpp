@@ -65,6 +65,7 @@
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using bench::clock_type;
+using bench::now_ns;
 
 namespace {
 
@@ -80,11 +81,6 @@ double cpu_seconds()
     rusage ru{};
     ::getrusage(RUSAGE_SELF, &ru);
     return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-long long now_ns()
-{
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
 }
 
 // Runs the coroutine `body` on `io` under a 120 s cap; rethrows its exception, and fails

@@ -40,13 +40,9 @@
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using bench::clock_type;
+using bench::now_ns;
 
 namespace {
-
-long long now_ns()
-{
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
-}
 
 // The raw floor: one blocking libpq connection sending the store's statements.
 class raw_locker {
@@ -236,28 +232,6 @@ std::string pingpong(const std::string& url, int rounds, std::uint64_t& store_ha
     return out.str();
 }
 
-// Release by one side followed by the other side's acquire: the hand-off latency.
-std::vector<double> handoffs(const std::string& a, const std::string& b)
-{
-    std::vector<std::tuple<long long, char, int>> ev;  // time, kind, side
-    for (auto [text, side] : {std::pair{&a, 0}, std::pair{&b, 1}}) {
-        std::istringstream in(*text);
-        std::string kind;
-        long long t;
-        while (in >> kind >> t)
-            ev.emplace_back(t, kind[0], side);
-    }
-    std::sort(ev.begin(), ev.end());
-    std::vector<double> lat;
-    for (std::size_t i = 1; i < ev.size(); ++i) {
-        auto [t0, k0, s0] = ev[i - 1];
-        auto [t1, k1, s1] = ev[i];
-        if (k0 == 'r' && k1 == 'a' && s0 != s1)
-            lat.push_back(double(t1 - t0) / 1000.0);
-    }
-    return lat;
-}
-
 }  // namespace
 
 int main(int argc, char** argv)
@@ -320,7 +294,7 @@ int main(int argc, char** argv)
             theirs += *l + "\n";
         }
         peer.wait();
-        auto cross = bench::summarize("cross_process_handoff", handoffs(mine, theirs));
+        auto cross = bench::summarize("cross_process_handoff", bench::handoff_latencies(mine, theirs));
         cross.ratio = *cross.p50_us / *rawho.p50_us;
         cross.note = "release call in one process -> acquire done in the other; " +
                      std::to_string(mine_handoffs + their_handoffs) + " of " + std::to_string(2 * rounds) +
