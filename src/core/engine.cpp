@@ -22,7 +22,18 @@ using act = fsm_action::type;
 
 namespace {
 
-fsm_config make_fsm_config(const lock_config& c, const store_traits& t)
+std::string make_client_id()
+{
+    static constexpr char hex[] = "0123456789abcdef";
+    std::random_device rd;
+    std::string id;
+    id.reserve(24);
+    for (int i = 0; i < 16; ++i)
+        id += hex[rd() & 15];
+    return id + ':' + std::to_string(::getpid()) + ':';
+}
+
+fsm_config make_fsm_config(const lock_config& c, const store_traits& t, lease_kind kind)
 {
     fsm_config f;
     f.lease = c.lease;
@@ -43,21 +54,18 @@ fsm_config make_fsm_config(const lock_config& c, const store_traits& t)
         auto slack = f.lease - f.drift - f.renew_every;
         f.renew_grid = std::max(milliseconds(0), std::min(f.renew_every / 16, slack / 4));
     }
+    f.shared = kind == lease_kind::read;
     return f;
 }
 
 }  // namespace
 
 registry_state::registry_state(store& s, lock_config c)
-    : st(s), store_alive(s.lifetime()), cfg(std::move(c)), traits(s.traits()),
-      config_error(validate_config(cfg, traits)), fsm(make_fsm_config(cfg, traits)), rng(std::random_device{}())
+    : st(s), ex(s.get_executor()), store_alive(s.lifetime()), cfg(std::move(c)), traits(s.traits()),
+      config_error(validate_config(cfg, traits)), client_id(make_client_id()), rng(std::random_device{}()),
+      fsm_exclusive{make_fsm_config(cfg, traits, lease_kind::mutex), stats, rng, client_id, lease_seq},
+      fsm_shared{make_fsm_config(cfg, traits, lease_kind::read), stats, rng, client_id, lease_seq}
 {
-    static constexpr char hex[] = "0123456789abcdef";
-    std::random_device rd;
-    client_id.reserve(24);
-    for (int i = 0; i < 16; ++i)
-        client_id += hex[rd() & 15];
-    client_id += ':' + std::to_string(::getpid()) + ':';
 }
 
 void registry_state::emit(lock_event_kind kind, const std::string& name, std::uint64_t fence)
@@ -81,21 +89,15 @@ void registry_state::request_done()
 
 namespace {
 
-fsm_config for_kind(fsm_config c, lease_kind kind)
-{
-    c.shared = kind == lease_kind::read;
-    return c;
-}
-
 }  // namespace
 
 engine::engine(std::shared_ptr<registry_state> reg, std::string name, lease_kind kind, unsigned capacity,
-               std::string key)
-    : reg_(std::move(reg)), name_(std::move(name)), kind_(kind), capacity_(capacity), key_(std::move(key)),
-      ex_(reg_->st.get_executor()),
-      fsm_(for_kind(reg_->fsm, kind), reg_->stats, reg_->rng, reg_->client_id, reg_->lease_seq), timer_(ex_)
+               bool in_map)
+    : reg_(std::move(reg)), name_(std::move(name)), kind_(kind), capacity_(capacity),
+      fsm_(reg_->fsm_for(kind))
 {
     store_name_ = reg_->cfg.prefix.empty() ? name_ : reg_->cfg.prefix + ":" + name_;
+    in_map_ = in_map;
 }
 
 engine::~engine()
@@ -110,9 +112,9 @@ engine::~engine()
         for (auto id : unwatch_later_)
             reg_->st.unwatch(id);
     }
-    if (key_.empty())
+    if (!in_map_)
         return;
-    auto it = reg_->engines.find(key_);
+    auto it = reg_->engines.find({kind_, name_});
     if (it != reg_->engines.end() && it->second == this)
         reg_->engines.erase(it);
 }
@@ -127,9 +129,9 @@ void engine::acquire(std::uint64_t owner, bool try_once, std::optional<milliseco
     if (!ec && capacity_ == 0)
         ec = error::invalid_option;  // a semaphore of no permits could never be acquired
     if (ec)
-        return post_completion(ex_, std::move(h), ec, guard());
+        return post_completion(reg_->ex, std::move(h), ec, guard());
     if (!store_alive())
-        return post_completion(ex_, std::move(h), error_code(error::closed), guard());
+        return post_completion(reg_->ex, std::move(h), error_code(error::closed), guard());
     if (r.traits.live == liveness::per_session && !session_watch_) {
         std::weak_ptr<engine> weak = shared_from_this();
         session_watch_ = r.st.watch_session([weak](session_event ev, const session_info& info) {
@@ -148,7 +150,7 @@ void engine::acquire(std::uint64_t owner, bool try_once, std::optional<milliseco
     std::weak_ptr<engine> weak = shared_from_this();
     auto now = clock_type::now();
     if (limit) {
-        w->timer.emplace(ex_, saturating_add(now, *limit));
+        w->timer.emplace(reg_->ex, saturating_add(now, *limit));
         w->timer->async_wait([weak, id](error_code ec) {
             auto self = weak.lock();
             if (ec || !self)
@@ -174,7 +176,7 @@ void engine::release(const std::shared_ptr<hold>& h, done_handler done, bool by_
 {
     if (!h->active) {
         if (done)
-            post_completion(ex_, std::move(done), error_code(error::not_held));
+            post_completion(reg_->ex, std::move(done), error_code(error::not_held));
         return;
     }
     h->active = false;
@@ -183,7 +185,7 @@ void engine::release(const std::shared_ptr<hold>& h, done_handler done, bool by_
     if (!store_alive()) {
         // A guard freed with the io_context after its store: the lease ends by itself.
         if (done)
-            post_completion(ex_, std::move(done), error_code(error::closed));
+            post_completion(reg_->ex, std::move(done), error_code(error::closed));
         return;
     }
     auto& r = *reg_;
@@ -192,7 +194,7 @@ void engine::release(const std::shared_ptr<hold>& h, done_handler done, bool by_
     r.stats.hold.record(std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - h->granted));
     if (h->lost_waiter) {
         auto w = std::move(h->lost_waiter);
-        post_completion(ex_, std::move(*w), error_code(asio::error::operation_aborted));
+        post_completion(reg_->ex, std::move(*w), error_code(asio::error::operation_aborted));
     }
     auto id = ++next_id_;
     if (done)
@@ -204,16 +206,16 @@ void engine::release(const std::shared_ptr<hold>& h, done_handler done, bool by_
 void engine::wait_lost(const std::shared_ptr<hold>& h, done_handler done)
 {
     if (!h->active)
-        return post_completion(ex_, std::move(done), error_code(error::not_held));
+        return post_completion(reg_->ex, std::move(done), error_code(error::not_held));
     if (is_lost(*h))
-        return post_completion(ex_, std::move(done), error_code(error::lock_lost));
+        return post_completion(reg_->ex, std::move(done), error_code(error::lock_lost));
     if (h->lost_waiter)
-        return post_completion(ex_, std::move(done), error_code(error::operation_in_progress));
+        return post_completion(reg_->ex, std::move(done), error_code(error::operation_in_progress));
     auto slot = asio::get_associated_cancellation_slot(done);
     h->lost_waiter = std::make_unique<done_handler>(std::move(done));
     if (slot.is_connected()) {
         std::weak_ptr<hold> wh = h;
-        slot.assign([wh, ex = ex_](asio::cancellation_type) {
+        slot.assign([wh, ex = reg_->ex](asio::cancellation_type) {
             auto h = wh.lock();
             if (!h || !h->lost_waiter)
                 return;
@@ -228,6 +230,12 @@ clock_type::time_point engine::valid_until(const hold& h) const noexcept
     return h.active ? fsm_.valid_until() : clock_type::time_point::min();
 }
 
+const std::string& engine::diagnostics() const noexcept
+{
+    static const std::string none;
+    return diagnostics_ ? *diagnostics_ : none;
+}
+
 bool engine::is_lost(const hold& h) const noexcept
 {
     return h.active && fsm_.valid_until() == clock_type::time_point::min();
@@ -240,17 +248,22 @@ void engine::feed(bool from_io)
     // The machine's actions are performed where they lie; each keeps the kind of input that
     // made it (an I/O completion or a call), for the completion rule.
     auto& acts = fsm_.actions();
-    io_tags_.resize(acts.size(), from_io);
+    for (auto i = std::size_t(tagged_); i < acts.size(); ++i)
+        acts[i].by_io = from_io;
+    tagged_ = static_cast<std::uint32_t>(acts.size());
     if (running_)
         return;  // a completion run below called back in: the loop below takes these too
     running_ = true;
     auto keep = shared_from_this();
     for (std::size_t i = 0; i < acts.size(); ++i) {
         auto a = std::move(acts[i]);  // moved out: performing it may append to `acts`
-        perform(a, io_tags_[i] != 0);
+        perform(a, a.by_io);
     }
     acts.clear();
-    io_tags_.clear();
+    tagged_ = 0;
+    fsm_.release_buffers();
+    if (waiters_.empty() && waiters_.capacity() != 0)
+        decltype(waiters_)().swap(waiters_);
     // Unsubscribing waits until the waiters just served have run: their commands go first.
     if (!unwatch_later_.empty() && store_alive()) {
         for (auto id : unwatch_later_)
@@ -301,15 +314,9 @@ void engine::perform(fsm_action& a, bool from_io)
             unwatch_later_.push_back(*std::exchange(watch_, std::nullopt));
         return;
     case act::set_timer:
-        timer_.expires_at(a.at);
-        timer_.async_wait([self = shared_from_this()](error_code ec) {
-            if (ec)
-                return;  // re-armed or cancelled
-            self->fsm_.on_timer(clock_type::now());
-            self->feed(true);
-        });
+        reg_->timers.arm(timer_, a.at, shared_from_this());
         return;
-    case act::cancel_timer: timer_.cancel(); return;
+    case act::cancel_timer: reg_->timers.disarm(timer_); return;  // feed() keeps this engine alive
     case act::renew:
         if (!store_alive())
             return;
@@ -323,7 +330,7 @@ void engine::perform(fsm_action& a, bool from_io)
         return;
     case act::release:
         if (a.at > clock_type::now()) {
-            auto t = std::make_shared<asio::steady_timer>(ex_, a.at);
+            auto t = std::make_shared<asio::steady_timer>(reg_->ex, a.at);
             t->async_wait([self = shared_from_this(), t, a](error_code) { self->send_release(a); });
             return;
         }
@@ -337,14 +344,21 @@ void engine::perform(fsm_action& a, bool from_io)
         auto h = std::move(it->second);
         releases_.erase(it);
         if (from_io)
-            asio::dispatch(ex_, asio::append(std::move(h), a.ec));
+            asio::dispatch(reg_->ex, asio::append(std::move(h), a.ec));
         else
-            post_completion(ex_, std::move(h), a.ec);
+            post_completion(reg_->ex, std::move(h), a.ec);
         return;
     }
     case act::lost: signal_lost(); return;
     case act::event: r.emit(a.kind, name_, a.fence); return;
     }
+}
+
+void engine::timer_due(timer_entry&, std::shared_ptr<void> self)
+{
+    auto e = std::static_pointer_cast<engine>(std::move(self));
+    e->fsm_.on_timer(clock_type::now());
+    e->feed(true);
 }
 
 void engine::send_release(const fsm_action& a)
@@ -382,14 +396,14 @@ void engine::complete_waiter(fsm_action& a, bool from_io)
         holds_.emplace_back(h->id, h.get());
         g = guard(std::move(h));
     } else if (a.ec && !is_transient(a.ec) && a.ec != asio::error::operation_aborted && a.ec != error::timeout) {
-        diagnostics_ = reg_->st.last_error_text();
+        diagnostics_ = std::make_unique<std::string>(reg_->st.last_error_text());
     }
     // A completion caused by I/O runs at once (its caller is not on the stack); one caused
     // by a call (acquire, release, cancel) is posted, as Asio requires.
     if (from_io)
-        asio::dispatch(ex_, asio::append(std::move(w->handler), a.ec, std::move(g)));
+        asio::dispatch(reg_->ex, asio::append(std::move(w->handler), a.ec, std::move(g)));
     else
-        post_completion(ex_, std::move(w->handler), a.ec, std::move(g));
+        post_completion(reg_->ex, std::move(w->handler), a.ec, std::move(g));
 }
 
 void engine::signal_lost()
@@ -405,7 +419,7 @@ void engine::signal_lost()
         hold* h = it->second;
         if (h->lost_waiter) {
             auto w = std::move(h->lost_waiter);
-            post_completion(ex_, std::move(*w), error_code(error::lock_lost));
+            post_completion(reg_->ex, std::move(*w), error_code(error::lock_lost));
         }
         h->lost.emit(asio::cancellation_type::terminal);
     }

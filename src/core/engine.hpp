@@ -10,6 +10,7 @@
 
 #include "core/lease_policy.hpp"
 #include "core/lock_fsm.hpp"
+#include "core/timer_set.hpp"
 
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -21,6 +22,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -28,22 +30,39 @@ namespace dlock::detail {
 
 class engine;
 
+/// A registry's map key: the kind and a view of the engine's own name (no copy per lock).
+struct engine_key {
+    lease_kind kind;
+    std::string_view name;
+    bool operator==(const engine_key&) const = default;
+};
+struct engine_key_hash {
+    std::size_t operator()(const engine_key& k) const noexcept
+    {
+        return std::hash<std::string_view>{}(k.name) ^ (static_cast<std::size_t>(k.kind) * 0x9e3779b97f4a7c15u);
+    }
+};
+
 /// What all engines of a registry share.
 struct registry_state {
     registry_state(store& s, lock_config c);
 
     store& st;
+    boost::asio::any_io_executor ex;  // the store's, once for all engines
+    timer_set timers{ex};             // every engine's one deadline
     std::weak_ptr<void> store_alive;
     lock_config cfg;
     store_traits traits;
     boost::system::error_code config_error;
-    fsm_config fsm;
     lock_stats stats;
-    std::unordered_map<std::string, engine*> engines;  // an engine erases itself when freed
+    std::unordered_map<engine_key, engine*, engine_key_hash> engines;  // an engine erases itself when freed
     std::unordered_map<std::string, std::weak_ptr<struct semaphore_state>> semaphores;
     std::string client_id;  // random per registry
     std::uint64_t lease_seq = 0;
     std::minstd_rand rng;
+    fsm_context fsm_exclusive;  // every kind but read
+    fsm_context fsm_shared;     // read: local waiters share the lease
+    fsm_context& fsm_for(lease_kind k) noexcept { return k == lease_kind::read ? fsm_shared : fsm_exclusive; }
 
     void emit(lock_event_kind kind, const std::string& name, std::uint64_t fence);
 
@@ -69,10 +88,9 @@ struct hold {
 class engine : public std::enable_shared_from_this<engine> {
 public:
     /// The state of `name` as a `kind` lease (a mutex; a read-write lock's read or write side;
-    /// one permit lane of a semaphore of `capacity`), kept in the registry's map under `key`
-    /// (empty: not in the map).
+    /// one permit lane of a semaphore of `capacity`), kept in the registry's map if `in_map`.
     engine(std::shared_ptr<registry_state> reg, std::string name, lease_kind kind = lease_kind::mutex,
-           unsigned capacity = 1, std::string key = {});
+           unsigned capacity = 1, bool in_map = false);
     ~engine();
 
     const std::string& name() const noexcept { return name_; }
@@ -96,7 +114,7 @@ public:
     }
     bool is_lost(const hold& h) const noexcept;
     /// The store's text for the last permanent error that failed an acquire here.
-    const std::string& diagnostics() const noexcept { return diagnostics_; }
+    const std::string& diagnostics() const noexcept;
 
 private:
     struct waiter {
@@ -115,14 +133,13 @@ private:
     void send_release(const fsm_action& a);
     void complete_waiter(fsm_action& a, bool from_io);
     void signal_lost();
+    static void timer_due(timer_entry&, std::shared_ptr<void> self);
 
     std::shared_ptr<registry_state> reg_;
     std::string name_;        // the user's name
     std::string store_name_;  // prefix:name, as the store sees it
     lease_kind kind_;
     unsigned capacity_;
-    std::string key_;  // in the registry's map (empty: not there)
-    boost::asio::any_io_executor ex_;
     lock_fsm fsm_;
 
     // By id, in arrival order: the one served next is nearly always the first, so a list
@@ -145,11 +162,12 @@ private:
     std::optional<store::watch_id> watch_;
     std::optional<store::watch_id> session_watch_;
     std::vector<store::watch_id> unwatch_later_;  // after this pass's completions have run
-    std::vector<char> io_tags_;                   // per action of fsm_.actions(): made by an I/O completion
+    std::uint32_t tagged_ = 0;                    // actions of fsm_.actions() given their by_io mark
+    bool in_map_ = false;
     bool running_ = false;
     bool lingering_ = false;  // counted in the registry's requests in flight
-    boost::asio::steady_timer timer_;
-    std::string diagnostics_;
+    timer_entry timer_{&engine::timer_due};
+    std::unique_ptr<std::string> diagnostics_;  // rare: not carried by every lock
 };
 
 }  // namespace dlock::detail

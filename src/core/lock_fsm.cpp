@@ -13,12 +13,21 @@ using act = fsm_action::type;
 // with backoff up to backoff_max: with the defaults, for about 9 s or until the lease's end.
 constexpr int max_release_attempts = 14;
 
-lock_fsm::lock_fsm(fsm_config cfg, lock_stats& stats, std::minstd_rand& rng, std::string token_prefix,
-                   std::uint64_t& token_seq)
-    : cfg_(cfg), stats_(stats), rng_(rng), prefix_(std::move(token_prefix)), token_seq_(token_seq),
-      wait_backoff_(cfg.backoff_min, cfg.backoff_max),
-      renew_backoff_(cfg.backoff_min, std::max(cfg.backoff_min, cfg.renew_every))
+lock_fsm::lock_fsm(fsm_context& ctx)
+    : ctx_(ctx), cfg_(ctx.cfg), wait_backoff_(cfg_.backoff_min, cfg_.backoff_max),
+      renew_backoff_(cfg_.backoff_min, std::max(cfg_.backoff_min, cfg_.renew_every))
 {
+}
+
+void lock_fsm::release_buffers() noexcept
+{
+    if (waiters_.empty() && waiters_.capacity() != 0)
+        decltype(waiters_)().swap(waiters_);
+    if (!actions_.empty())
+        return;
+    if (ctx_.spare_actions.capacity() < actions_.capacity())
+        actions_.swap(ctx_.spare_actions);
+    std::vector<fsm_action>().swap(actions_);
 }
 
 // ---- queries ----
@@ -75,7 +84,7 @@ void lock_fsm::mark_lost()
     if (!lease_ || lease_->lost)
         return;
     lease_->lost = true;
-    ++stats_.lost;
+    ++ctx_.stats.lost;
     emit(lock_event_kind::lost, lease_->fence);
     push({.t = act::lost});
     if (timer_) {
@@ -225,8 +234,8 @@ void lock_fsm::grant_one(time_point now)
 {
     auto w = waiters_.front();
     waiters_.pop_front();
-    ++stats_.acquired;
-    stats_.wait.record(std::chrono::duration_cast<std::chrono::microseconds>(now - w.started));
+    ++ctx_.stats.acquired;
+    ctx_.stats.wait.record(std::chrono::duration_cast<std::chrono::microseconds>(now - w.started));
     auto id = ++next_hold_;
     holds_.emplace_back(id, w.owner);
     holder_ = w.owner;
@@ -283,7 +292,7 @@ bool lock_fsm::take_grant(const grant_notice& g, time_point now)
     auto deadline = *wait_.queued_since + g.ttl - cfg_.drift;
     if (!cfg_.watchdog || deadline - now < g.ttl / 2)
         return false;
-    ++stats_.store_handoffs;
+    ++ctx_.stats.store_handoffs;
     if (attempt_)
         attempt_->spent = true;  // the same token: its reply can add nothing
     auto token = std::move(wait_.token);
@@ -311,7 +320,7 @@ void lock_fsm::end_failed_attempt(error_code ec)
             auto w = *it;
             it = waiters_.erase(it);
             if (w.expired)
-                ++stats_.cancelled;
+                ++ctx_.stats.cancelled;
             complete(w, w.expired ? error_code(error::timeout) : ec);
         } else {
             ++it;
@@ -355,15 +364,15 @@ void lock_fsm::on_acquire(std::uint64_t waiter, std::uint64_t owner, bool try_on
     if (reentry) {
         if (lease_ && lease_->lost)
             return complete(w, error::lock_lost);
-        ++stats_.reentered;
-        ++stats_.acquired;
+        ++ctx_.stats.reentered;
+        ++ctx_.stats.acquired;
         auto id = ++next_hold_;
         holds_.emplace_back(id, owner);
         push({.t = act::complete_waiter, .id = waiter, .hold = id, .fence = lease_ ? lease_->fence : 0});
         return;
     }
     if (joinable(now)) {
-        ++stats_.handed_off;
+        ++ctx_.stats.handed_off;
         waiters_.push_back(w);
         grant_one(now);
         return spend_local_turn(now);
@@ -383,7 +392,7 @@ void lock_fsm::on_cancel(std::uint64_t waiter, error_code why, time_point now)
         return;
     auto w = *it;
     waiters_.erase(it);
-    ++stats_.cancelled;
+    ++ctx_.stats.cancelled;
     // First the store's side (withdraw, release), then the caller: it may close the store.
     schedule(now);
     complete(w, why);
@@ -417,7 +426,7 @@ void lock_fsm::on_attempt_done(error_code ec, const acquire_result& res, time_po
     if (a.spent) {
         // Released when its waiters left, or superseded by a grant to the same token.
         if (ec)
-            ++stats_.store_errors;
+            ++ctx_.stats.store_errors;
         return schedule(now);
     }
     if (lease_) {
@@ -427,7 +436,7 @@ void lock_fsm::on_attempt_done(error_code ec, const acquire_result& res, time_po
         return schedule(now);
     }
     if (ec) {
-        ++stats_.store_errors;
+        ++ctx_.stats.store_errors;
         if (!is_transient(ec)) {
             // Refused permission, wrong type, bad lease...: retrying cannot help.
             return fail_all(ec);
@@ -442,7 +451,7 @@ void lock_fsm::on_attempt_done(error_code ec, const acquire_result& res, time_po
         end_failed_attempt(ec);
         if (waiters_.empty())
             return schedule(now);
-        return sleep_until(now + wait_backoff_.next(rng_));
+        return sleep_until(now + wait_backoff_.next(ctx_.rng));
     }
     if (res.acquired) {
         wait_backoff_.reset();
@@ -450,7 +459,7 @@ void lock_fsm::on_attempt_done(error_code ec, const acquire_result& res, time_po
         auto deadline = a.sent + granted - cfg_.drift;
         if (now >= deadline) {
             // The reply came after the lease's local end: it is not a lock.
-            ++stats_.late_replies;
+            ++ctx_.stats.late_replies;
             background_release(a.token);
             if (a.token == wait_.token) {
                 wait_.queued_since.reset();
@@ -468,7 +477,7 @@ void lock_fsm::on_attempt_done(error_code ec, const acquire_result& res, time_po
         end_wait(false);  // the token holds the name now: nothing queued to withdraw
         return grant_lease(std::move(a.token), res.lease_ref, res.fencing_token, res.session, deadline, now);
     }
-    ++stats_.contended;
+    ++ctx_.stats.contended;
     end_failed_attempt({});
     if (waiters_.empty())
         return schedule(now);
@@ -484,7 +493,7 @@ void lock_fsm::on_attempt_done(error_code ec, const acquire_result& res, time_po
         // Subscribe before the next attempt: a release from now on cannot go unseen.
         start_watch();
         auto bound = res.holder_ttl.count() >= 0 ? std::min(res.holder_ttl + milliseconds(1), cfg_.backoff_max)
-                                                 : equal_jitter(wait_backoff_.step(), rng_);
+                                                 : equal_jitter(wait_backoff_.step(), ctx_.rng);
         return sleep_until(now + bound);  // woken at once by `ready`
     }
     if (again)
@@ -496,7 +505,7 @@ void lock_fsm::on_attempt_done(error_code ec, const acquire_result& res, time_po
     // when our place is gone): the timer is only a safety net, one lease away, not a poll.
     if (cfg_.inherent_queue && wait_.queued_since)
         return sleep_until(now + std::max(cfg_.lease, cfg_.backoff_max));
-    sleep_until(now + wait_backoff_.next(rng_));
+    sleep_until(now + wait_backoff_.next(ctx_.rng));
 }
 
 void lock_fsm::on_watch(watch_event ev, const grant_notice& g, time_point now)
@@ -506,7 +515,7 @@ void lock_fsm::on_watch(watch_event ev, const grant_notice& g, time_point now)
         return;
     if (ev == watch_event::granted) {
         if (wait_.sleeping) {
-            ++stats_.woken_by_notification;  // a grant is a notification too
+            ++ctx_.stats.woken_by_notification;  // a grant is a notification too
             if (take_grant(g, now))
                 return;
             return start_attempt(now);  // confirm it
@@ -524,7 +533,7 @@ void lock_fsm::on_watch(watch_event ev, const grant_notice& g, time_point now)
         return;
     }
     if (ev != watch_event::ready)
-        ++stats_.woken_by_notification;
+        ++ctx_.stats.woken_by_notification;
     start_attempt(now);
 }
 
@@ -549,7 +558,7 @@ void lock_fsm::on_timer(time_point now)
     if (!wait_.sleeping)
         return;
     if (wait_.ready)
-        ++stats_.woken_by_timer;
+        ++ctx_.stats.woken_by_timer;
     wait_.sleeping = false;
     if (waiters_.empty())
         return schedule(now);
@@ -571,13 +580,13 @@ void lock_fsm::on_renew_done(error_code ec, const renew_result& res, time_point 
         return;
     }
     if (ec) {
-        ++stats_.store_errors;
+        ++ctx_.stats.store_errors;
         if (!lease_->suspect) {
             lease_->suspect = true;
-            ++stats_.suspect;
+            ++ctx_.stats.suspect;
             emit(lock_event_kind::suspect, lease_->fence);
         }
-        lease_->next_renew = now + renew_backoff_.next(rng_);
+        lease_->next_renew = now + renew_backoff_.next(ctx_.rng);
         return arm_lease_timer();
     }
     if (!res.owned) {
@@ -589,7 +598,7 @@ void lock_fsm::on_renew_done(error_code ec, const renew_result& res, time_point 
         lease_->valid_until = r.sent + cfg_.lease - cfg_.drift;  // a session's events move it
     lease_->suspect = false;
     lease_->next_renew = renew_after(r.sent);
-    ++stats_.renewals;
+    ++ctx_.stats.renewals;
     emit(lock_event_kind::renewed, lease_->fence);
     if (res.contended)
         yield_next_ = true;
@@ -603,7 +612,7 @@ void lock_fsm::on_release(std::uint64_t hold, std::uint64_t release_id, time_poi
     auto it = std::find_if(holds_.begin(), holds_.end(), [&](auto& h) { return h.first == hold; });
     if (it != holds_.end())
         holds_.erase(it);
-    ++stats_.released;
+    ++ctx_.stats.released;
     bool lost = !lease_ || lease_->lost;
     if (!holds_.empty()) {  // an inner re-entrant hold: the lease stays
         push({.t = act::complete_release, .id = release_id, .ec = lost ? error_code(error::lock_lost) : error_code()});
@@ -629,13 +638,13 @@ void lock_fsm::on_release(std::uint64_t hold, std::uint64_t release_id, time_poi
     bool hand_off = !waiters_.empty() && cfg_.watchdog && cfg_.handoff_budget > 0 && !yield_next_ &&
                     now + cfg_.drift < lease_->valid_until;
     if (hand_off) {
-        ++stats_.handed_off;
+        ++ctx_.stats.handed_off;
         spend_local_turn(now);
         push({.t = act::complete_release, .id = release_id});
         return grant_front(now);
     }
     if (yield_next_ && !waiters_.empty()) {
-        ++stats_.yielded;
+        ++ctx_.stats.yielded;
         yield_pause_ = true;
     }
     yield_next_ = false;
@@ -660,19 +669,19 @@ void lock_fsm::on_release_done(std::uint64_t release_id, error_code ec, bool own
         if (background_ > 0)
             --background_;
         if (ec)
-            ++stats_.store_errors;
+            ++ctx_.stats.store_errors;
         return;
     }
     auto it = std::find_if(releases_.begin(), releases_.end(), [&](auto& r) { return r.id == release_id; });
     if (it == releases_.end())
         return;
     if (ec) {
-        ++stats_.store_errors;
+        ++ctx_.stats.store_errors;
         // A transient failure (connection lost, server loading, no majority): ask again,
         // with backoff, while the lease could still be ours; asking again is safe.
         if (is_transient(ec) && now < it->deadline && it->attempt < max_release_attempts) {
             ++it->attempt;
-            auto delay = equal_jitter(std::min(cfg_.backoff_min * (1 << it->attempt), cfg_.backoff_max), rng_);
+            auto delay = equal_jitter(std::min(cfg_.backoff_min * (1 << it->attempt), cfg_.backoff_max), ctx_.rng);
             push({.t = act::release, .token = it->token, .ref = it->ref, .id = release_id, .at = now + delay});
             return;
         }
@@ -693,7 +702,7 @@ void lock_fsm::on_session(session_event ev, const session_info& info, time_point
     case session_event::suspect:
         if (!lease_->suspect) {
             lease_->suspect = true;
-            ++stats_.suspect;
+            ++ctx_.stats.suspect;
             emit(lock_event_kind::suspect, lease_->fence);
         }
         break;

@@ -8,8 +8,10 @@
 #include <dlock/store.hpp>
 
 #include "common/backoff.hpp"
+#include "common/boxed.hpp"
 
 #include <boost/container/devector.hpp>
+#include <boost/container/small_vector.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
@@ -48,6 +50,18 @@ struct fsm_config {
     milliseconds renew_grid{0};
 };
 
+/// What every machine of a registry shares (one per lease kind): held by reference, so
+/// that a held lock does not carry its own copy of the configuration (issue 16: memory).
+struct fsm_context {
+    fsm_config cfg;
+    lock_stats& stats;
+    std::minstd_rand& rng;
+    std::string token_prefix;  ///< lease tokens are this + ++token_seq
+    std::uint64_t& token_seq;  ///< the registry's: a name's state made anew never reuses a token
+    /// An action buffer lent between machines: a held lock keeps none of its own.
+    std::vector<struct fsm_action> spare_actions{};
+};
+
 /// One effect for the driver. A flat struct so tests can read it field by field.
 struct fsm_action {
     enum class type : std::uint8_t {
@@ -73,6 +87,7 @@ struct fsm_action {
     boost::system::error_code ec{};
     time_point at{};         ///< set_timer
     lock_event_kind kind{};  ///< event
+    bool by_io = false;      ///< the driver's own mark: made by an I/O completion (the machine leaves it)
 };
 
 /// The phase of the name's store conversation (see docs/ARCHITECTURE.md for the table).
@@ -89,10 +104,8 @@ enum class fsm_state : std::uint8_t {
 
 class lock_fsm {
 public:
-    /// Lease tokens are `token_prefix` + ++`token_seq`: the counter is the registry's, so a
-    /// name's state that is freed and made anew never reuses a token.
-    lock_fsm(fsm_config cfg, lock_stats& stats, std::minstd_rand& rng, std::string token_prefix,
-             std::uint64_t& token_seq);
+    /// `ctx` outlives the machine.
+    explicit lock_fsm(fsm_context& ctx);
 
     // ---- inputs: each appends its effects to actions() ----
     /// A caller asks for the name. `try_once`: one attempt, no waiting.
@@ -112,6 +125,10 @@ public:
 
     // ---- outputs and queries ----
     std::vector<fsm_action>& actions() noexcept { return actions_; }
+    /// The driver took every action: the action buffer goes back to the context's spare (or
+    /// is freed) and an empty waiter queue lets go of its capacity, so that a lock at rest
+    /// carries neither.
+    void release_buffers() noexcept;
     fsm_state state() const noexcept;
     /// Nothing to do and nothing in flight: the driver may be freed.
     bool idle() const noexcept;
@@ -167,7 +184,7 @@ private:
         bool ready = false;
         std::string token;                       // direct hand-off: one token for the whole wait
         std::optional<time_point> queued_since;  // send time of its first queued attempt
-        std::optional<grant_notice> grant;       // came while an attempt was in flight
+        boxed<grant_notice> grant;               // came while an attempt was in flight
         bool sleeping = false;                   // until the timer or a notification
         bool notified = false;                   // an event came while an attempt was in flight
     };
@@ -178,7 +195,12 @@ private:
         int attempt = 0;
     };
 
-    void push(fsm_action a) { actions_.push_back(std::move(a)); }
+    void push(fsm_action a)
+    {
+        if (actions_.capacity() == 0)
+            actions_.swap(ctx_.spare_actions);
+        actions_.push_back(std::move(a));
+    }
     void emit(lock_event_kind kind, std::uint64_t fence);
     void set_timer(time_point at);
     void observe(time_point now);   // a lease past its deadline is lost, whoever notices first
@@ -207,24 +229,21 @@ private:
     void fail_all(boost::system::error_code ec);
     void end_failed_attempt(boost::system::error_code ec);
     void sleep_until(time_point at);
-    std::string new_token() { return prefix_ + std::to_string(++token_seq_); }
+    std::string new_token() { return ctx_.token_prefix + std::to_string(++ctx_.token_seq); }
 
 
-    fsm_config cfg_;
-    lock_stats& stats_;
-    std::minstd_rand& rng_;
-    std::string prefix_;
-    std::uint64_t& token_seq_;
+    fsm_context& ctx_;
+    const fsm_config& cfg_;
     std::uint64_t next_hold_ = 0;
     std::uint64_t attempts_sent_ = 0;
 
     boost::container::devector<waiter_entry> waiters_;  // FIFO; allocates nothing while empty (std::deque: 576 bytes)
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> holds_;  // (hold id, owner)
+    boost::container::small_vector<std::pair<std::uint64_t, std::uint64_t>, 1> holds_;  // (hold id, owner)
     std::uint64_t holder_ = 0;                                    // owner of the holds
 
     std::optional<lease_state> lease_;
-    std::optional<attempt_state> attempt_;
-    std::optional<renew_state> renew_;
+    boxed<attempt_state> attempt_;
+    boxed<renew_state> renew_;
     wait_state wait_;
     std::vector<release_state> releases_;
     std::size_t background_ = 0;  // background releases in flight

@@ -13,32 +13,14 @@ registry::registry(store& s, lock_config cfg) : state_(std::make_shared<detail::
 
 registry::~registry() = default;
 
-namespace {
-
-// The map key of a name's engine: the name itself for a mutex; a NUL and the kind before it
-// for the sides of a read-write lock (and a NUL and 'm' before a mutex name that starts with
-// a NUL, so that no two keys collide).
-std::string engine_key(lease_kind kind, std::string_view name)
-{
-    if (kind == lease_kind::mutex && (name.empty() || name[0] != '\0'))
-        return std::string(name);
-    std::string key(1, '\0');
-    key += kind == lease_kind::mutex ? 'm' : kind == lease_kind::read ? 'r' : 'w';
-    key += name;
-    return key;
-}
-
-}  // namespace
-
 std::shared_ptr<detail::engine> registry::engine_for(lease_kind kind, std::string_view name)
 {
     auto& engines = state_->engines;
-    auto key = engine_key(kind, name);
-    auto it = engines.find(key);
+    auto it = engines.find({kind, name});
     if (it != engines.end())
         return it->second->shared_from_this();
-    auto e = std::make_shared<detail::engine>(state_, std::string(name), kind, 1, key);
-    engines.emplace(std::move(key), e.get());
+    auto e = std::make_shared<detail::engine>(state_, std::string(name), kind, 1, true);
+    engines.emplace(detail::engine_key{kind, e->name()}, e.get());
     return e;
 }
 

@@ -62,6 +62,7 @@ struct fixture {
     std::uint64_t seq = 0;
     fsm_config cfg;
     time_point t0 = time_point{} + 1000h;
+    std::unique_ptr<fsm_context> ctx;  // a copy of cfg, as the registry keeps one per lease kind
     std::unique_ptr<lock_fsm> m;
     std::optional<time_point> timer;  // the driver's timer, as the actions arm it
 
@@ -79,7 +80,9 @@ struct fixture {
     lock_fsm& make(bool direct = false)
     {
         cfg.direct_handoff = direct;
-        m = std::make_unique<lock_fsm>(cfg, stats, rng, "c:", seq);
+        m.reset();
+        ctx = std::make_unique<fsm_context>(fsm_context{cfg, stats, rng, "c:", seq});
+        m = std::make_unique<lock_fsm>(*ctx);
         timer.reset();
         return *m;
     }

@@ -1,0 +1,104 @@
+#include "core/timer_set.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+
+namespace dlock::detail {
+
+namespace asio = boost::asio;
+namespace bi = boost::intrusive;
+using clock = timer_entry::clock;
+
+namespace {
+
+struct by_due {
+    bool operator()(const timer_entry& a, const timer_entry& b) const noexcept { return a.due < b.due; }
+};
+
+}  // namespace
+
+struct timer_set::state : std::enable_shared_from_this<state> {
+    explicit state(asio::any_io_executor ex) : timer(std::move(ex)) {}
+
+    ~state()
+    {
+        // Only when the io_context drops the pending wait: release every owner, unlinked first.
+        while (!entries.empty()) {
+            auto& e = *entries.begin();
+            entries.erase(entries.begin());
+            auto owner = std::move(e.owner);
+        }
+    }
+
+    // Waits for the earliest entry, unless the pending wait already comes no later.
+    void wait_for_first()
+    {
+        if (entries.empty()) {
+            if (waiting) {
+                waiting = false;
+                ++generation;
+                timer.cancel();  // nothing left: the io_context may run out of work
+            }
+            return;
+        }
+        auto first = entries.begin()->due;
+        if (waiting && first >= waiting_for)
+            return;
+        waiting = true;
+        waiting_for = first;
+        timer.expires_at(first);
+        timer.async_wait([self = shared_from_this(), gen = ++generation](boost::system::error_code ec) {
+            if (!ec && gen == self->generation)
+                self->fire();
+        });
+    }
+
+    void fire()
+    {
+        waiting = false;
+        auto keep = shared_from_this();  // an owner's callback may drop the last wait
+        auto now = clock::now();
+        while (!entries.empty() && entries.begin()->due <= now) {
+            auto& e = *entries.begin();
+            entries.erase(entries.begin());
+            auto owner = std::move(e.owner);
+            e.on_due(e, std::move(owner));
+        }
+        wait_for_first();
+    }
+
+    asio::steady_timer timer;
+    bi::multiset<timer_entry, bi::compare<by_due>> entries;
+    bool waiting = false;
+    clock::time_point waiting_for{};
+    std::uint64_t generation = 0;
+};
+
+void timer_set::arm(timer_entry& e, clock::time_point due, std::shared_ptr<void> owner)
+{
+    auto s = state_.lock();
+    if (!s) {
+        s = std::make_shared<state>(ex_);
+        state_ = s;
+    }
+    if (e.is_linked())
+        s->entries.erase(s->entries.iterator_to(e));
+    e.due = due;
+    e.owner = std::move(owner);
+    s->entries.insert(e);
+    s->wait_for_first();
+}
+
+std::shared_ptr<void> timer_set::disarm(timer_entry& e) noexcept
+{
+    if (!e.is_linked())
+        return nullptr;
+    auto s = state_.lock();
+    if (!s)
+        return std::move(e.owner);  // cannot happen: a linked entry's state is alive
+    s->entries.erase(s->entries.iterator_to(e));
+    auto owner = std::move(e.owner);
+    s->wait_for_first();
+    return owner;
+}
+
+}  // namespace dlock::detail
