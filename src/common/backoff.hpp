@@ -38,4 +38,30 @@ private:
     std::chrono::milliseconds min_, max_, step_;
 };
 
+/// The same doubling with the bounds kept by the caller: a byte, not three durations, in
+/// state that every held lock carries.
+class backoff_count {
+public:
+    std::chrono::milliseconds step(std::chrono::milliseconds min, std::chrono::milliseconds max) const noexcept
+    {
+        max = std::max(min, max);
+        auto s = min;
+        for (unsigned i = 0; i < n_ && s < max && s.count() > 0; ++i)
+            s *= 2;
+        return std::min(s, max);
+    }
+    std::chrono::milliseconds next(std::chrono::milliseconds min, std::chrono::milliseconds max,
+                                   std::minstd_rand& rng) noexcept
+    {
+        auto d = equal_jitter(step(min, max), rng);
+        if (n_ < 62)
+            ++n_;
+        return d;
+    }
+    void reset() noexcept { n_ = 0; }
+
+private:
+    unsigned char n_ = 0;
+};
+
 }  // namespace dlock::detail

@@ -22,15 +22,19 @@ using act = fsm_action::type;
 
 namespace {
 
+// 11 random characters of 64 (66 bits): with the counter's few digits a token stays within
+// std::string's inline 15 characters, so a held lock's token allocates nothing.
 std::string make_client_id()
 {
-    static constexpr char hex[] = "0123456789abcdef";
     std::random_device rd;
+    std::uint64_t bits = (std::uint64_t(rd()) << 32) ^ rd();
+    unsigned more = rd();
     std::string id;
-    id.reserve(24);
-    for (int i = 0; i < 16; ++i)
-        id += hex[rd() & 15];
-    return id + ':' + std::to_string(::getpid()) + ':';
+    for (int i = 0; i < 11; ++i) {
+        id += token_digits[i < 10 ? bits & 63 : more & 63];
+        bits >>= 6;
+    }
+    return id;
 }
 
 fsm_config make_fsm_config(const lock_config& c, const store_traits& t, lease_kind kind)
@@ -109,8 +113,9 @@ engine::~engine()
             reg_->st.unwatch(*watch_);
         if (session_watch_)
             reg_->st.unwatch(*session_watch_);
-        for (auto id : unwatch_later_)
-            reg_->st.unwatch(id);
+        if (unwatch_later_)
+            for (auto id : *unwatch_later_)
+                reg_->st.unwatch(id);
     }
     if (!in_map_)
         return;
@@ -265,11 +270,11 @@ void engine::feed(bool from_io)
     if (waiters_.empty() && waiters_.capacity() != 0)
         decltype(waiters_)().swap(waiters_);
     // Unsubscribing waits until the waiters just served have run: their commands go first.
-    if (!unwatch_later_.empty() && store_alive()) {
-        for (auto id : unwatch_later_)
+    if (unwatch_later_ && store_alive()) {
+        for (auto id : *unwatch_later_)
             reg_->st.unwatch(id);
     }
-    unwatch_later_.clear();
+    unwatch_later_.reset();
     running_ = false;
     if (fsm_.lingering() != lingering_) {
         lingering_ = !lingering_;
@@ -310,8 +315,11 @@ void engine::perform(fsm_action& a, bool from_io)
         return;
     }
     case act::unwatch:
-        if (watch_)
-            unwatch_later_.push_back(*std::exchange(watch_, std::nullopt));
+        if (watch_) {
+            if (!unwatch_later_)
+                unwatch_later_ = std::vector<store::watch_id>();
+            unwatch_later_->push_back(*std::exchange(watch_, std::nullopt));
+        }
         return;
     case act::set_timer:
         reg_->timers.arm(timer_, a.at, shared_from_this());

@@ -8,6 +8,8 @@
 #include <dlock/stats.hpp>
 #include <dlock/store.hpp>
 
+#include "common/boxed.hpp"
+#include "common/id_or_none.hpp"
 #include "core/lease_policy.hpp"
 #include "core/lock_fsm.hpp"
 #include "core/timer_set.hpp"
@@ -159,9 +161,9 @@ private:
     by_id<one_inline<hold*>> holds_;
     by_id<one_inline<done_handler>> releases_;
     std::uint64_t next_id_ = 0;  // waiter and release ids
-    std::optional<store::watch_id> watch_;
-    std::optional<store::watch_id> session_watch_;
-    std::vector<store::watch_id> unwatch_later_;  // after this pass's completions have run
+    id_or_none<store::watch_id> watch_;
+    id_or_none<store::watch_id> session_watch_;
+    boxed<std::vector<store::watch_id>> unwatch_later_;  // after this pass's completions have run
     std::uint32_t tagged_ = 0;                    // actions of fsm_.actions() given their by_io mark
     bool in_map_ = false;
     bool running_ = false;

@@ -14,9 +14,20 @@ using act = fsm_action::type;
 constexpr int max_release_attempts = 14;
 
 lock_fsm::lock_fsm(fsm_context& ctx)
-    : ctx_(ctx), cfg_(ctx.cfg), wait_backoff_(cfg_.backoff_min, cfg_.backoff_max),
-      renew_backoff_(cfg_.backoff_min, std::max(cfg_.backoff_min, cfg_.renew_every))
+    : ctx_(ctx)
 {
+}
+
+std::string lock_fsm::new_token()
+{
+    char digits[11];
+    int n = 0;
+    for (auto v = ++ctx_.token_seq; v != 0; v >>= 6)
+        digits[n++] = token_digits[v & 63];
+    std::string t = ctx_.token_prefix;
+    while (n > 0)
+        t += digits[--n];
+    return t;
 }
 
 void lock_fsm::release_buffers() noexcept
@@ -121,7 +132,7 @@ void lock_fsm::complete(waiter_entry& w, error_code ec)
 
 void lock_fsm::emit(lock_event_kind kind, std::uint64_t fence)
 {
-    if (cfg_.events)
+    if (cfg().events)
         push({.t = act::event, .fence = fence, .kind = kind});
 }
 
@@ -172,9 +183,9 @@ void lock_fsm::schedule(time_point now)
     }
     if (attempt_ || wait_.sleeping)
         return;  // the conversation goes on; its next step serves the newcomer too
-    if (std::exchange(yield_pause_, false) && cfg_.yield_pause.count() > 0) {
+    if (std::exchange(yield_pause_, false) && cfg().yield_pause.count() > 0) {
         // Yielded a contended lease: let the other process's waiter win this round.
-        sleep_until(now + std::chrono::duration_cast<clock_type::duration>(cfg_.yield_pause));
+        sleep_until(now + std::chrono::duration_cast<clock_type::duration>(cfg().yield_pause));
         return;
     }
     start_attempt(now);
@@ -185,7 +196,7 @@ void lock_fsm::start_attempt(time_point now)
     wait_.sleeping = false;
     wait_.notified = false;
     // A direct wait keeps one token; once its grant channel is up, the store queues it.
-    bool direct_wait = cfg_.direct_handoff && wait_.watching;
+    bool direct_wait = cfg().direct_handoff && wait_.watching;
     bool queue = direct_wait && wait_.ready;
     std::string token = direct_wait ? wait_.token : new_token();
     if (queue && !wait_.queued_since)
@@ -202,7 +213,7 @@ void lock_fsm::start_watch()
 {
     wait_.watching = true;
     wait_.ready = false;
-    if (cfg_.direct_handoff)
+    if (cfg().direct_handoff)
         wait_.token = new_token();
     push({.t = act::watch, .token = wait_.token});
 }
@@ -226,7 +237,7 @@ void lock_fsm::end_wait(bool withdraw)
 void lock_fsm::grant_front(time_point now)
 {
     grant_one(now);
-    while (cfg_.shared && !waiters_.empty())
+    while (cfg().shared && !waiters_.empty())
         grant_one(now);
 }
 
@@ -255,8 +266,8 @@ void lock_fsm::grant_lease(std::string token, std::string ref, std::uint64_t fen
 // The next renewal, `renew_every` after `base`, moved up to the next grid line (if any).
 time_point lock_fsm::renew_after(time_point base) const noexcept
 {
-    auto at = base + cfg_.renew_every;
-    auto grid = std::chrono::duration_cast<clock_type::duration>(cfg_.renew_grid);
+    auto at = base + cfg().renew_every;
+    auto grid = std::chrono::duration_cast<clock_type::duration>(cfg().renew_grid);
     if (grid.count() <= 0)
         return at;
     auto off = at.time_since_epoch() % grid;
@@ -289,8 +300,8 @@ bool lock_fsm::take_grant(const grant_notice& g, time_point now)
 {
     if (!wait_.queued_since)
         return false;
-    auto deadline = *wait_.queued_since + g.ttl - cfg_.drift;
-    if (!cfg_.watchdog || deadline - now < g.ttl / 2)
+    auto deadline = *wait_.queued_since + g.ttl - cfg().drift;
+    if (!cfg().watchdog || deadline - now < g.ttl / 2)
         return false;
     ++ctx_.stats.store_handoffs;
     if (attempt_)
@@ -330,7 +341,7 @@ void lock_fsm::end_failed_attempt(error_code ec)
 
 void lock_fsm::spend_local_turn(time_point now)
 {
-    if (++handoffs_ < cfg_.handoff_budget)
+    if (++handoffs_ < cfg().handoff_budget)
         return;
     // Budget spent: renew now and learn whether another process waits meanwhile (at once,
     // not through the timer: no wake-up of its own on the hot path).
@@ -346,8 +357,8 @@ void lock_fsm::spend_local_turn(time_point now)
 // asked for the name since the last check, and the lease has time left.
 bool lock_fsm::joinable(time_point now) const noexcept
 {
-    return cfg_.shared && lease_ && !lease_->lost && waiters_.empty() && !yield_next_ && cfg_.watchdog &&
-           cfg_.handoff_budget > 0 && now + cfg_.drift < lease_->valid_until;
+    return cfg().shared && lease_ && !lease_->lost && waiters_.empty() && !yield_next_ && cfg().watchdog &&
+           cfg().handoff_budget > 0 && now + cfg().drift < lease_->valid_until;
 }
 
 // ---- inputs ----
@@ -359,7 +370,7 @@ void lock_fsm::on_acquire(std::uint64_t waiter, std::uint64_t owner, bool try_on
     // Re-entry: the same owner gets another hold at once (a reader too, even if another
     // process waits: it must not wait behind a writer that waits for it).
     bool reentry = !holds_.empty() &&
-                   (holder_ == owner || (cfg_.shared && std::any_of(holds_.begin(), holds_.end(),
+                   (holder_ == owner || (cfg().shared && std::any_of(holds_.begin(), holds_.end(),
                                                                     [&](auto& h) { return h.second == owner; })));
     if (reentry) {
         if (lease_ && lease_->lost)
@@ -451,12 +462,12 @@ void lock_fsm::on_attempt_done(error_code ec, const acquire_result& res, time_po
         end_failed_attempt(ec);
         if (waiters_.empty())
             return schedule(now);
-        return sleep_until(now + wait_backoff_.next(ctx_.rng));
+        return sleep_until(now + wait_backoff_.next(cfg().backoff_min, cfg().backoff_max, ctx_.rng));
     }
     if (res.acquired) {
         wait_backoff_.reset();
-        auto granted = res.granted_ttl.count() > 0 ? res.granted_ttl : cfg_.lease;
-        auto deadline = a.sent + granted - cfg_.drift;
+        auto granted = res.granted_ttl.count() > 0 ? res.granted_ttl : cfg().lease;
+        auto deadline = a.sent + granted - cfg().drift;
         if (now >= deadline) {
             // The reply came after the lease's local end: it is not a lock.
             ++ctx_.stats.late_replies;
@@ -492,8 +503,8 @@ void lock_fsm::on_attempt_done(error_code ec, const acquire_result& res, time_po
     if (!wait_.watching) {
         // Subscribe before the next attempt: a release from now on cannot go unseen.
         start_watch();
-        auto bound = res.holder_ttl.count() >= 0 ? std::min(res.holder_ttl + milliseconds(1), cfg_.backoff_max)
-                                                 : equal_jitter(wait_backoff_.step(), ctx_.rng);
+        auto bound = res.holder_ttl.count() >= 0 ? std::min(res.holder_ttl + milliseconds(1), cfg().backoff_max)
+                                                 : equal_jitter(wait_backoff_.step(cfg().backoff_min, cfg().backoff_max), ctx_.rng);
         return sleep_until(now + bound);  // woken at once by `ready`
     }
     if (again)
@@ -503,9 +514,9 @@ void lock_fsm::on_attempt_done(error_code ec, const acquire_result& res, time_po
         return sleep_until(now + res.holder_ttl + milliseconds(1));
     // Queued in a store whose own queue wakes us (etcd, ZooKeeper: a grant, or a resync
     // when our place is gone): the timer is only a safety net, one lease away, not a poll.
-    if (cfg_.inherent_queue && wait_.queued_since)
-        return sleep_until(now + std::max(cfg_.lease, cfg_.backoff_max));
-    sleep_until(now + wait_backoff_.next(ctx_.rng));
+    if (cfg().inherent_queue && wait_.queued_since)
+        return sleep_until(now + std::max(cfg().lease, cfg().backoff_max));
+    sleep_until(now + wait_backoff_.next(cfg().backoff_min, cfg().backoff_max, ctx_.rng));
 }
 
 void lock_fsm::on_watch(watch_event ev, const grant_notice& g, time_point now)
@@ -586,7 +597,7 @@ void lock_fsm::on_renew_done(error_code ec, const renew_result& res, time_point 
             ++ctx_.stats.suspect;
             emit(lock_event_kind::suspect, lease_->fence);
         }
-        lease_->next_renew = now + renew_backoff_.next(ctx_.rng);
+        lease_->next_renew = now + renew_backoff_.next(cfg().backoff_min, cfg().renew_every, ctx_.rng);
         return arm_lease_timer();
     }
     if (!res.owned) {
@@ -594,8 +605,8 @@ void lock_fsm::on_renew_done(error_code ec, const renew_result& res, time_point 
         return schedule(now);
     }
     renew_backoff_.reset();
-    if (!cfg_.per_session)
-        lease_->valid_until = r.sent + cfg_.lease - cfg_.drift;  // a session's events move it
+    if (!cfg().per_session)
+        lease_->valid_until = r.sent + cfg().lease - cfg().drift;  // a session's events move it
     lease_->suspect = false;
     lease_->next_renew = renew_after(r.sent);
     ++ctx_.stats.renewals;
@@ -625,8 +636,8 @@ void lock_fsm::on_release(std::uint64_t hold, std::uint64_t release_id, time_poi
         return schedule(now);
     }
     emit(lock_event_kind::released, lease_->fence);
-    if (cfg_.shared && waiters_.empty() && !yield_next_ && cfg_.watchdog && cfg_.handoff_budget > 0 &&
-        now + cfg_.drift < lease_->valid_until) {
+    if (cfg().shared && waiters_.empty() && !yield_next_ && cfg().watchdog && cfg().handoff_budget > 0 &&
+        now + cfg().drift < lease_->valid_until) {
         // The last reader left: keep the read lease until the next turn, for a reader that
         // comes right back (a loop's next acquire), rather than give it back and ask again.
         linger_ = true;
@@ -635,8 +646,8 @@ void lock_fsm::on_release(std::uint64_t hold, std::uint64_t release_id, time_poi
     }
     // Hand the lease to the next local waiter, unless another process asked for it or the
     // lease is fixed (a fixed lease must give each holder its full term).
-    bool hand_off = !waiters_.empty() && cfg_.watchdog && cfg_.handoff_budget > 0 && !yield_next_ &&
-                    now + cfg_.drift < lease_->valid_until;
+    bool hand_off = !waiters_.empty() && cfg().watchdog && cfg().handoff_budget > 0 && !yield_next_ &&
+                    now + cfg().drift < lease_->valid_until;
     if (hand_off) {
         ++ctx_.stats.handed_off;
         spend_local_turn(now);
@@ -681,7 +692,7 @@ void lock_fsm::on_release_done(std::uint64_t release_id, error_code ec, bool own
         // with backoff, while the lease could still be ours; asking again is safe.
         if (is_transient(ec) && now < it->deadline && it->attempt < max_release_attempts) {
             ++it->attempt;
-            auto delay = equal_jitter(std::min(cfg_.backoff_min * (1 << it->attempt), cfg_.backoff_max), ctx_.rng);
+            auto delay = equal_jitter(std::min(cfg().backoff_min * (1 << it->attempt), cfg().backoff_max), ctx_.rng);
             push({.t = act::release, .token = it->token, .ref = it->ref, .id = release_id, .at = now + delay});
             return;
         }

@@ -50,6 +50,9 @@ struct fsm_config {
     milliseconds renew_grid{0};
 };
 
+/// Lease token characters; a token's counter is written in them too (digits first).
+inline constexpr char token_digits[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_";
+
 /// What every machine of a registry shares (one per lease kind): held by reference, so
 /// that a held lock does not carry its own copy of the configuration (issue 16: memory).
 struct fsm_context {
@@ -215,7 +218,7 @@ private:
     void spend_local_turn(time_point now);
     bool joinable(time_point now) const noexcept;
     /// The watchdog renews (or, per-session, confirms) each lease on its schedule.
-    bool renews() const noexcept { return cfg_.watchdog && (!cfg_.per_session || cfg_.confirms); }
+    bool renews() const noexcept { return cfg().watchdog && (!cfg().per_session || cfg().confirms); }
     void grant_lease(std::string token, std::string ref, std::uint64_t fence, std::uint64_t session,
                      time_point deadline, time_point now);
     bool take_grant(const grant_notice& g, time_point now);
@@ -229,11 +232,11 @@ private:
     void fail_all(boost::system::error_code ec);
     void end_failed_attempt(boost::system::error_code ec);
     void sleep_until(time_point at);
-    std::string new_token() { return ctx_.token_prefix + std::to_string(++ctx_.token_seq); }
+    std::string new_token();
 
 
     fsm_context& ctx_;
-    const fsm_config& cfg_;
+    const fsm_config& cfg() const noexcept { return ctx_.cfg; }
     std::uint64_t next_hold_ = 0;
     std::uint64_t attempts_sent_ = 0;
 
@@ -248,8 +251,8 @@ private:
     std::vector<release_state> releases_;
     std::size_t background_ = 0;  // background releases in flight
 
-    backoff wait_backoff_;
-    backoff renew_backoff_;
+    backoff_count wait_backoff_;   // bounds: backoff_min, backoff_max
+    backoff_count renew_backoff_;  // bounds: backoff_min, renew_every
     int late_replies_ = 0;
     unsigned handoffs_ = 0;
     bool yield_next_ = false;   // another process asked: give the lease back at the next release

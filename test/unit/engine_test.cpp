@@ -16,6 +16,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+
 #include <fstream>
 #include <thread>
 
@@ -68,6 +70,33 @@ BOOST_AUTO_TEST_CASE(acquire_release_and_fencing)
     BOOST_TEST(tokens[1] < tokens[2]);
     BOOST_TEST(reg.size() == 0u);
     BOOST_TEST(store.size() == 0u);
+}
+
+// Lease tokens: 11 random characters, then the counter in the same 64 digits; short enough
+// to live inline in std::string (a held lock's token allocates nothing), and never repeated.
+BOOST_AUTO_TEST_CASE(lease_tokens_are_short_and_distinct)
+{
+    dlock::registry reg(store, {.lease = 5s}), other(store, {.lease = 5s});
+    std::vector<std::string> seen;
+    spawn([&]() -> asio::awaitable<void> {
+        for (auto* r : {&reg, &other})
+            for (int i = 0; i < 70; ++i) {  // past 64: the counter's second digit
+                auto g = co_await r->obtain("tokens:" + std::to_string(i % 3)).acquire();
+                seen.push_back(g.lease().token);
+                co_await g.release();
+            }
+    });
+    run();
+    BOOST_REQUIRE_EQUAL(seen.size(), 140u);
+    std::string_view digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_";
+    for (auto& t : seen) {
+        BOOST_TEST(t.size() >= 12u);
+        BOOST_TEST(t.size() <= 15u);
+        BOOST_TEST(t.find_first_not_of(digits) == std::string::npos);
+    }
+    BOOST_TEST(seen[0].substr(0, 11) != seen[70].substr(0, 11));  // each registry its own prefix
+    std::sort(seen.begin(), seen.end());
+    BOOST_TEST((std::adjacent_find(seen.begin(), seen.end()) == seen.end()));
 }
 
 BOOST_AUTO_TEST_CASE(local_contention_is_exclusive_and_fifo_hands_off)

@@ -94,4 +94,22 @@ BOOST_AUTO_TEST_CASE(backoff_doubles_caps_and_jitters_within_half)
     BOOST_TEST(equal_jitter(1ms, rng).count() == 1);
 }
 
+// The byte-sized count the lock's machine keeps draws the same steps and the same jitter.
+BOOST_AUTO_TEST_CASE(backoff_count_steps_as_backoff_does)
+{
+    for (auto [lo, hi] : {std::pair{10ms, 80ms}, {5ms, 1000ms}, {0ms, 10ms}, {30ms, 20ms}}) {
+        std::minstd_rand r1(3), r2(3);
+        backoff b(lo, hi);
+        backoff_count c;
+        for (int i = 0; i < 80; ++i) {
+            BOOST_TEST(c.step(lo, hi).count() == b.step().count());
+            BOOST_TEST(c.next(lo, hi, r2).count() == b.next(r1).count());
+            if (i == 40) {
+                b.reset();
+                c.reset();
+            }
+        }
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
