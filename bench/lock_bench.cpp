@@ -887,7 +887,7 @@ int main(int argc, char** argv)
     ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     if (argc >= 4 && std::string(argv[1]) == "--peer")
         return peer(argv);
-    bool as_json = false, quick = false, only_scale = false, profile_only = false, awake = false;
+    bool as_json = false, quick = false, only_scale = false, profile_only = false, awake = false, profile_floor = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--json")
@@ -898,10 +898,12 @@ int main(int argc, char** argv)
             only_scale = true;
         else if (a == "--awake")
             awake = true;
+        else if (a == "--profile-asio-floor")
+            profile_floor = true;  // only asio_floor, 200,000 times: the profile to hold dlock's against
         else if (a == "--profile-uncontended")
             profile_only = true;  // only the uncontended cycle, 200,000 times: for perf / strace
         else {
-            std::printf("usage: lock_bench [--json] [--quick] [--awake] [--scale] [--profile-uncontended]\n");
+            std::printf("usage: lock_bench [--json] [--quick] [--awake] [--scale] [--profile-uncontended] [--profile-asio-floor]\n");
             return a == "--help" ? 0 : 2;
         }
     }
@@ -918,6 +920,12 @@ int main(int argc, char** argv)
 
         std::vector<bench::result> rs;
         rs.push_back(bench::summarize("raw_ping_rtt", rtt));
+        if (profile_floor) {
+            double cpu = 0;
+            auto r = bench::summarize("asio_floor", asio_floor(port, 200'000, cpu));
+            std::printf("p50 %.1f us, %.1f us CPU per cycle\n", *r.p50_us, cpu);
+            return 0;
+        }
         if (profile_only) {
             double cpu = 0;
             auto r = bench::summarize("uncontended_acquire_release", uncontended(port, 200'000, cpu));

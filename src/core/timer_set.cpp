@@ -73,6 +73,8 @@ struct timer_set::state : std::enable_shared_from_this<state> {
     std::uint64_t generation = 0;
 };
 
+timer_set::~timer_set() = default;
+
 void timer_set::arm(timer_entry& e, clock::time_point due, std::shared_ptr<void> owner)
 {
     auto s = state_.lock();
@@ -80,6 +82,7 @@ void timer_set::arm(timer_entry& e, clock::time_point due, std::shared_ptr<void>
         s = std::make_shared<state>(ex_);
         state_ = s;
     }
+    idle_.reset();  // from now on the wait owns it
     if (e.is_linked())
         s->entries.erase(s->entries.iterator_to(e));
     e.due = due;
@@ -98,6 +101,8 @@ std::shared_ptr<void> timer_set::disarm(timer_entry& e) noexcept
     s->entries.erase(s->entries.iterator_to(e));
     auto owner = std::move(e.owner);
     s->wait_for_first();
+    if (s->entries.empty())
+        idle_ = std::move(s);  // no owner in it: keeping it makes no cycle
     return owner;
 }
 

@@ -33,6 +33,7 @@ struct timer_entry
 class timer_set {
 public:
     explicit timer_set(boost::asio::any_io_executor ex) : ex_(std::move(ex)) {}
+    ~timer_set();
     timer_set(const timer_set&) = delete;
     timer_set& operator=(const timer_set&) = delete;
 
@@ -45,9 +46,11 @@ public:
 private:
     struct state;
     boost::asio::any_io_executor ex_;
-    // Only the pending wait owns the state, so that an io_context destroyed with armed
-    // entries frees them (and their owners) as it would free their own pending waits.
+    // While entries are armed only the pending wait owns the state, so that an io_context
+    // destroyed with armed entries frees them (and their owners) as it would free their own
+    // pending waits. While none is, the set keeps it (`idle_`): no state made per cycle.
     std::weak_ptr<state> state_;
+    std::shared_ptr<state> idle_;
 };
 
 }  // namespace dlock::detail
