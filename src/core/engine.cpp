@@ -260,9 +260,20 @@ void engine::feed(bool from_io)
         return;  // a completion run below called back in: the loop below takes these too
     running_ = true;
     auto keep = shared_from_this();
-    for (std::size_t i = 0; i < acts.size(); ++i) {
-        auto a = std::move(acts[i]);  // moved out: performing it may append to `acts`
-        perform(a, a.by_io);
+    std::size_t i = 0;
+    try {
+        for (; i < acts.size(); ++i) {
+            auto a = std::move(acts[i]);  // moved out: performing it may append to `acts`
+            perform(a, a.by_io);
+        }
+    } catch (...) {
+        // A completion run inline threw (it leaves io_context::run): the actions not yet
+        // performed go out in a posted pass, or this name would stay stuck mid-pass.
+        acts.erase(acts.begin(), acts.begin() + static_cast<std::ptrdiff_t>(i + 1));
+        tagged_ = static_cast<std::uint32_t>(acts.size());
+        running_ = false;
+        asio::post(reg_->ex, [keep] { keep->feed(false); });
+        throw;
     }
     acts.clear();
     tagged_ = 0;
@@ -404,7 +415,10 @@ void engine::complete_waiter(fsm_action& a, bool from_io)
         holds_.emplace_back(h->id, h.get());
         g = guard(std::move(h));
     } else if (a.ec && !is_transient(a.ec) && a.ec != asio::error::operation_aborted && a.ec != error::timeout) {
-        diagnostics_ = std::make_unique<std::string>(reg_->st.last_error_text());
+        if (diagnostics_)
+            *diagnostics_ = reg_->st.last_error_text();  // in place: a reference handed out stays valid
+        else
+            diagnostics_ = std::make_unique<std::string>(reg_->st.last_error_text());
     }
     // A completion caused by I/O runs at once (its caller is not on the stack); one caused
     // by a call (acquire, release, cancel) is posted, as Asio requires.

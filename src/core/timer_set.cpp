@@ -57,11 +57,18 @@ struct timer_set::state : std::enable_shared_from_this<state> {
         waiting = false;
         auto keep = shared_from_this();  // an owner's callback may drop the last wait
         auto now = clock::now();
-        while (!entries.empty() && entries.begin()->due <= now) {
-            auto& e = *entries.begin();
-            entries.erase(entries.begin());
-            auto owner = std::move(e.owner);
-            e.on_due(e, std::move(owner));
+        try {
+            while (!entries.empty() && entries.begin()->due <= now) {
+                auto& e = *entries.begin();
+                entries.erase(entries.begin());
+                auto owner = std::move(e.owner);
+                e.on_due(e, std::move(owner));
+            }
+        } catch (...) {
+            // A callback ran user code that threw (it leaves io_context::run): the other
+            // entries keep their wait, or they would never fire (a lease no longer renewed).
+            wait_for_first();
+            throw;
         }
         wait_for_first();
     }

@@ -17,6 +17,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <fstream>
 #include <thread>
@@ -97,6 +98,33 @@ BOOST_AUTO_TEST_CASE(lease_tokens_are_short_and_distinct)
     BOOST_TEST(seen[0].substr(0, 11) != seen[70].substr(0, 11));  // each registry its own prefix
     std::sort(seen.begin(), seen.end());
     BOOST_TEST((std::adjacent_find(seen.begin(), seen.end()) == seen.end()));
+}
+
+// User code run inside the engine's pass (lock_config::on_event; a completion handler's
+// exception Asio captures itself) may throw out of io_context::run; the name must not stay
+// stuck mid-pass: the actions left go out in a posted pass, the acquire completes, the
+// next one gets the lock, and nothing is left in the store.
+BOOST_AUTO_TEST_CASE(a_throwing_event_callback_leaves_the_name_usable)
+{
+    int throws = 1;
+    dlock::registry reg(store, {.lease = 5s, .on_event = [&](const dlock::lock_event& e) {
+                                    if (e.kind == dlock::lock_event_kind::acquired && throws-- > 0)
+                                        throw std::runtime_error("user code");
+                                }});
+    int got = 0;
+    spawn([&]() -> asio::awaitable<void> {
+        for (int i = 0; i < 2; ++i) {
+            auto g = co_await reg.obtain("throws").acquire_for(2s);
+            got += g.owns_lock() ? 1 : 0;
+            co_await g.release();
+        }
+    });
+    BOOST_CHECK_THROW(io.run_for(5s), std::runtime_error);
+    io.restart();
+    run();
+    BOOST_TEST(got == 2);
+    BOOST_TEST(reg.size() == 0u);
+    BOOST_TEST(store.size() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(local_contention_is_exclusive_and_fifo_hands_off)

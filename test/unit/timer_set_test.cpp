@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -103,23 +104,59 @@ BOOST_AUTO_TEST_CASE(an_owner_may_rearm_itself_and_others_when_due)
     BOOST_TEST(w.expired());
 }
 
+// As an engine holds its registry (and so the set): while an entry is armed the set must not
+// own its state, or owner -> set -> state -> entry -> owner would outlive the io_context.
 BOOST_AUTO_TEST_CASE(an_io_context_destroyed_with_armed_entries_frees_their_owners)
 {
     fired.clear();
-    std::weak_ptr<owner> w;
+    struct holder {
+        std::shared_ptr<timer_set> set;
+        timer_entry entry{[](timer_entry&, std::shared_ptr<void>) { fired.push_back("held"); }};
+    };
+    std::weak_ptr<holder> w;
+    std::weak_ptr<timer_set> ws;
     {
         asio::io_context io;
-        timer_set set(io.get_executor());
-        auto o = std::make_shared<owner>("x");
-        w = o;
-        auto& entry = o->entry;
-        set.arm(entry, timer_entry::clock::now() + 1h, std::move(o));
+        auto set = std::make_shared<timer_set>(io.get_executor());
+        ws = set;
+        auto h = std::make_shared<holder>();
+        h->set = std::move(set);
+        w = h;
+        // Armed, disarmed (the set keeps its state while idle), armed again.
+        auto& entry = h->entry;
+        h->set->arm(entry, timer_entry::clock::now() + 1h, h);
+        h->set->disarm(entry);
+        h->set->arm(entry, timer_entry::clock::now() + 1h, std::move(h));
         asio::post(io, [] {});
         io.run_one();
         BOOST_TEST(!w.expired());
     }
     BOOST_TEST(w.expired());  // as the owner's own pending wait would have been
+    BOOST_TEST(ws.expired());
     BOOST_TEST(fired.empty());
+}
+
+// A callback that throws leaves io_context::run, as any handler's exception does; the other
+// armed entries must still fire (for an engine: its lease still renewed).
+BOOST_AUTO_TEST_CASE(a_throwing_callback_leaves_the_others_armed)
+{
+    fired.clear();
+    asio::io_context io;
+    timer_set set(io.get_executor());
+    struct thrower {
+        timer_entry entry{[](timer_entry&, std::shared_ptr<void>) { throw std::runtime_error("user code"); }};
+    };
+    auto t = std::make_shared<thrower>();
+    auto later = std::make_shared<owner>("later");
+    auto now = timer_entry::clock::now();
+    auto& te = t->entry;
+    set.arm(te, now, std::move(t));
+    set.arm(later->entry, now + 20ms, later);
+    BOOST_CHECK_THROW(io.run_for(5s), std::runtime_error);
+    io.restart();
+    io.run_for(5s);
+    BOOST_TEST(io.stopped());
+    BOOST_TEST(fired == (std::vector<std::string>{"later"}), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
