@@ -10,7 +10,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
-#include <unistd.h>
+#include <random>
 
 namespace dlock::detail {
 
