@@ -46,7 +46,6 @@
 #include <unistd.h>
 
 #include <csignal>
-
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -903,7 +902,8 @@ int main(int argc, char** argv)
         else if (a == "--profile-uncontended")
             profile_only = true;  // only the uncontended cycle, 200,000 times: for perf / strace
         else {
-            std::printf("usage: lock_bench [--json] [--quick] [--awake] [--scale] [--profile-uncontended] [--profile-asio-floor]\n");
+            std::printf("usage: lock_bench [--json] [--quick] [--awake] [--scale] [--profile-uncontended] "
+                        "[--profile-asio-floor]\n");
             return a == "--help" ? 0 : 2;
         }
     }
@@ -981,8 +981,8 @@ int main(int argc, char** argv)
         solo.cpu_us = solo_cpu_us;
         solo.goal = "p50 <= 1.25 x minimal_floor";
         solo.met = *solo.ratio <= 1.25;
-        solo.note = bench::fmt("%.2f x the raw floor of its own scripts, %.2f x asio_floor", *solo.p50_us / *raw_solo.p50_us,
-                               *solo.p50_us / *asio_min.p50_us);
+        solo.note = bench::fmt("%.2f x the raw floor of its own scripts, %.2f x asio_floor",
+                               *solo.p50_us / *raw_solo.p50_us, *solo.p50_us / *asio_min.p50_us);
         rs.push_back(solo);
         bench::result cpu{"uncontended_client_cpu"};
         cpu.cpu_us = solo_cpu_us;

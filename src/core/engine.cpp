@@ -66,8 +66,9 @@ fsm_config make_fsm_config(const lock_config& c, const store_traits& t, lease_ki
 
 registry_state::registry_state(store& s, lock_config c)
     : st(s), ex(s.get_executor()), store_alive(s.lifetime()), cfg(std::move(c)), traits(s.traits()),
-      config_error(validate_config(cfg, traits)), client_id(make_client_id()), rng(std::random_device{}()),
-      fsm_exclusive{make_fsm_config(cfg, traits, lease_kind::mutex), stats, rng, client_id, lease_seq},
+      config_error(validate_config(cfg, traits)), client_id(make_client_id()),
+      rng(std::random_device{}()), fsm_exclusive{make_fsm_config(cfg, traits, lease_kind::mutex), stats, rng, client_id,
+                                                 lease_seq},
       fsm_shared{make_fsm_config(cfg, traits, lease_kind::read), stats, rng, client_id, lease_seq}
 {
 }
@@ -95,10 +96,8 @@ namespace {
 
 }  // namespace
 
-engine::engine(std::shared_ptr<registry_state> reg, std::string name, lease_kind kind, unsigned capacity,
-               bool in_map)
-    : reg_(std::move(reg)), name_(std::move(name)), kind_(kind), capacity_(capacity),
-      fsm_(reg_->fsm_for(kind))
+engine::engine(std::shared_ptr<registry_state> reg, std::string name, lease_kind kind, unsigned capacity, bool in_map)
+    : reg_(std::move(reg)), name_(std::move(name)), kind_(kind), capacity_(capacity), fsm_(reg_->fsm_for(kind))
 {
     store_name_ = reg_->cfg.prefix.empty() ? name_ : reg_->cfg.prefix + ":" + name_;
     in_map_ = in_map;
@@ -332,9 +331,7 @@ void engine::perform(fsm_action& a, bool from_io)
             unwatch_later_->push_back(*std::exchange(watch_, std::nullopt));
         }
         return;
-    case act::set_timer:
-        reg_->timers.arm(timer_, a.at, shared_from_this());
-        return;
+    case act::set_timer: reg_->timers.arm(timer_, a.at, shared_from_this()); return;
     case act::cancel_timer: reg_->timers.disarm(timer_); return;  // feed() keeps this engine alive
     case act::renew:
         if (!store_alive())

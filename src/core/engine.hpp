@@ -164,7 +164,7 @@ private:
     id_or_none<store::watch_id> watch_;
     id_or_none<store::watch_id> session_watch_;
     boxed<std::vector<store::watch_id>> unwatch_later_;  // after this pass's completions have run
-    std::uint32_t tagged_ = 0;                    // actions of fsm_.actions() given their by_io mark
+    std::uint32_t tagged_ = 0;                           // actions of fsm_.actions() given their by_io mark
     bool in_map_ = false;
     bool running_ = false;
     bool lingering_ = false;  // counted in the registry's requests in flight

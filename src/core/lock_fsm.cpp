@@ -13,10 +13,7 @@ using act = fsm_action::type;
 // with backoff up to backoff_max: with the defaults, for about 9 s or until the lease's end.
 constexpr int max_release_attempts = 14;
 
-lock_fsm::lock_fsm(fsm_context& ctx)
-    : ctx_(ctx)
-{
-}
+lock_fsm::lock_fsm(fsm_context& ctx) : ctx_(ctx) {}
 
 std::string lock_fsm::new_token()
 {
@@ -371,7 +368,7 @@ void lock_fsm::on_acquire(std::uint64_t waiter, std::uint64_t owner, bool try_on
     // process waits: it must not wait behind a writer that waits for it).
     bool reentry = !holds_.empty() &&
                    (holder_ == owner || (cfg().shared && std::any_of(holds_.begin(), holds_.end(),
-                                                                    [&](auto& h) { return h.second == owner; })));
+                                                                     [&](auto& h) { return h.second == owner; })));
     if (reentry) {
         if (lease_ && lease_->lost)
             return complete(w, error::lock_lost);
@@ -503,8 +500,9 @@ void lock_fsm::on_attempt_done(error_code ec, const acquire_result& res, time_po
     if (!wait_.watching) {
         // Subscribe before the next attempt: a release from now on cannot go unseen.
         start_watch();
-        auto bound = res.holder_ttl.count() >= 0 ? std::min(res.holder_ttl + milliseconds(1), cfg().backoff_max)
-                                                 : equal_jitter(wait_backoff_.step(cfg().backoff_min, cfg().backoff_max), ctx_.rng);
+        auto bound = res.holder_ttl.count() >= 0
+                         ? std::min(res.holder_ttl + milliseconds(1), cfg().backoff_max)
+                         : equal_jitter(wait_backoff_.step(cfg().backoff_min, cfg().backoff_max), ctx_.rng);
         return sleep_until(now + bound);  // woken at once by `ready`
     }
     if (again)

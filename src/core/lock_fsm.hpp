@@ -233,16 +233,16 @@ private:
     void end_failed_attempt(boost::system::error_code ec);
     void sleep_until(time_point at);
     std::string new_token();
+    const fsm_config& cfg() const noexcept { return ctx_.cfg; }
 
 
     fsm_context& ctx_;
-    const fsm_config& cfg() const noexcept { return ctx_.cfg; }
     std::uint64_t next_hold_ = 0;
     std::uint64_t attempts_sent_ = 0;
 
     boost::container::devector<waiter_entry> waiters_;  // FIFO; allocates nothing while empty (std::deque: 576 bytes)
     boost::container::small_vector<std::pair<std::uint64_t, std::uint64_t>, 1> holds_;  // (hold id, owner)
-    std::uint64_t holder_ = 0;                                    // owner of the holds
+    std::uint64_t holder_ = 0;                                                          // owner of the holds
 
     std::optional<lease_state> lease_;
     boxed<attempt_state> attempt_;

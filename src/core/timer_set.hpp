@@ -13,9 +13,8 @@ namespace dlock::detail {
 
 /// A place in a timer_set, embedded in its owner. While armed, the set keeps the owner
 /// alive (as a pending wait on the owner's own timer would).
-struct timer_entry
-    : boost::intrusive::set_base_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>,
-                                      boost::intrusive::optimize_size<true>> {
+struct timer_entry : boost::intrusive::set_base_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>,
+                                                     boost::intrusive::optimize_size<true>> {
     using clock = std::chrono::steady_clock;
     /// Called when due, already unlinked; `owner` is the reference the set kept.
     using due_fn = void (*)(timer_entry&, std::shared_ptr<void> owner);

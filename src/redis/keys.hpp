@@ -3,8 +3,8 @@
 
 #include <dlock/redis/store.hpp>
 
-#include <string>
 #include <initializer_list>
+#include <string>
 #include <string_view>
 
 namespace dlock::redis::detail {

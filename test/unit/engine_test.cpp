@@ -17,9 +17,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
-#include <stdexcept>
-
 #include <fstream>
+#include <stdexcept>
 #include <thread>
 
 namespace asio = boost::asio;

@@ -22,9 +22,8 @@ std::vector<std::string> fired;
 
 struct owner {
     std::string name;
-    timer_entry entry{[](timer_entry&, std::shared_ptr<void> self) {
-        fired.push_back(std::static_pointer_cast<owner>(self)->name);
-    }};
+    timer_entry entry{
+        [](timer_entry&, std::shared_ptr<void> self) { fired.push_back(std::static_pointer_cast<owner>(self)->name); }};
     explicit owner(std::string n) : name(std::move(n)) {}
 };
 
