@@ -57,8 +57,13 @@ struct timer_set::state : std::enable_shared_from_this<state> {
         waiting = false;
         auto keep = shared_from_this();  // an owner's callback may drop the last wait
         auto now = clock::now();
+        // Only the entries due when the wait ended: one that its callback re-arms for now (or
+        // earlier) waits for the next pass, so I/O runs in between, as with a timer of its own.
+        std::size_t due = 0;
+        for (auto it = entries.begin(); it != entries.end() && it->due <= now; ++it)
+            ++due;
         try {
-            while (!entries.empty() && entries.begin()->due <= now) {
+            for (; due > 0 && !entries.empty() && entries.begin()->due <= now; --due) {
                 auto& e = *entries.begin();
                 entries.erase(entries.begin());
                 auto owner = std::move(e.owner);

@@ -103,6 +103,39 @@ BOOST_AUTO_TEST_CASE(an_owner_may_rearm_itself_and_others_when_due)
     BOOST_TEST(w.expired());
 }
 
+// An owner that re-arms itself for a time already past must not keep the others (I/O, other
+// handlers) from running: each pass fires only what was due when its wait ended.
+BOOST_AUTO_TEST_CASE(rearming_for_the_past_lets_other_handlers_run)
+{
+    fired.clear();
+    asio::io_context io;
+    timer_set set(io.get_executor());
+    struct again {
+        timer_set* set;
+        asio::io_context* io;
+        int count = 0;
+        int count_when_posted_ran = -1;
+        timer_entry entry{[](timer_entry& e, std::shared_ptr<void> self) {
+            auto a = std::static_pointer_cast<again>(self);
+            if (++a->count == 1)  // another handler, queued behind this pass
+                asio::post(*a->io, [a] { a->count_when_posted_ran = a->count; });
+            // Bounded, so that a regression fails rather than hangs.
+            if (a->count < 1000 && a->count_when_posted_ran < 0)
+                a->set->arm(e, timer_entry::clock::now() - 1ms, a);
+        }};
+    };
+    auto a = std::make_shared<again>();
+    a->set = &set;
+    a->io = &io;
+    auto& entry = a->entry;
+    set.arm(entry, timer_entry::clock::now(), a);
+    io.run_for(5s);
+    BOOST_TEST(io.stopped());
+    BOOST_TEST(a->count_when_posted_ran >= 1);
+    BOOST_TEST(a->count_when_posted_ran < 10);  // one pass, one firing of the entry
+    BOOST_TEST(!entry.armed());
+}
+
 // As an engine holds its registry (and so the set): while an entry is armed the set must not
 // own its state, or owner -> set -> state -> entry -> owner would outlive the io_context.
 BOOST_AUTO_TEST_CASE(an_io_context_destroyed_with_armed_entries_frees_their_owners)
