@@ -887,6 +887,7 @@ int main(int argc, char** argv)
     if (argc >= 4 && std::string(argv[1]) == "--peer")
         return peer(argv);
     bool as_json = false, quick = false, only_scale = false, profile_only = false, awake = false, profile_floor = false;
+    int profile_cycles = 200'000;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--json")
@@ -901,9 +902,11 @@ int main(int argc, char** argv)
             profile_floor = true;  // only asio_floor, 200,000 times: the profile to hold dlock's against
         else if (a == "--profile-uncontended")
             profile_only = true;  // only the uncontended cycle, 200,000 times: for perf / strace
+        else if (a == "--cycles" && i + 1 < argc)
+            profile_cycles = std::atoi(argv[++i]);  // for a profile under callgrind
         else {
             std::printf("usage: lock_bench [--json] [--quick] [--awake] [--scale] [--profile-uncontended] "
-                        "[--profile-asio-floor]\n");
+                        "[--profile-asio-floor] [--cycles N]\n");
             return a == "--help" ? 0 : 2;
         }
     }
@@ -922,13 +925,13 @@ int main(int argc, char** argv)
         rs.push_back(bench::summarize("raw_ping_rtt", rtt));
         if (profile_floor) {
             double cpu = 0;
-            auto r = bench::summarize("asio_floor", asio_floor(port, 200'000, cpu));
+            auto r = bench::summarize("asio_floor", asio_floor(port, profile_cycles, cpu));
             std::printf("p50 %.1f us, %.1f us CPU per cycle\n", *r.p50_us, cpu);
             return 0;
         }
         if (profile_only) {
             double cpu = 0;
-            auto r = bench::summarize("uncontended_acquire_release", uncontended(port, 200'000, cpu));
+            auto r = bench::summarize("uncontended_acquire_release", uncontended(port, profile_cycles, cpu));
             std::printf("p50 %.1f us, %.1f us CPU per cycle\n", *r.p50_us, cpu);
             return 0;
         }

@@ -382,6 +382,24 @@ protected:
     /// Keeps the server's text of a failure for last_error_text().
     void set_error_text(std::string text) { last_error_text_ = std::move(text); }
 
+    /// Calls set_error_text if this store still exists when a reply comes: a small object,
+    /// copied into each completion without an allocation (a std::function of it would not be).
+    class error_text_keeper {
+    public:
+        void operator()(std::string text) const
+        {
+            if (!alive_.expired())
+                store_->set_error_text(std::move(text));
+        }
+
+    private:
+        friend class store;
+        error_text_keeper(store* s, std::weak_ptr<void> alive) : store_(s), alive_(std::move(alive)) {}
+        store* store_;
+        std::weak_ptr<void> alive_;
+    };
+    error_text_keeper keep_error_text() { return {this, lifetime()}; }
+
 private:
     std::string last_error_text_{};
 };

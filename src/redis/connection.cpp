@@ -3,7 +3,6 @@
 
 #include "common/backoff.hpp"
 #include "common/post_completion.hpp"
-#include "redis/eval_request.hpp"
 #include "redis/request_queue.hpp"
 #include "redis/resp/decoder.hpp"
 #include "redis/sentinel.hpp"
@@ -24,10 +23,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/intrusive/list.hpp>
 
 #include <algorithm>
 #include <array>
-#include <map>
+#include <charconv>
 #include <optional>
 #include <random>
 #include <unordered_set>
@@ -42,21 +42,53 @@ namespace {
 
 using dlock::detail::post_completion;
 
-struct exec_op final : detail::pending {
+using deadline_hook = boost::intrusive::list_base_hook<boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
+
+struct exec_op final : detail::pending, deadline_hook, std::enable_shared_from_this<exec_op> {
+    // One of the two: a request's handler gets every reply, a script call's its one reply.
     asio::any_completion_handler<connection::exec_signature> handler;
-    // Its entry in the connection's deadline index, erased when it completes.
-    std::optional<std::multimap<std::chrono::steady_clock::time_point, std::weak_ptr<exec_op>>::iterator> deadline;
+    asio::any_completion_handler<connection::script_signature> script;
+    // A script call sent as EVALSHA keeps its payload while on the wire: after NOSCRIPT it
+    // goes again as EVAL with the body and the same encoded keys and arguments (from tail_at).
+    std::shared_ptr<const std::string> body;
+    std::size_t tail_at = 0;
+    std::size_t nargs = 0;
+    // In the connection's deadline index (ordered by it) while linked.
+    std::chrono::steady_clock::time_point deadline;
     asio::cancellation_slot slot;
+
+    bool live() const noexcept { return handler || script; }
 };
+
+using deadline_list = boost::intrusive::list<exec_op, boost::intrusive::base_hook<deadline_hook>,
+                                             boost::intrusive::constant_time_size<false>>;
+
+// "*<nargs>\r\n" then the command and its first argument as bulk strings.
+void encode_head(std::string& out, std::size_t nargs, std::string_view command, std::string_view first)
+{
+    char n[24];
+    auto end = std::to_chars(n, n + sizeof n, nargs).ptr;
+    out += '*';
+    out.append(n, end);
+    out += "\r\n";
+    request::encode_arg(out, command);
+    request::encode_arg(out, first);
+}
 
 }  // namespace
 
 struct connection::impl : std::enable_shared_from_this<impl> {
     impl(asio::any_io_executor e, config c) : ex(std::move(e)), cfg(std::move(c)), backoff(ex), deadline_timer(ex) {}
 
-    void add_deadline(const std::shared_ptr<exec_op>& op, std::chrono::steady_clock::time_point at)
+    // Requests mostly share one timeout, so a new deadline is almost always the latest:
+    // the index is a list kept in order from its back, with no allocation per request.
+    void add_deadline(exec_op& op, std::chrono::steady_clock::time_point at)
     {
-        op->deadline = deadlines.emplace(at, op);
+        op.deadline = at;
+        auto it = deadlines.end();
+        while (it != deadlines.begin() && std::prev(it)->deadline > at)
+            --it;
+        deadlines.insert(it, op);
         if (at < armed_at)
             arm_deadlines(at);
     }
@@ -71,17 +103,14 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                 return;  // re-armed earlier, or closed
             self->armed_at = std::chrono::steady_clock::time_point::max();
             auto now = std::chrono::steady_clock::now();
-            while (!self->deadlines.empty() && self->deadlines.begin()->first <= now) {
-                auto op = self->deadlines.begin()->second.lock();
-                self->deadlines.erase(self->deadlines.begin());
-                if (op) {
-                    op->deadline.reset();
-                    if (op->handler)
-                        self->give_up(*op, error::timeout);
-                }
+            while (!self->deadlines.empty() && self->deadlines.front().deadline <= now) {
+                auto op = self->deadlines.front().shared_from_this();
+                op->unlink();
+                if (op->live())
+                    self->give_up(*op, error::timeout);
             }
             if (!self->deadlines.empty())
-                self->arm_deadlines(self->deadlines.begin()->first);
+                self->arm_deadlines(self->deadlines.front().deadline);
         });
     }
 
@@ -91,11 +120,12 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     std::optional<detail::stream> sock;
     resp::decoder decoder;
     bool writing = false;          // a batch is on its way to the socket
+    std::string out;               // that batch's bytes (its capacity kept for the next one)
     std::uint64_t generation = 0;  // bumped per lost connection: stale write callbacks ignore themselves
     asio::steady_timer backoff;    // reconnect delay
     // Request timeouts: one timer for the connection, armed at the earliest deadline, so a
     // request costs no timer of its own (and no timerfd update in the common case).
-    std::multimap<std::chrono::steady_clock::time_point, std::weak_ptr<exec_op>> deadlines;
+    deadline_list deadlines;
     asio::steady_timer deadline_timer;
     std::chrono::steady_clock::time_point armed_at = std::chrono::steady_clock::time_point::max();
     bool running = false;
@@ -127,12 +157,9 @@ struct connection::impl : std::enable_shared_from_this<impl> {
 
     void complete(exec_op& op, error_code ec, ended_by how)
     {
-        if (!op.handler)
+        if (!op.live())
             return;
-        if (op.deadline) {
-            deadlines.erase(*op.deadline);
-            op.deadline.reset();
-        }
+        op.unlink();
         if (op.slot.is_connected())
             op.slot.clear();
         if (ec == error::timeout)
@@ -141,10 +168,71 @@ struct connection::impl : std::enable_shared_from_this<impl> {
             ++st.cancelled;
         if (!ec && std::any_of(op.replies.begin(), op.replies.end(), [](const reply& r) { return r.is_error(); }))
             ec = error::server_error;
+        if (op.script) {
+            reply r = op.replies.size() == 1 ? std::move(op.replies.front()) : reply();
+            return finish(std::move(op.script), how, ec, std::move(r));
+        }
+        finish(std::move(op.handler), how, ec, std::move(op.replies));
+    }
+
+    template <class Handler, class Result>
+    void finish(Handler h, ended_by how, error_code ec, Result r)
+    {
         if (how == ended_by::io)
-            asio::dispatch(ex, asio::append(std::move(op.handler), ec, std::move(op.replies)));
+            asio::dispatch(ex, asio::append(std::move(h), ec, std::move(r)));
         else
-            post_completion(ex, std::move(op.handler), ec, std::move(op.replies));
+            post_completion(ex, std::move(h), ec, std::move(r));
+    }
+
+    // NOSCRIPT (the server restarted, failed over or flushed its scripts): the same call
+    // again as EVAL, which loads the script; it goes behind what is queued now.
+    bool reload(const std::shared_ptr<exec_op>& op)
+    {
+        if (!op->body || op->replies.size() != 1 || !op->replies.front().is_error() ||
+            op->replies.front().str.rfind("NOSCRIPT", 0) != 0 || !op->live())
+            return false;
+        ++st.noscript_reloads;
+        std::string again;
+        std::string_view tail(op->payload);
+        tail.remove_prefix(op->tail_at);
+        again.reserve(op->body->size() + tail.size() + 48);
+        encode_head(again, op->nargs, "EVAL", *op->body);
+        again += tail;
+        op->payload = std::move(again);
+        op->body.reset();
+        op->keep_payload = false;
+        op->replies.clear();
+        op->received = 0;
+        op->state = detail::pending_state::queued;
+        queue.push(op);
+        start_write();
+        return true;
+    }
+
+    // Queues a request whose handler is set: its cancellation, its deadline, the write.
+    void start_op(std::shared_ptr<exec_op> op, std::chrono::milliseconds timeout)
+    {
+        ++st.requests;
+        if (op->slot.is_connected()) {
+            op->slot.assign([weak = weak_from_this(), wop = std::weak_ptr(op)](asio::cancellation_type type) {
+                auto self = weak.lock();
+                auto op = wop.lock();
+                if (!self || !op || !op->live())
+                    return;
+                // A written request cannot be unsent: only terminal/partial cancellation may
+                // abandon it (its reply is dropped later); total cancellation needs no effect.
+                if (op->state != detail::pending_state::queued &&
+                    (type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) ==
+                        asio::cancellation_type::none)
+                    return;
+                self->give_up(*op, asio::error::operation_aborted);
+            });
+        }
+        if (timeout.count() > 0)
+            add_deadline(*op, std::chrono::steady_clock::now() + timeout);
+        queue.push(std::move(op));
+        start();
+        start_write();
     }
 
     void give_up(exec_op& op, error_code ec)
@@ -182,8 +270,11 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         auto done = queue.on_reply(std::move(r), ec);
         if (ec)
             throw boost::system::system_error(ec);
-        if (done && done->state == detail::pending_state::done)
-            complete(static_cast<exec_op&>(*done), {}, ended_by::io);
+        if (!done || done->state != detail::pending_state::done)
+            return;
+        auto op = std::static_pointer_cast<exec_op>(std::move(done));
+        if (!reload(op))
+            complete(*op, {}, ended_by::io);
     }
 
     asio::awaitable<void> reader()
@@ -215,19 +306,19 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         if (writing || !connected || !queue.has_queued())
             return;
         writing = true;
-        auto batch = std::make_shared<std::string>(queue.take_batch());
+        out.clear();
+        queue.take_batch(out);
         ++st.batches;
-        sock->async_write(asio::buffer(*batch),
-                          [self = shared_from_this(), batch, gen = generation](error_code ec, std::size_t) {
-                              if (gen != self->generation)
-                                  return;  // that connection is gone; the run loop moved on
-                              self->writing = false;
-                              if (ec) {
-                                  self->sock->close();  // the reader fails and ends the connection
-                                  return;
-                              }
-                              self->start_write();
-                          });
+        sock->async_write(asio::buffer(out), [self = shared_from_this(), gen = generation](error_code ec, std::size_t) {
+            if (gen != self->generation)
+                return;  // that connection is gone; the run loop moved on
+            self->writing = false;
+            if (ec) {
+                self->sock->close();  // the reader fails and ends the connection
+                return;
+            }
+            self->start_write();
+        });
     }
 
     // Runs the handshake over the fresh socket, reading replies with the shared decoder.
@@ -504,7 +595,6 @@ void connection::exec_owned(std::string payload, std::size_t commands, std::chro
         return post_completion(i.ex, std::move(h), error_code(error::closed), response());
     if (commands == 0)
         return post_completion(i.ex, std::move(h), error_code(error::invalid_request), response());
-    ++i.st.requests;
     auto op = std::make_shared<exec_op>();
     op->payload = std::move(payload);
     op->expected = commands;
@@ -512,64 +602,52 @@ void connection::exec_owned(std::string payload, std::size_t commands, std::chro
     op->replies.reserve(commands);
     op->slot = asio::get_associated_cancellation_slot(h);
     dlock::detail::assign_handler(op->handler, std::move(h));
-    std::weak_ptr<impl> weak = impl_;
-    std::weak_ptr<exec_op> wop = op;
-    if (op->slot.is_connected()) {
-        op->slot.assign([weak, wop](asio::cancellation_type type) {
-            auto self = weak.lock();
-            auto op = wop.lock();
-            if (!self || !op || !op->handler)
-                return;
-            // A written request cannot be unsent: only terminal/partial cancellation may
-            // abandon it (its reply is dropped later); total cancellation needs no effect.
-            if (op->state != detail::pending_state::queued &&
-                (type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) ==
-                    asio::cancellation_type::none)
-                return;
-            self->give_up(*op, asio::error::operation_aborted);
-        });
-    }
-    if (timeout.count() > 0)
-        i.add_deadline(op, std::chrono::steady_clock::now() + timeout);
-    i.queue.push(std::move(op));
-    i.start();
-    i.start_write();
+    i.start_op(std::move(op), timeout);
 }
 
 void connection::eval_impl(const script& s, std::span<const std::string> keys, std::span<const std::string> args,
                            asio::any_completion_handler<script_signature> h)
 {
-    auto call = std::make_shared<detail::eval_request>(s, keys, args);
-    auto slot = asio::get_associated_cancellation_slot(h);
-    auto self = impl_;
-    // A script's first use on this connection goes as EVAL, which loads it: an EVALSHA
-    // refused with NOSCRIPT would be retried *after* requests pipelined behind it, and so
-    // reorder them (a release overtaken by the next acquire).
-    request first = call->first(self->scripts_sent.insert(s.sha1()).second);
+    std::size_t bytes = 16;
+    for (const auto& k : keys)
+        bytes += k.size() + 16;
+    for (const auto& a : args)
+        bytes += a.size() + 16;
+    script_args all(keys.size(), bytes);
+    for (const auto& k : keys)
+        all.add(std::string_view(k));
+    for (const auto& a : args)
+        all.add(std::string_view(a));
+    eval_impl(s, all, std::move(h));
+}
 
-    // exec's completion already follows the rule (posted unless I/O ended it), so this one
-    // adds no hop of its own; dispatch only moves to the caller's associated executor.
-    auto finish = [ex = self->ex, call](asio::any_completion_handler<script_signature> h, error_code ec, response r) {
-        auto [e, out] = call->take_reply(ec, r);
-        asio::dispatch(ex, asio::append(std::move(h), e, std::move(out)));
-    };
-    auto commands = first.size();
-    exec_owned(first.take_payload(), commands, self->cfg.request_timeout,
-               asio::bind_cancellation_slot(
-                   slot, [this, self, slot, call, finish, h = std::move(h)](error_code ec, response r) mutable {
-                       if (!(r.size() == 1 && detail::is_noscript(ec, r.front())))
-                           return finish(std::move(h), ec, std::move(r));
-                       ++self->st.noscript_reloads;
-                       if (self->closed)  // also true once the connection object is gone
-                           return finish(std::move(h), error::closed, {});
-                       auto again = call->reload();
-                       auto n = again.size();
-                       exec_owned(again.take_payload(), n, self->cfg.request_timeout,
-                                  asio::bind_cancellation_slot(
-                                      slot, [finish, h = std::move(h)](error_code ec, response r) mutable {
-                                          finish(std::move(h), ec, std::move(r));
-                                      }));
-                   }));
+// A script call is one request whose handler takes its one reply: no second request or
+// handler wraps it. Its first use on this connection goes as EVAL, which loads it: an
+// EVALSHA refused with NOSCRIPT is sent again *after* requests pipelined behind it, and
+// that would reorder them (a release overtaken by the next acquire).
+void connection::eval_impl(const script& s, const script_args& args, asio::any_completion_handler<script_signature> h)
+{
+    auto& i = *impl_;
+    if (i.closed)
+        return post_completion(i.ex, std::move(h), error_code(error::closed), reply());
+    auto op = std::make_shared<exec_op>();
+    op->nargs = 2 + args.count() + 1;  // EVAL(SHA), body or sha1, numkeys, keys and arguments
+    bool load = !i.scripts_sent.contains(s.sha1());
+    if (load)
+        i.scripts_sent.insert(s.sha1());
+    const std::string& first = load ? s.body() : s.sha1();
+    op->payload.reserve(first.size() + args.encoded().size() + 48);
+    encode_head(op->payload, op->nargs, load ? "EVAL" : "EVALSHA", first);
+    op->tail_at = op->payload.size();
+    op->payload += args.encoded();
+    if (!load) {
+        op->body = s.shared_body();
+        op->keep_payload = true;
+    }
+    op->expected = 1;
+    op->slot = asio::get_associated_cancellation_slot(h);
+    dlock::detail::assign_handler(op->script, std::move(h));
+    i.start_op(std::move(op), i.cfg.request_timeout);
 }
 
 }  // namespace dlock::redis

@@ -211,14 +211,6 @@ std::string redis_store::describe() const
     return "redis " + impl_->address + " ns=" + impl_->ns + (impl_->scripting ? "" : " scripting=off");
 }
 
-std::function<void(std::string)> redis_store::text_keeper()
-{
-    return [this, alive = lifetime()](std::string text) {
-        if (!alive.expired())
-            set_error_text(std::move(text));
-    };
-}
-
 void redis_store::do_connect(asio::any_completion_handler<connect_signature> h)
 {
     impl_->conn.async_connect([this, alive = lifetime(), h = std::move(h)](error_code ec) mutable {
@@ -254,8 +246,8 @@ using detail::as_int;
 
 // The completion of one script call: `decode` turns a good reply into the result, a
 // server error becomes its code (text kept); the caller's cancellation slot follows.
-template <class Result, class Signature, class Decode>
-auto script_completion(asio::any_completion_handler<Signature> h, Decode decode, std::function<void(std::string)> keep)
+template <class Result, class Signature, class Decode, class Keep>
+auto script_completion(asio::any_completion_handler<Signature> h, Decode decode, Keep keep)
 {
     auto slot = asio::get_associated_cancellation_slot(h);
     return asio::bind_cancellation_slot(
@@ -309,18 +301,16 @@ void redis_store::do_try_acquire(const lease_request& req, asio::any_completion_
     auto ttl = req.ttl;
     bool queue = req.queue && traits().direct_handoff;
     auto k = impl_->names(name);
-    std::array<std::string, 4> all_keys{k.lock(), k.fence()};
-    std::array<std::string, 3> all_args{token, std::to_string(ttl.count())};
-    if (queue) {
-        all_keys[2] = k.queue();
-        all_keys[3] = k.queue_ttl();
-        all_args[2].push_back('1');
-    }
-    std::span<const std::string> keys(all_keys.data(), queue ? 4 : 2);
-    std::span<const std::string> args(all_args.data(), queue ? 3 : 2);
+    redis::script_args args(queue ? 4 : 2);
+    args.add(k.lock_parts()).add(k.fence_parts());
+    if (queue)
+        args.add(k.queue_parts()).add(k.queue_ttl_parts());
+    args.add(token).add(static_cast<long long>(ttl.count()));
+    if (queue)
+        args.add("1");
     auto decode = [ttl](const reply& r, acquire_result& out) { return detail::decode_acquire(r, ttl, out); };
     if (impl_->wait_replicas <= 0)
-        return impl_->conn.async_eval(impl_->acquire, keys, args,
+        return impl_->conn.async_eval(impl_->acquire, std::move(args),
                                       script_completion<acquire_result>(std::move(h), decode, text_keeper()));
     // Then WAIT on the same connection: it covers every write this client made before it.
     // The caller's cancellation slot still follows the script.
@@ -348,7 +338,7 @@ void redis_store::do_try_acquire(const lease_request& req, asio::any_completion_
                     std::move(h)(ec, out);
                 });
         });
-    impl_->conn.async_eval(impl_->acquire, keys, args,
+    impl_->conn.async_eval(impl_->acquire, std::move(args),
                            script_completion<acquire_result>(std::move(then), decode, text_keeper()));
 }
 
@@ -464,12 +454,12 @@ void redis_store::release(const std::string& name, const std::string& token, boo
     if (impl_->tx)
         return impl_->tx->release(impl_->tx_names(name), token, std::move(h));
     auto k = impl_->names(name);
-    std::array<std::string, 4> keys{k.lock(), k.fence(), k.queue(), k.queue_ttl()};
-    std::array<std::string, 4> args{token, k.released(), k.grant_prefix()};
+    redis::script_args args(4);
+    args.add(k.lock_parts()).add(k.fence_parts()).add(k.queue_parts()).add(k.queue_ttl_parts());
+    args.add(token).add(k.released_parts()).add(k.grant_prefix_parts());
     if (force)
-        args[3].push_back('1');
-    std::span<const std::string> argv(args.data(), force ? 4 : 3);
-    impl_->conn.async_eval(impl_->release, keys, argv,
+        args.add("1");
+    impl_->conn.async_eval(impl_->release, std::move(args),
                            script_completion<bool>(std::move(h), detail::decode_release, text_keeper()));
 }
 

@@ -6,22 +6,18 @@
 
 namespace dlock::redis::detail {
 
-std::string request_queue::take_batch()
+void request_queue::take_batch(std::string& out)
 {
-    std::string batch;
-    if (queued_.size() == 1) {
-        batch = std::move(queued_.front()->payload);
-    } else {
-        std::size_t total = 0;
-        for (const auto& p : queued_)
-            total += p->payload.size();
-        batch.reserve(total);
-        for (const auto& p : queued_)
-            batch += p->payload;
-    }
+    std::size_t total = out.size();
+    for (const auto& p : queued_)
+        total += p->payload.size();
+    out.reserve(total);
     for (auto& p : queued_) {
-        p->payload.clear();
-        p->payload.shrink_to_fit();
+        out += p->payload;
+        if (!p->keep_payload) {
+            p->payload.clear();
+            p->payload.shrink_to_fit();
+        }
         if (p->expected == 0) {
             p->state = pending_state::done;
             continue;
@@ -30,7 +26,6 @@ std::string request_queue::take_batch()
         written_.push_back(std::move(p));
     }
     queued_.clear();
-    return batch;
 }
 
 std::shared_ptr<pending> request_queue::on_reply(reply r, boost::system::error_code& ec)

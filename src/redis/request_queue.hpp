@@ -29,7 +29,8 @@ struct pending {
     response replies;
     std::size_t received = 0;  // counts replies even when abandoned ones are dropped
     pending_state state = pending_state::queued;
-    bool pinned = false;  // only for the connection it was queued on: never written on a later one
+    bool pinned = false;        // only for the connection it was queued on: never written on a later one
+    bool keep_payload = false;  // kept while on the wire (a script call may be sent again as EVAL)
 };
 
 class request_queue {
@@ -42,8 +43,15 @@ public:
     std::size_t queued_count() const noexcept { return queued_.size(); }
     std::size_t written_count() const noexcept { return written_.size(); }
 
-    /// Moves every queued request onto the wire in one batch and returns its bytes.
-    std::string take_batch();
+    /// Moves every queued request onto the wire in one batch, appending its bytes to `out`
+    /// (the writer's buffer, reused from write to write).
+    void take_batch(std::string& out);
+    std::string take_batch()
+    {
+        std::string out;
+        take_batch(out);
+        return out;
+    }
 
     /// Gives `r` to the oldest written request. Returns that request once it has all its
     /// replies (abandoned ones too: the caller drops them), else nullptr. A reply with no

@@ -1,6 +1,9 @@
+#include <dlock/redis/request.hpp>
 #include <dlock/redis/script.hpp>
 
 #include <openssl/sha.h>
+
+#include <charconv>
 
 namespace dlock::redis {
 
@@ -14,6 +17,44 @@ script::script(std::string body) : body_(std::make_shared<const std::string>(std
         sha1_ += hex[c >> 4];
         sha1_ += hex[c & 15];
     }
+}
+
+script_args::script_args(std::size_t keys, std::size_t reserve) : keys_(keys)
+{
+    encoded_.reserve(reserve);
+    add(static_cast<long long>(keys));
+    count_ = 0;
+}
+
+script_args& script_args::add(std::string_view value)
+{
+    request::encode_arg(encoded_, value);
+    ++count_;
+    return *this;
+}
+
+script_args& script_args::add(std::span<const std::string_view> parts)
+{
+    std::size_t n = 0;
+    for (auto p : parts)
+        n += p.size();
+    char len[24];
+    auto end = std::to_chars(len, len + sizeof len, n).ptr;
+    encoded_ += '$';
+    encoded_.append(len, end);
+    encoded_ += "\r\n";
+    for (auto p : parts)
+        encoded_.append(p.data(), p.size());
+    encoded_ += "\r\n";
+    ++count_;
+    return *this;
+}
+
+script_args& script_args::add(long long value)
+{
+    char digits[24];
+    auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+    return add(std::string_view(digits, static_cast<std::size_t>(end - digits)));
 }
 
 }  // namespace dlock::redis

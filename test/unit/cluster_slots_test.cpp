@@ -2,6 +2,7 @@
 // parsing, and the decision after each attempt.
 #include <dlock/error.hpp>
 #include <dlock/redis/reply.hpp>
+#include <dlock/redis/store.hpp>
 
 #include "redis/cluster_slots.hpp"
 #include "unit/print.hpp"
@@ -80,6 +81,31 @@ const d::node_address a1{"127.0.0.1", 7001}, a2{"127.0.0.1", 7002}, a3{"127.0.0.
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(cluster_slots)
+
+// The table-driven CRC16 against the bit-by-bit definition and against slots Redis reports
+// (CLUSTER KEYSLOT): a wrong table would put a lock's keys in another slot than its server's.
+BOOST_AUTO_TEST_CASE(key_slot_matches_redis)
+{
+    BOOST_TEST(dlock::key_slot("foo") == 12182u);
+    BOOST_TEST(dlock::key_slot("bar") == 5061u);
+    BOOST_TEST(dlock::key_slot("123456789") == 12739u);
+    BOOST_TEST(dlock::key_slot("{user1000}.following") == dlock::key_slot("user1000"));
+    auto bitwise = [](std::string_view s) {
+        unsigned crc = 0;
+        for (unsigned char c : s) {
+            crc ^= unsigned(c) << 8;
+            for (int i = 0; i < 8; ++i)
+                crc = (crc & 0x8000) ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+        }
+        return crc & 16383u;
+    };
+    std::string s;
+    for (unsigned i = 0; i < 2000; ++i) {
+        char c = static_cast<char>((i * 7919u) % 256);  // every byte value, lengths 1..2000
+        s.push_back(c == '{' ? 'x' : c);                // no hash tag: the whole key is hashed
+        BOOST_TEST_REQUIRE(dlock::key_slot(s) == bitwise(s));
+    }
+}
 
 BOOST_AUTO_TEST_CASE(addresses)
 {

@@ -147,6 +147,24 @@ BOOST_AUTO_TEST_CASE(single_request_batch)
     BOOST_TEST(q.written_count() == 1u);
 }
 
+// The writer's buffer is appended to (it is reused from write to write), and a request that
+// may be sent again (a script call, as EVAL after NOSCRIPT) keeps its bytes while on the wire.
+BOOST_AUTO_TEST_CASE(batch_appends_and_keeps_payloads_asked_for)
+{
+    request_queue q;
+    auto a = make_echo("a");
+    auto b = make_echo("bb");
+    b->keep_payload = true;
+    q.push(a);
+    q.push(b);
+    std::string out = "left";
+    q.take_batch(out);
+    BOOST_TEST(out == "left" + echo_payload("a") + echo_payload("bb"));
+    BOOST_TEST(a->payload.empty());
+    BOOST_TEST(b->payload == echo_payload("bb"));
+    BOOST_TEST(q.written_count() == 2u);
+}
+
 BOOST_AUTO_TEST_CASE(multi_command_requests)
 {
     request_queue q;

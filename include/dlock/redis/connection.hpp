@@ -128,6 +128,15 @@ public:
             token, &s, keys, args);
     }
 
+    /// The same with the keys and arguments already encoded (no string per key).
+    template <class Token = boost::asio::deferred_t>
+    auto async_eval(const script& s, script_args args, Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, script_signature>(
+            [this](auto handler, const script* sc, script_args a) { eval_impl(*sc, a, std::move(handler)); }, token, &s,
+            std::move(args));
+    }
+
     /// Closes the socket, stops reconnecting and fails everything pending with error::closed.
     void close();
 
@@ -169,6 +178,7 @@ private:
                      boost::asio::any_completion_handler<exec_signature> h);
     void eval_impl(const script& s, std::span<const std::string> keys, std::span<const std::string> args,
                    boost::asio::any_completion_handler<script_signature> h);
+    void eval_impl(const script& s, const script_args& args, boost::asio::any_completion_handler<script_signature> h);
 
     struct impl;
     std::shared_ptr<impl> impl_;

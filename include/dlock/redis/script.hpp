@@ -1,8 +1,12 @@
 // A Lua script sent as EVALSHA, with its SHA1 computed once.
 #pragma once
 
+#include <cstddef>
+#include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 
 namespace dlock::redis {
 
@@ -22,6 +26,31 @@ public:
 private:
     std::shared_ptr<const std::string> body_;
     std::string sha1_;
+};
+
+/// One script call's keys and arguments, RESP-encoded as they are added: a key given in
+/// parts ("{tag}ns", ":lock:", name) is joined straight into the encoding, without a string
+/// of its own. The keys come first; `keys` says how many of the values are keys.
+class script_args {
+public:
+    explicit script_args(std::size_t keys, std::size_t reserve = 192);
+    script_args& add(std::string_view value);
+    script_args& add(std::span<const std::string_view> parts);
+    script_args& add(std::initializer_list<std::string_view> parts)
+    {
+        return add(std::span(parts.begin(), parts.size()));
+    }
+    script_args& add(long long value);
+    /// Keys and arguments added so far.
+    std::size_t count() const noexcept { return count_; }
+    std::size_t keys() const noexcept { return keys_; }
+    /// numkeys, then every value, as RESP bulk strings.
+    const std::string& encoded() const noexcept { return encoded_; }
+
+private:
+    std::string encoded_;
+    std::size_t keys_;
+    std::size_t count_ = 0;
 };
 
 }  // namespace dlock::redis

@@ -109,8 +109,7 @@ private:
     void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) override;
     void flush_renewals();
     boost::system::error_code scripts_refused(const std::string& text);
-    // Keeps a server's error text on this store if it still exists when the reply comes.
-    std::function<void(std::string)> text_keeper();
+    error_text_keeper text_keeper() { return keep_error_text(); }
     void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
 
