@@ -56,6 +56,7 @@ struct exec_op final : detail::pending, deadline_hook, std::enable_shared_from_t
     // In the connection's deadline index (ordered by it) while linked.
     std::chrono::steady_clock::time_point deadline;
     asio::cancellation_slot slot;
+    bool direct = false;  // its handler runs anywhere: called, not dispatched, when a reply ends it
 
     bool live() const noexcept { return handler || script; }
 };
@@ -170,15 +171,17 @@ struct connection::impl : std::enable_shared_from_this<impl> {
             ec = error::server_error;
         if (op.script) {
             reply r = op.replies.size() == 1 ? std::move(op.replies.front()) : reply();
-            return finish(std::move(op.script), how, ec, std::move(r));
+            return finish(std::move(op.script), how, ec, std::move(r), op.direct);
         }
-        finish(std::move(op.handler), how, ec, std::move(op.replies));
+        finish(std::move(op.handler), how, ec, std::move(op.replies), op.direct);
     }
 
     template <class Handler, class Result>
-    void finish(Handler h, ended_by how, error_code ec, Result r)
+    void finish(Handler h, ended_by how, error_code ec, Result r, bool direct)
     {
-        if (how == ended_by::io)
+        if (how == ended_by::io && direct)
+            std::move(h)(ec, std::move(r));
+        else if (how == ended_by::io)
             asio::dispatch(ex, asio::append(std::move(h), ec, std::move(r)));
         else
             post_completion(ex, std::move(h), ec, std::move(r));
@@ -578,17 +581,17 @@ void connection::pinned_impl(const request& req, std::uint64_t generation,
     auto& i = *impl_;
     if (!i.closed && (!i.connected || i.generation != generation))
         return post_completion(i.ex, std::move(h), error_code(error::connection_lost), response());
-    exec_impl(req, i.cfg.request_timeout, std::move(h), true);
+    exec_impl(req, i.cfg.request_timeout, std::move(h), true, false);
 }
 
 void connection::exec_impl(const request& req, std::chrono::milliseconds timeout,
-                           asio::any_completion_handler<exec_signature> h, bool pinned)
+                           asio::any_completion_handler<exec_signature> h, bool pinned, bool direct)
 {
-    exec_owned(req.payload(), req.size(), timeout, std::move(h), pinned);
+    exec_owned(req.payload(), req.size(), timeout, std::move(h), pinned, direct);
 }
 
 void connection::exec_owned(std::string payload, std::size_t commands, std::chrono::milliseconds timeout,
-                            asio::any_completion_handler<exec_signature> h, bool pinned)
+                            asio::any_completion_handler<exec_signature> h, bool pinned, bool direct)
 {
     auto& i = *impl_;
     if (i.closed)
@@ -599,6 +602,7 @@ void connection::exec_owned(std::string payload, std::size_t commands, std::chro
     op->payload = std::move(payload);
     op->expected = commands;
     op->pinned = pinned;
+    op->direct = direct;
     op->replies.reserve(commands);
     op->slot = asio::get_associated_cancellation_slot(h);
     dlock::detail::assign_handler(op->handler, std::move(h));
@@ -606,7 +610,7 @@ void connection::exec_owned(std::string payload, std::size_t commands, std::chro
 }
 
 void connection::eval_impl(const script& s, std::span<const std::string> keys, std::span<const std::string> args,
-                           asio::any_completion_handler<script_signature> h)
+                           asio::any_completion_handler<script_signature> h, bool direct)
 {
     std::size_t bytes = 16;
     for (const auto& k : keys)
@@ -618,14 +622,15 @@ void connection::eval_impl(const script& s, std::span<const std::string> keys, s
         all.add(std::string_view(k));
     for (const auto& a : args)
         all.add(std::string_view(a));
-    eval_impl(s, all, std::move(h));
+    eval_impl(s, all, std::move(h), direct);
 }
 
 // A script call is one request whose handler takes its one reply: no second request or
 // handler wraps it. Its first use on this connection goes as EVAL, which loads it: an
 // EVALSHA refused with NOSCRIPT is sent again *after* requests pipelined behind it, and
 // that would reorder them (a release overtaken by the next acquire).
-void connection::eval_impl(const script& s, const script_args& args, asio::any_completion_handler<script_signature> h)
+void connection::eval_impl(const script& s, const script_args& args, asio::any_completion_handler<script_signature> h,
+                           bool direct)
 {
     auto& i = *impl_;
     if (i.closed)
@@ -645,6 +650,7 @@ void connection::eval_impl(const script& s, const script_args& args, asio::any_c
         op->keep_payload = true;
     }
     op->expected = 1;
+    op->direct = direct;
     op->slot = asio::get_associated_cancellation_slot(h);
     dlock::detail::assign_handler(op->script, std::move(h));
     i.start_op(std::move(op), i.cfg.request_timeout);

@@ -8,6 +8,7 @@
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/system/error_code.hpp>
@@ -18,8 +19,19 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 
 namespace dlock::redis {
+
+namespace detail {
+struct own_executor_probe {};
+/// A handler with no associated executor of its own runs wherever it is called: the
+/// connection then calls it straight from its read loop (as dispatch would, minus the
+/// type-erased executor and work tracking per completion). One with its own is dispatched.
+template <class Handler>
+inline constexpr bool runs_anywhere =
+    std::is_same_v<boost::asio::associated_executor_t<Handler, own_executor_probe>, own_executor_probe>;
+}  // namespace detail
 
 /// Counters a caller can read at any time (on the connection's executor).
 struct connection_stats {
@@ -95,7 +107,7 @@ public:
     {
         return boost::asio::async_initiate<Token, exec_signature>(
             [this](auto handler, const request* r, std::chrono::milliseconds t) {
-                exec_impl(*r, t, std::move(handler));
+                exec_impl(*r, t, std::move(handler), false, detail::runs_anywhere<decltype(handler)>);
             },
             token, &req, timeout);
     }
@@ -123,7 +135,7 @@ public:
     {
         return boost::asio::async_initiate<Token, script_signature>(
             [this](auto handler, const script* sc, std::span<const std::string> k, std::span<const std::string> a) {
-                eval_impl(*sc, k, a, std::move(handler));
+                eval_impl(*sc, k, a, std::move(handler), detail::runs_anywhere<decltype(handler)>);
             },
             token, &s, keys, args);
     }
@@ -133,8 +145,10 @@ public:
     auto async_eval(const script& s, script_args args, Token&& token = {})
     {
         return boost::asio::async_initiate<Token, script_signature>(
-            [this](auto handler, const script* sc, script_args a) { eval_impl(*sc, a, std::move(handler)); }, token, &s,
-            std::move(args));
+            [this](auto handler, const script* sc, script_args a) {
+                eval_impl(*sc, a, std::move(handler), detail::runs_anywhere<decltype(handler)>);
+            },
+            token, &s, std::move(args));
     }
 
     /// Closes the socket, stops reconnecting and fails everything pending with error::closed.
@@ -170,15 +184,16 @@ public:
 private:
     void connect_impl(boost::asio::any_completion_handler<connect_signature> h);
     void exec_impl(const request& req, std::chrono::milliseconds timeout,
-                   boost::asio::any_completion_handler<exec_signature> h, bool pinned = false);
+                   boost::asio::any_completion_handler<exec_signature> h, bool pinned = false, bool direct = false);
     // The same with the request's bytes moved in (a script call's: built for this send).
     void exec_owned(std::string payload, std::size_t commands, std::chrono::milliseconds timeout,
-                    boost::asio::any_completion_handler<exec_signature> h, bool pinned = false);
+                    boost::asio::any_completion_handler<exec_signature> h, bool pinned = false, bool direct = false);
     void pinned_impl(const request& req, std::uint64_t generation,
                      boost::asio::any_completion_handler<exec_signature> h);
     void eval_impl(const script& s, std::span<const std::string> keys, std::span<const std::string> args,
-                   boost::asio::any_completion_handler<script_signature> h);
-    void eval_impl(const script& s, const script_args& args, boost::asio::any_completion_handler<script_signature> h);
+                   boost::asio::any_completion_handler<script_signature> h, bool direct = false);
+    void eval_impl(const script& s, const script_args& args, boost::asio::any_completion_handler<script_signature> h,
+                   bool direct = false);
 
     struct impl;
     std::shared_ptr<impl> impl_;
