@@ -902,9 +902,13 @@ int main(int argc, char** argv)
             profile_floor = true;  // only asio_floor, 200,000 times: the profile to hold dlock's against
         else if (a == "--profile-uncontended")
             profile_only = true;  // only the uncontended cycle, 200,000 times: for perf / strace
-        else if (a == "--cycles" && i + 1 < argc)
+        else if (a == "--cycles" && i + 1 < argc) {
             profile_cycles = std::atoi(argv[++i]);  // for a profile under callgrind
-        else {
+            if (profile_cycles <= 0) {
+                std::printf("lock_bench: --cycles wants a positive number\n");
+                return 2;
+            }
+        } else {
             std::printf("usage: lock_bench [--json] [--quick] [--awake] [--scale] [--profile-uncontended] "
                         "[--profile-asio-floor] [--cycles N]\n");
             return a == "--help" ? 0 : 2;

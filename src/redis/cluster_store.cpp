@@ -112,6 +112,7 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
     watch_id next_watch = 1;
 
     redis::detail::keys names(const std::string& name) const { return {ns, name}; }
+    redis::detail::keys names(std::string&&) const = delete;  // keys refers to the name
 
     // ---- nodes ----
 

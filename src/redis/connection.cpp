@@ -87,6 +87,8 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     {
         op.deadline = at;
         auto it = deadlines.end();
+        if (!deadlines.empty() && at < deadlines.front().deadline)
+            it = deadlines.begin();  // a shorter timeout than all: no walk past them all
         while (it != deadlines.begin() && std::prev(it)->deadline > at)
             --it;
         deadlines.insert(it, op);
@@ -312,10 +314,14 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         out.clear();
         queue.take_batch(out);
         ++st.batches;
+        // `writing` stays set until this completion runs, even after its connection is
+        // gone: `out` is this write's until then, whatever the next connection does.
         sock->async_write(asio::buffer(out), [self = shared_from_this(), gen = generation](error_code ec, std::size_t) {
-            if (gen != self->generation)
-                return;  // that connection is gone; the run loop moved on
             self->writing = false;
+            if (self->out.capacity() > 1024 * 1024)
+                std::string().swap(self->out);  // a burst's buffer is not kept for good
+            if (gen != self->generation)
+                return self->start_write();  // that connection is gone: the next one writes
             if (ec) {
                 self->sock->close();  // the reader fails and ends the connection
                 return;
@@ -448,7 +454,6 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                     ec = e.code();
                 }
                 self->connected = false;
-                self->writing = false;
                 self->scripts_sent.clear();  // the next server (or this one restarted) may not have them
                 ++self->generation;
                 self->sock->close();
@@ -635,6 +640,8 @@ void connection::eval_impl(const script& s, const script_args& args, asio::any_c
     auto& i = *impl_;
     if (i.closed)
         return post_completion(i.ex, std::move(h), error_code(error::closed), reply());
+    if (args.keys() > args.count())  // fewer values than the keys it announced: Redis would refuse it
+        return post_completion(i.ex, std::move(h), error_code(error::invalid_request), reply());
     auto op = std::make_shared<exec_op>();
     op->nargs = 2 + args.count() + 1;  // EVAL(SHA), body or sha1, numkeys, keys and arguments
     bool load = !i.scripts_sent.contains(s.sha1());

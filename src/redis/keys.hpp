@@ -32,7 +32,8 @@ inline std::string join(std::span<const std::string_view> parts)
 /// is computed once per `keys`, which refers to the name it was given (keep it alive).
 class keys {
 public:
-    keys(const std::string& ns, std::string_view name) : prefix_(join_prefix(ns, name)), name_(name) {}
+    keys(const std::string& ns, const std::string& name) : prefix_(join_prefix(ns, name)), name_(name) {}
+    keys(const std::string& ns, std::string&& name) = delete;  // it would refer to a temporary
 
     /// The lock's hash: owner token, fencing token, ttl.
     name_parts lock_parts() const { return {prefix_, ":lock:", name_}; }

@@ -119,6 +119,7 @@ struct redis_store::impl {
     }
 
     redis::detail::keys names(const std::string& name) const { return {ns, name}; }
+    redis::detail::keys names(std::string&&) const = delete;  // keys refers to the name
     redis::tx::names tx_names(const std::string& name) const
     {
         auto k = names(name);

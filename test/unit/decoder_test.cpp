@@ -386,6 +386,27 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(request_encoding_suite)
 
+// A script call's tail: numkeys, then each value as a bulk string; a key given in parts is
+// one bulk string of their concatenation (empty parts, empty values and binary bytes too).
+BOOST_AUTO_TEST_CASE(script_args_encode_numkeys_then_values)
+{
+    dlock::redis::script_args a(2, 0);
+    std::string_view prefix = "{t}ns";
+    std::string binary("a\0\r\nb", 5);
+    a.add({prefix, ":lock:", "", "n"}).add({prefix, ":fence"}).add(binary).add("").add(-30000LL);
+    BOOST_TEST(a.count() == 5u);
+    BOOST_TEST(a.keys() == 2u);
+    BOOST_TEST(a.encoded() == "$1\r\n2\r\n$12\r\n{t}ns:lock:n\r\n$11\r\n{t}ns:fence\r\n$5\r\n" + binary +
+                                  "\r\n$0\r\n\r\n$6\r\n-30000\r\n");
+    // The same values through the request encoder: the bytes a plain EVALSHA would carry.
+    std::string expect;
+    request::encode_arg(expect, "2");
+    for (std::string_view v : {std::string_view("{t}ns:lock:n"), std::string_view("{t}ns:fence"),
+                               std::string_view(binary), std::string_view(""), std::string_view("-30000")})
+        request::encode_arg(expect, v);
+    BOOST_TEST(a.encoded() == expect);
+}
+
 BOOST_AUTO_TEST_CASE(single_command)
 {
     request req;
