@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 namespace dlock {
 
@@ -33,6 +34,22 @@ void post_to_handler(Handler h, Args&&... args)
     auto ex = boost::asio::get_associated_executor(h);
     boost::asio::post(ex, boost::asio::append(std::move(h), std::forward<Args>(args)...));
 }
+
+/// Whether `h` would run in place where the registry's I/O completes: it has no executor of
+/// its own, or its own is `ex`. Then the engine calls it directly, as `dispatch` would on
+/// that thread, without a type-erased executor and work tracking per completion.
+template <class Handler>
+bool completes_in_place(const Handler& h, const boost::asio::any_io_executor& ex)
+{
+    using own = boost::asio::associated_executor_t<Handler, boost::asio::any_io_executor>;
+    if constexpr (std::is_same_v<own, boost::asio::any_io_executor>)
+        return boost::asio::get_associated_executor(h, ex) == ex;
+    else
+        return false;  // a strand, another context's executor, a type-erased one: dispatch
+}
+
+/// The executor of an engine's registry (defined with the engine).
+const boost::asio::any_io_executor& executor_of(const engine& e) noexcept;
 }  // namespace detail
 
 /// A held lock. Move-only. Empty when default-constructed, moved from, released, or
@@ -103,7 +120,8 @@ public:
             [this](auto h) {
                 if (!h_)
                     return detail::post_to_handler(std::move(h), make_error_code(error::not_held));
-                release_impl(std::move(h));
+                bool in_place = detail::completes_in_place(h, detail::executor_of(*engine_of()));
+                release_impl(std::move(h), in_place);
             },
             token);
     }
@@ -112,7 +130,8 @@ private:
     friend class detail::engine;
     explicit guard(std::shared_ptr<detail::hold> h) noexcept : h_(std::move(h)) {}
     void wait_lost_impl(boost::asio::any_completion_handler<void(boost::system::error_code)> h);
-    void release_impl(boost::asio::any_completion_handler<void(boost::system::error_code)> h);
+    void release_impl(boost::asio::any_completion_handler<void(boost::system::error_code)> h, bool in_place);
+    const detail::engine* engine_of() const noexcept;
 
     std::shared_ptr<detail::hold> h_;
 };

@@ -119,12 +119,13 @@ private:
             [e = e_](auto h, owner o, mode m, std::chrono::milliseconds d) {
                 if (!e)  // no registry, so no executor of ours: the handler's own
                     return detail::post_to_handler(std::move(h), make_error_code(error::invalid_handle), guard());
-                lock(e).acquire_impl(o, m, d, std::move(h));
+                bool in_place = detail::completes_in_place(h, detail::executor_of(*e));
+                lock(e).acquire_impl(o, m, d, std::move(h), in_place);
             },
             token, o, m, d);
     }
     void acquire_impl(owner o, mode m, std::chrono::milliseconds d,
-                      boost::asio::any_completion_handler<acquire_signature> h);
+                      boost::asio::any_completion_handler<acquire_signature> h, bool in_place = false);
 
     std::shared_ptr<detail::engine> e_;
 };

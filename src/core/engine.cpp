@@ -124,7 +124,7 @@ engine::~engine()
 }
 
 void engine::acquire(std::uint64_t owner, bool try_once, std::optional<milliseconds> limit,
-                     asio::any_completion_handler<lock::acquire_signature> h)
+                     asio::any_completion_handler<lock::acquire_signature> h, bool in_place)
 {
     auto& r = *reg_;
     error_code ec = r.config_error ? r.config_error : validate_name(r.cfg, name_);
@@ -149,6 +149,7 @@ void engine::acquire(std::uint64_t owner, bool try_once, std::optional<milliseco
     auto id = ++next_id_;
     auto w = std::make_shared<waiter>();
     w->owner = owner;
+    w->in_place = in_place;
     w->slot = asio::get_associated_cancellation_slot(h);
     assign_handler(w->handler, std::move(h));
     std::weak_ptr<engine> weak = shared_from_this();
@@ -176,7 +177,7 @@ void engine::acquire(std::uint64_t owner, bool try_once, std::optional<milliseco
     feed(false);
 }
 
-void engine::release(const std::shared_ptr<hold>& h, done_handler done, bool by_destructor)
+void engine::release(const std::shared_ptr<hold>& h, done_handler done, bool by_destructor, bool in_place)
 {
     if (!h->active) {
         if (done)
@@ -202,7 +203,7 @@ void engine::release(const std::shared_ptr<hold>& h, done_handler done, bool by_
     }
     auto id = ++next_id_;
     if (done)
-        releases_.emplace_back(id, std::move(done));
+        releases_.emplace_back(id, release_waiter{std::move(done), in_place});
     fsm_.on_release(h->id, id, clock_type::now());
     feed(false);
 }
@@ -357,12 +358,14 @@ void engine::perform(fsm_action& a, bool from_io)
         auto it = releases_.find(a.id);
         if (it == releases_.end())
             return;  // a guard's destructor: nobody waits for the outcome
-        auto h = std::move(it->second);
+        auto w = std::move(it->second);
         releases_.erase(it);
-        if (from_io)
-            asio::dispatch(reg_->ex, asio::append(std::move(h), a.ec));
+        if (from_io && w.in_place)
+            std::move(w.handler)(a.ec);
+        else if (from_io)
+            asio::dispatch(reg_->ex, asio::append(std::move(w.handler), a.ec));
         else
-            post_completion(reg_->ex, std::move(h), a.ec);
+            post_completion(reg_->ex, std::move(w.handler), a.ec);
         return;
     }
     case act::lost: signal_lost(); return;
@@ -419,7 +422,9 @@ void engine::complete_waiter(fsm_action& a, bool from_io)
     }
     // A completion caused by I/O runs at once (its caller is not on the stack); one caused
     // by a call (acquire, release, cancel) is posted, as Asio requires.
-    if (from_io)
+    if (from_io && w->in_place)
+        std::move(w->handler)(a.ec, std::move(g));  // what dispatch would do here, minus its machinery
+    else if (from_io)
         asio::dispatch(reg_->ex, asio::append(std::move(w->handler), a.ec, std::move(g)));
     else
         post_completion(reg_->ex, std::move(w->handler), a.ec, std::move(g));
@@ -444,4 +449,8 @@ void engine::signal_lost()
     }
 }
 
+const boost::asio::any_io_executor& executor_of(const engine& e) noexcept
+{
+    return e.executor();
+}
 }  // namespace dlock::detail

@@ -101,10 +101,14 @@ public:
     bool unused() const noexcept { return fsm_.holds() == 0 && fsm_.waiters() == 0; }
     std::size_t holds() const noexcept { return fsm_.holds(); }
     std::size_t waiters() const noexcept { return fsm_.waiters(); }
+    /// `in_place`: the handler runs where the registry's I/O completes (detail::completes_in_place),
+    /// so a completion caused by I/O calls it directly instead of dispatching it.
     void acquire(std::uint64_t owner, bool try_once, std::optional<milliseconds> limit,
-                 boost::asio::any_completion_handler<lock::acquire_signature> h);
+                 boost::asio::any_completion_handler<lock::acquire_signature> h, bool in_place = false);
     void release(const std::shared_ptr<hold>& h,
-                 boost::asio::any_completion_handler<void(boost::system::error_code)> done, bool by_destructor);
+                 boost::asio::any_completion_handler<void(boost::system::error_code)> done, bool by_destructor,
+                 bool in_place = false);
+    const boost::asio::any_io_executor& executor() const noexcept { return reg_->ex; }
     void wait_lost(const std::shared_ptr<hold>& h,
                    boost::asio::any_completion_handler<void(boost::system::error_code)> done);
     clock_type::time_point valid_until(const hold& h) const noexcept;
@@ -124,8 +128,13 @@ private:
         boost::asio::any_completion_handler<lock::acquire_signature> handler;
         std::optional<boost::asio::steady_timer> timer;
         boost::asio::cancellation_slot slot;
+        bool in_place = false;
     };
     using done_handler = boost::asio::any_completion_handler<void(boost::system::error_code)>;
+    struct release_waiter {
+        done_handler handler;
+        bool in_place = false;
+    };
 
     bool store_alive() const noexcept { return !reg_->store_alive.expired(); }
     // Takes the machine's new actions. `from_io`: the input was an I/O completion, so their
@@ -159,7 +168,7 @@ private:
     using one_inline = boost::container::small_vector<std::pair<std::uint64_t, T>, 1>;
     by_id<boost::container::devector<std::pair<std::uint64_t, std::shared_ptr<waiter>>>> waiters_;
     by_id<one_inline<hold*>> holds_;
-    by_id<one_inline<done_handler>> releases_;
+    by_id<one_inline<release_waiter>> releases_;
     std::uint64_t next_id_ = 0;  // waiter and release ids
     id_or_none<store::watch_id> watch_;
     id_or_none<store::watch_id> session_watch_;

@@ -36,12 +36,13 @@ const std::string& lock::diagnostics() const noexcept
     return e_ ? e_->diagnostics() : empty;
 }
 
-void lock::acquire_impl(owner o, mode m, std::chrono::milliseconds d, asio::any_completion_handler<acquire_signature> h)
+void lock::acquire_impl(owner o, mode m, std::chrono::milliseconds d, asio::any_completion_handler<acquire_signature> h,
+                        bool in_place)
 {
     std::optional<std::chrono::milliseconds> limit;
     if (m == mode::bounded)
         limit = std::max(d, std::chrono::milliseconds(0));
-    e_->acquire(o.id(), m == mode::try_once, limit, std::move(h));
+    e_->acquire(o.id(), m == mode::try_once, limit, std::move(h), in_place);
 }
 
 asio::awaitable<void> lock::run(std::function<asio::awaitable<void>(guard&)> body)
@@ -135,10 +136,15 @@ void guard::wait_lost_impl(asio::any_completion_handler<void(error_code)> h)
     h_->eng->wait_lost(h_, std::move(h));
 }
 
-void guard::release_impl(asio::any_completion_handler<void(error_code)> h)
+void guard::release_impl(asio::any_completion_handler<void(error_code)> h, bool in_place)
 {
     auto hold = std::move(h_);
-    hold->eng->release(hold, std::move(h), false);
+    hold->eng->release(hold, std::move(h), false, in_place);
+}
+
+const detail::engine* guard::engine_of() const noexcept
+{
+    return h_->eng.get();
 }
 
 }  // namespace dlock

@@ -8,6 +8,7 @@
 #include "integration/support.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -688,6 +689,45 @@ BOOST_AUTO_TEST_CASE(completion_is_never_inline)
     BOOST_TEST(!called);
     io.run_for(5s);
     BOOST_TEST(called);
+}
+
+// A reply's handler is called straight from the read loop only when it has no executor of
+// its own; one bound to another executor (here another io_context, not running) runs there,
+// a request or a script call alike, even though its reply was read long before.
+BOOST_AUTO_TEST_CASE(a_handler_with_its_own_executor_runs_on_it)
+{
+    test::redis_server srv;
+    asio::io_context io, other;
+    redis::connection conn(io.get_executor(), srv.config());
+    redis::script echo("return ARGV[1]");
+    std::vector<std::string> order;
+    conn.async_exec(cmd("ECHO", "plain"), [&](error_code ec, redis::response r) {
+        BOOST_TEST(!ec);
+        order.push_back(r.at(0).str);
+    });
+    conn.async_exec(cmd("ECHO", "bound"), asio::bind_executor(other, [&](error_code ec, redis::response r) {
+                        BOOST_TEST(!ec);
+                        order.push_back(r.at(0).str);
+                    }));
+    std::vector<std::string> keys, args{"bound-script"};
+    conn.async_eval(echo, keys, args, asio::bind_executor(other, [&](error_code ec, redis::reply r) {
+                        BOOST_TEST(!ec);
+                        order.push_back(r.str);
+                    }));
+    bool last = false;
+    conn.async_exec(cmd("ECHO", "last"), [&](error_code ec, redis::response r) {
+        BOOST_TEST(!ec);
+        order.push_back(r.at(0).str);
+        last = true;
+    });
+    // Replies come in order: once "last" is in, the bound ones were read before it.
+    for (auto until = std::chrono::steady_clock::now() + 10s; !last && std::chrono::steady_clock::now() < until;)
+        io.run_one_for(1s);
+    BOOST_TEST_REQUIRE(last);
+    BOOST_TEST(order == (std::vector<std::string>{"plain", "last"}), boost::test_tools::per_element());
+    other.run_for(5s);
+    BOOST_TEST(order == (std::vector<std::string>{"plain", "last", "bound", "bound-script"}),
+               boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -7,6 +7,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -20,6 +21,8 @@
 #include <fstream>
 #include <stdexcept>
 #include <thread>
+#include <vector>
+#include <string>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -123,6 +126,54 @@ BOOST_AUTO_TEST_CASE(a_throwing_event_callback_leaves_the_name_usable)
     run();
     BOOST_TEST(got == 2);
     BOOST_TEST(reg.size() == 0u);
+    BOOST_TEST(store.size() == 0u);
+}
+
+// A caller's completion is called in place only when it has no executor of its own or its
+// own is the registry's; bound to another io_context (not running), it waits for that one,
+// for an acquire and a release alike, though the store answered long before.
+BOOST_AUTO_TEST_CASE(a_completion_bound_elsewhere_runs_there)
+{
+    dlock::registry reg(store, {.lease = 5s});
+    asio::io_context other;
+    auto lock = reg.obtain("bound");
+    std::vector<std::string> seen;
+    dlock::guard held;
+    lock.acquire(asio::bind_executor(other, [&](error_code ec, dlock::guard g) {
+        BOOST_TEST(!ec);
+        seen.push_back("acquired");
+        held = std::move(g);
+    }));
+    for (int i = 0; i < 20; ++i)
+        io.poll();
+    BOOST_TEST(seen.empty());
+    other.run();
+    BOOST_TEST_REQUIRE(seen.size() == 1u);
+    BOOST_TEST(held.owns_lock());
+    held.release(asio::bind_executor(other, [&](error_code ec) {
+        BOOST_TEST(!ec);
+        seen.push_back("released");
+    }));
+    for (int i = 0; i < 20; ++i)
+        io.poll();
+    BOOST_TEST(seen.size() == 1u);
+    other.restart();
+    other.run();
+    BOOST_TEST(seen.size() == 2u);
+    // With no executor of its own it runs where the store's answer is handled.
+    bool plain = false;
+    io.restart();  // it ran out of work above
+    lock.acquire([&](error_code ec, dlock::guard g) {
+        BOOST_TEST(!ec);
+        plain = true;
+        held = std::move(g);
+    });
+    for (auto until = std::chrono::steady_clock::now() + 5s; !plain && std::chrono::steady_clock::now() < until;)
+        io.run_one_for(100ms);
+    BOOST_TEST(plain);
+    held.release([](error_code) {});
+    io.restart();
+    run();
     BOOST_TEST(store.size() == 0u);
 }
 
