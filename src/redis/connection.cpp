@@ -27,7 +27,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <optional>
 #include <random>
 #include <unordered_set>
@@ -64,16 +63,13 @@ struct exec_op final : detail::pending, deadline_hook, std::enable_shared_from_t
 using deadline_list = boost::intrusive::list<exec_op, boost::intrusive::base_hook<deadline_hook>,
                                              boost::intrusive::constant_time_size<false>>;
 
-// "*<nargs>\r\n" then the command and its first argument as bulk strings.
-void encode_head(std::string& out, std::size_t nargs, std::string_view command, std::string_view first)
+// One script call as RESP: the command, the body or SHA1, then the encoded keys and
+// arguments (request::push_encoded, as eval_request builds it for the cluster).
+std::string encode_call(std::size_t nargs, std::string_view command, std::string_view first, std::string_view tail)
 {
-    char n[24];
-    auto end = std::to_chars(n, n + sizeof n, nargs).ptr;
-    out += '*';
-    out.append(n, end);
-    out += "\r\n";
-    request::encode_arg(out, command);
-    request::encode_arg(out, first);
+    request req;
+    req.push_encoded(command, first, nargs, tail);
+    return req.take_payload();
 }
 
 }  // namespace
@@ -197,13 +193,9 @@ struct connection::impl : std::enable_shared_from_this<impl> {
             op->replies.front().str.rfind("NOSCRIPT", 0) != 0 || !op->live())
             return false;
         ++st.noscript_reloads;
-        std::string again;
         std::string_view tail(op->payload);
         tail.remove_prefix(op->tail_at);
-        again.reserve(op->body->size() + tail.size() + 48);
-        encode_head(again, op->nargs, "EVAL", *op->body);
-        again += tail;
-        op->payload = std::move(again);
+        op->payload = encode_call(op->nargs, "EVAL", *op->body, tail);
         op->body.reset();
         op->keep_payload = false;
         op->replies.clear();
@@ -648,10 +640,8 @@ void connection::eval_impl(const script& s, const script_args& args, asio::any_c
     if (load)
         i.scripts_sent.insert(s.sha1());
     const std::string& first = load ? s.body() : s.sha1();
-    op->payload.reserve(first.size() + args.encoded().size() + 48);
-    encode_head(op->payload, op->nargs, load ? "EVAL" : "EVALSHA", first);
-    op->tail_at = op->payload.size();
-    op->payload += args.encoded();
+    op->payload = encode_call(op->nargs, load ? "EVAL" : "EVALSHA", first, args.encoded());
+    op->tail_at = op->payload.size() - args.encoded().size();
     if (!load) {
         op->body = s.shared_body();
         op->keep_payload = true;
