@@ -4,7 +4,6 @@
 #include <openssl/sha.h>
 
 #include <charconv>
-#include <cstring>
 
 namespace dlock::redis {
 
@@ -32,30 +31,9 @@ script_args& script_args::add(std::string_view value)
     return add(std::span<const std::string_view>(&value, 1));
 }
 
-// "$<length>\r\n<parts...>\r\n", grown once and written in place: every lock operation
-// encodes a handful of these.
 script_args& script_args::add(std::span<const std::string_view> parts)
 {
-    std::size_t n = 0;
-    for (auto p : parts)
-        n += p.size();
-    char len[24];
-    auto digits = static_cast<std::size_t>(std::to_chars(len, len + sizeof len, n).ptr - len);
-    std::size_t at = encoded_.size();
-    encoded_.resize(at + 1 + digits + 2 + n + 2);
-    char* out = encoded_.data() + at;
-    *out++ = '$';
-    std::memcpy(out, len, digits);
-    out += digits;
-    *out++ = '\r';
-    *out++ = '\n';
-    for (auto p : parts) {
-        if (!p.empty())
-            std::memcpy(out, p.data(), p.size());
-        out += p.size();
-    }
-    *out++ = '\r';
-    *out = '\n';
+    request::encode_bulk(encoded_, parts);
     ++count_;
     return *this;
 }

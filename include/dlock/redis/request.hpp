@@ -33,7 +33,9 @@ public:
     request& push_encoded(std::string_view command, std::string_view first, std::size_t nargs,
                           std::string_view encoded_rest);
     /// Appends `s` to `out` as one RESP bulk string.
-    static void encode_arg(std::string& out, std::string_view s);
+    static void encode_arg(std::string& out, std::string_view s) { encode_bulk(out, std::span(&s, 1)); }
+    /// Appends the concatenation of `parts` to `out` as one RESP bulk string, grown once.
+    static void encode_bulk(std::string& out, std::span<const std::string_view> parts);
     /// Reserves room for `n` more bytes.
     void reserve(std::size_t n) { payload_.reserve(payload_.size() + n); }
 

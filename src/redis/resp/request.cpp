@@ -1,6 +1,7 @@
 #include <dlock/redis/request.hpp>
 
 #include <charconv>
+#include <cstring>
 
 namespace dlock::redis {
 
@@ -16,16 +17,30 @@ void request::add_arg(std::string_view s)
     encode_arg(payload_, s);
 }
 
-void request::encode_arg(std::string& out, std::string_view s)
+// "$<length>\r\n<parts...>\r\n", grown once and written in place: every lock operation
+// encodes a handful of these.
+void request::encode_bulk(std::string& out, std::span<const std::string_view> parts)
 {
+    std::size_t n = 0;
+    for (auto p : parts)
+        n += p.size();
     char len[24];
-    auto [end, ec] = std::to_chars(len, len + sizeof len, s.size());
-    (void)ec;
-    out += '$';
-    out.append(len, end);
-    out += "\r\n";
-    out.append(s.data(), s.size());
-    out += "\r\n";
+    auto digits = static_cast<std::size_t>(std::to_chars(len, len + sizeof len, n).ptr - len);
+    std::size_t at = out.size();
+    out.resize(at + 1 + digits + 2 + n + 2);
+    char* w = out.data() + at;
+    *w++ = '$';
+    std::memcpy(w, len, digits);
+    w += digits;
+    *w++ = '\r';
+    *w++ = '\n';
+    for (auto p : parts) {
+        if (!p.empty())
+            std::memcpy(w, p.data(), p.size());
+        w += p.size();
+    }
+    *w++ = '\r';
+    *w = '\n';
 }
 
 request& request::push_encoded(std::string_view command, std::string_view first, std::size_t nargs,
