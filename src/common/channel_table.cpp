@@ -107,4 +107,13 @@ std::vector<std::string> channel_table::channels() const
     return out;
 }
 
+
+std::span<const channel_table::watcher_id> channel_table::watchers_view(const std::string& channel) const
+{
+    auto it = channels_.find(channel);
+    if (it == channels_.end())
+        return {};
+    return it->second.watchers;
+}
+
 }  // namespace dlock::detail

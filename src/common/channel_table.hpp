@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -57,6 +58,8 @@ public:
     int pending(const std::string& channel) const;
     /// The channel's watchers, oldest first; empty if unknown.
     std::vector<watcher_id> watchers(const std::string& channel) const;
+    /// The same without a copy: valid until the table next changes.
+    std::span<const watcher_id> watchers_view(const std::string& channel) const;
     /// Channels with at least one watcher.
     std::size_t size() const noexcept { return channels_.size(); }
     /// Every channel's name.

@@ -435,7 +435,7 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
         table.on_resubscribe(channel);
         redis::request req;
         req.push("SSUBSCRIBE", channel);
-        push_conn(owner).send(req);
+        push_conn(owner).send(std::move(req));
     }
 
     // Every channel not subscribed where the map says its slot lives moves there.

@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 #include <optional>
 #include <random>
 #include <unordered_set>
@@ -171,7 +172,8 @@ struct connection::impl : std::enable_shared_from_this<impl> {
             reply r = op.replies.size() == 1 ? std::move(op.replies.front()) : reply();
             return finish(std::move(op.script), how, ec, std::move(r), op.direct);
         }
-        finish(std::move(op.handler), how, ec, std::move(op.replies), op.direct);
+        response all(std::make_move_iterator(op.replies.begin()), std::make_move_iterator(op.replies.end()));
+        finish(std::move(op.handler), how, ec, std::move(all), op.direct);
     }
 
     template <class Handler, class Result>
@@ -533,8 +535,13 @@ void connection::set_push_mode(push_hooks hooks)
 
 void connection::send(const request& req, bool before_queued)
 {
+    send(request(req), before_queued);
+}
+
+void connection::send(request&& req, bool before_queued)
+{
     auto p = std::make_shared<detail::pending>();
-    p->payload = req.payload();
+    p->payload = req.take_payload();
     p->expected = 0;
     if (before_queued)
         impl_->queue.push_front(std::move(p));

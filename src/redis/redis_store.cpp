@@ -527,17 +527,6 @@ struct watch_state {
     }
 };
 
-// "<fence> <ttl_ms>", both positive; anything else is not ours to trust.
-bool parse_grant(const std::string& payload, grant_notice& g)
-{
-    long long fence = 0, ttl = 0;
-    std::istringstream in(payload);
-    if (!(in >> fence >> ttl) || fence < 1 || ttl < 1)
-        return false;
-    g.fencing_token = static_cast<std::uint64_t>(fence);
-    g.ttl = std::chrono::milliseconds(ttl);
-    return true;
-}
 
 }  // namespace
 
@@ -568,7 +557,7 @@ store::watch_id redis_store::watch(const std::string& name, const std::string& t
             case redis::event_kind::subscribed: state->on_confirmed(1, false); break;
             case redis::event_kind::message: {
                 grant_notice g;
-                if (parse_grant(ev.payload, g))
+                if (detail::parse_grant(ev.payload, g))
                     state->cb(watch_event::granted, g);
                 else if (state->ready)
                     state->cb(watch_event::resync, {});  // re-check at the store

@@ -4,6 +4,7 @@
 
 #include <dlock/redis/reply.hpp>
 
+#include <boost/container/small_vector.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <cstddef>
@@ -26,7 +27,8 @@ struct pending {
     virtual ~pending() = default;
     std::string payload;
     std::size_t expected = 0;  // replies to read; 0 = fire-and-forget (subscribe mode)
-    response replies;
+    // Most requests (every script call) have one reply: it is kept inline, not allocated.
+    boost::container::small_vector<reply, 1> replies;
     std::size_t received = 0;  // counts replies even when abandoned ones are dropped
     pending_state state = pending_state::queued;
     bool pinned = false;        // only for the connection it was queued on: never written on a later one

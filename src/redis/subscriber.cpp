@@ -7,8 +7,10 @@
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include <map>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -26,7 +28,7 @@ struct subscriber::state {
     listener_id next_id = 1;
 
     // Listeners may unlisten (or listen) from inside the callback: `ids` is a copy.
-    void tell(const std::vector<listener_id>& ids, const event& ev)
+    void tell(std::span<const listener_id> ids, const event& ev)
     {
         for (auto id : ids) {
             auto l = listeners.find(id);
@@ -37,11 +39,15 @@ struct subscriber::state {
         }
     }
 
-    void notify(const std::string& channel, event_kind kind, const std::string& payload = {})
+    // A channel has one listener or a few: their ids are copied without allocating, and
+    // the message's strings are moved into the event (a grant's way to its waiter).
+    void notify(std::string&& channel, event_kind kind, std::string&& payload = {})
     {
-        auto ids = channels.watchers(channel);
-        if (!ids.empty())
-            tell(ids, event{kind, channel, payload});
+        auto view = channels.watchers_view(channel);
+        if (view.empty())
+            return;
+        boost::container::small_vector<listener_id, 4> ids(view.begin(), view.end());
+        tell(ids, event{kind, std::move(channel), std::move(payload)});
     }
 
     void on_push(reply&& r)
@@ -49,9 +55,9 @@ struct subscriber::state {
         if (r.type != reply_type::array || r.elements.size() < 3)
             return;
         const std::string& kind = r.elements[0].str;
-        const std::string& channel = r.elements[1].str;
+        std::string& channel = r.elements[1].str;
         if (kind == "message") {
-            notify(channel, event_kind::message, r.elements[2].str);
+            notify(std::move(channel), event_kind::message, std::move(r.elements[2].str));
         } else if (kind == "subscribe") {
             auto c = channels.on_confirm(channel);
             if (c.kind != dlock::detail::channel_table::confirm_kind::none) {
@@ -68,14 +74,14 @@ struct subscriber::state {
             return;
         request req;
         req.push_range("SUBSCRIBE", channels.resubscribe_all());
-        conn->send(req, true);
+        conn->send(std::move(req), true);
     }
 
     void on_disconnected()
     {
         // SUBSCRIBE commands still queued will be re-sent by on_connected.
         for (auto& n : channels.on_disconnect())
-            notify(n, event_kind::disconnected);
+            notify(std::move(n), event_kind::disconnected);
     }
 };
 
@@ -121,7 +127,7 @@ subscriber::listener_id subscriber::listen(const std::string& channel, listener 
     if (s.channels.add(channel, id)) {
         request req;
         req.push("SUBSCRIBE", channel);
-        conn_.send(req);
+        conn_.send(std::move(req));
     } else if (s.channels.is_confirmed(channel)) {
         std::weak_ptr<state> weak = state_;
         asio::post(s.ex, [weak, id, channel] {
@@ -149,7 +155,7 @@ void subscriber::unlisten(listener_id id)
     if (s.channels.remove(channel, id)) {
         request req;
         req.push("UNSUBSCRIBE", channel);
-        conn_.send(req);
+        conn_.send(std::move(req));
     }
 }
 

@@ -72,4 +72,19 @@ BOOST_AUTO_TEST_CASE(the_ttl_bound)
     BOOST_TEST(!dlock::detail::valid_redis_ttl(milliseconds::max() / 2));
 }
 
+// A grant message is trusted only in the exact form the release script publishes.
+BOOST_AUTO_TEST_CASE(grant_messages_in_the_scripts_form_only)
+{
+    dlock::grant_notice g;
+    BOOST_TEST_REQUIRE(dlock::detail::parse_grant("1803 30000", g));
+    BOOST_TEST(g.fencing_token == 1803u);
+    BOOST_TEST(g.ttl.count() == 30000);
+    BOOST_TEST(dlock::detail::parse_grant("18446744073709551615 1", g));  // the largest fence
+    BOOST_TEST(g.fencing_token == 18446744073709551615u);
+    for (const char* bad : {"", "1803", "1803 ", " 1803 30000", "1803  30000", "1803 30000 ", "1803 30000x", "0 30000",
+                            "1803 0", "1803 -5", "-1 30000", "+1 30000", "1803 70368744177665",
+                            "18446744073709551616 1", "released", "1803\t30000"})
+        BOOST_TEST(!dlock::detail::parse_grant(bad, g), bad);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -180,6 +180,8 @@ public:
     void set_push_mode(push_hooks hooks);
     /// Subscriber mode: write a command whose answers arrive through on_push.
     void send(const request& req, bool before_queued = false);
+    /// The same, taking the request's bytes instead of copying them.
+    void send(request&& req, bool before_queued = false);
 
 private:
     void connect_impl(boost::asio::any_completion_handler<connect_signature> h);
