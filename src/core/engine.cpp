@@ -272,10 +272,12 @@ void engine::feed(bool from_io)
         acts.erase(acts.begin(), acts.begin() + static_cast<std::ptrdiff_t>(i + 1));
         tagged_ = static_cast<std::uint32_t>(acts.size());
         running_ = false;
+        apply_timer_plan();
         asio::post(reg_->ex, [keep] { keep->feed(false); });
         throw;
     }
     acts.clear();
+    apply_timer_plan();
     tagged_ = 0;
     fsm_.release_buffers();
     if (waiters_.empty() && waiters_.capacity() != 0)
@@ -332,8 +334,11 @@ void engine::perform(fsm_action& a, bool from_io)
             unwatch_later_->push_back(*std::exchange(watch_, std::nullopt));
         }
         return;
-    case act::set_timer: reg_->timers.arm(timer_, a.at, shared_from_this()); return;
-    case act::cancel_timer: reg_->timers.disarm(timer_); return;  // feed() keeps this engine alive
+    case act::set_timer:
+        timer_plan_ = timer_plan::arm;
+        timer_at_ = a.at;
+        return;
+    case act::cancel_timer: timer_plan_ = timer_plan::disarm; return;
     case act::renew:
         if (!store_alive())
             return;
@@ -370,6 +375,16 @@ void engine::perform(fsm_action& a, bool from_io)
     }
     case act::lost: signal_lost(); return;
     case act::event: r.emit(a.kind, name_, a.fence); return;
+    }
+}
+
+// feed() keeps this engine alive: the reference a disarm hands back may go here.
+void engine::apply_timer_plan()
+{
+    switch (std::exchange(timer_plan_, timer_plan::none)) {
+    case timer_plan::none: return;
+    case timer_plan::arm: reg_->timers.arm(timer_, timer_at_, shared_from_this()); return;
+    case timer_plan::disarm: reg_->timers.disarm(timer_); return;
     }
 }
 

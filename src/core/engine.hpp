@@ -145,6 +145,7 @@ private:
     void complete_waiter(fsm_action& a, bool from_io);
     void signal_lost();
     static void timer_due(timer_entry&, std::shared_ptr<void> self);
+    void apply_timer_plan();
 
     std::shared_ptr<registry_state> reg_;
     std::string name_;        // the user's name
@@ -177,6 +178,16 @@ private:
     bool in_map_ = false;
     bool running_ = false;
     bool lingering_ = false;  // counted in the registry's requests in flight
+    // The pass's timer actions, applied once at its end (the last one decides): a caller
+    // resumed in place runs before the Asio call, and a lease set and dropped in one pass
+    // (a lock taken and released at once) makes none.
+    enum class timer_plan : std::uint8_t {
+        none,
+        arm,
+        disarm
+    };
+    timer_plan timer_plan_ = timer_plan::none;
+    clock_type::time_point timer_at_{};
     timer_entry timer_{&engine::timer_due};
     std::unique_ptr<std::string> diagnostics_;  // rare: not carried by every lock
 };
