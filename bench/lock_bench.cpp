@@ -363,8 +363,8 @@ struct spinners {
             pid_t p = ::fork();
             if (p == 0) {
                 ::setpriority(PRIO_PROCESS, 0, 19);
-                for (volatile unsigned long x = 0;; ++x) {
-                }
+                for (;;)
+                    asm volatile("" ::: "memory");  // spin: the loop must not be optimized away
             }
             if (p > 0)
                 pids.push_back(p);
