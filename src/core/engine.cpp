@@ -277,7 +277,6 @@ void engine::feed(bool from_io)
         throw;
     }
     acts.clear();
-    apply_timer_plan();
     tagged_ = 0;
     fsm_.release_buffers();
     if (waiters_.empty() && waiters_.capacity() != 0)
@@ -289,6 +288,7 @@ void engine::feed(bool from_io)
     }
     unwatch_later_.reset();
     running_ = false;
+    apply_timer_plan();  // last: if it throws (out of memory), the engine is not left running
     if (fsm_.lingering() != lingering_) {
         lingering_ = !lingering_;
         if (lingering_)
