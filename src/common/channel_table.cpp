@@ -94,8 +94,8 @@ int channel_table::pending(const std::string& channel) const
 
 std::vector<channel_table::watcher_id> channel_table::watchers(const std::string& channel) const
 {
-    auto it = channels_.find(channel);
-    return it == channels_.end() ? std::vector<watcher_id>() : it->second.watchers;
+    auto view = watchers_view(channel);
+    return {view.begin(), view.end()};
 }
 
 std::vector<std::string> channel_table::channels() const
@@ -106,7 +106,6 @@ std::vector<std::string> channel_table::channels() const
         out.push_back(name);
     return out;
 }
-
 
 std::span<const channel_table::watcher_id> channel_table::watchers_view(const std::string& channel) const
 {

@@ -527,7 +527,6 @@ struct watch_state {
     }
 };
 
-
 }  // namespace
 
 // The subscriber calls no listener after unlisten() returns, so neither does a watch after
