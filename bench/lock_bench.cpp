@@ -15,7 +15,8 @@
  * store), cross_process_handoff, two_process_sections_16; --scale: 100,000 held locks.
  * Options: --json, --quick, --awake (a lowest-priority spinner per CPU, so that no CPU
  * halts between round trips: the figures then show the work, not a VM's wake-ups),
- * --scale, --profile-uncontended. Peers are this program started again with --peer.
+ * --scale, --profile-uncontended, --profile-distinct. Peers are this program started again
+ * with --peer.
  * Timer slack is 1 ns (prctl) here and in the peers; every phase runs under
  * io_context::run_for (120 s) only to turn a bug into an error instead of a hang.
  */
@@ -503,9 +504,13 @@ double cycle_rate(std::uint16_t port, int coroutines, int per_coroutine, NameOf 
     return rate;
 }
 
-double distinct_names(std::uint16_t port, int cycles)
+double distinct_names(std::uint16_t port, int cycles, double* cpu_us = nullptr)
 {
-    return cycle_rate(port, 64, cycles / 64, [](int c) { return "bench:distinct:" + std::to_string(c); });
+    double cpu0 = cpu_seconds();
+    double rate = cycle_rate(port, 64, cycles / 64, [](int c) { return "bench:distinct:" + std::to_string(c); });
+    if (cpu_us)
+        *cpu_us = (cpu_seconds() - cpu0) * 1e6 / (cycles / 64 * 64);
+    return rate;
 }
 
 double local_handoff(std::uint16_t port, int acquisitions, std::uint64_t& handed_off)
@@ -886,7 +891,8 @@ int main(int argc, char** argv)
     ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     if (argc >= 4 && std::string(argv[1]) == "--peer")
         return peer(argv);
-    bool as_json = false, quick = false, only_scale = false, profile_only = false, awake = false, profile_floor = false;
+    bool as_json = false, quick = false, only_scale = false, profile_only = false, awake = false, profile_floor = false,
+         profile_distinct = false;
     int profile_cycles = 200'000;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
@@ -902,6 +908,8 @@ int main(int argc, char** argv)
             profile_floor = true;  // only asio_floor, 200,000 times: the profile to hold dlock's against
         else if (a == "--profile-uncontended")
             profile_only = true;  // only the uncontended cycle, 200,000 times: for perf / strace
+        else if (a == "--profile-distinct")
+            profile_distinct = true;  // only distinct_names_64, 200,000 cycles: is it bound by the client's CPU?
         else if (a == "--cycles" && i + 1 < argc) {
             profile_cycles = std::atoi(argv[++i]);  // for a profile under callgrind
             if (profile_cycles <= 0) {
@@ -910,7 +918,7 @@ int main(int argc, char** argv)
             }
         } else {
             std::printf("usage: lock_bench [--json] [--quick] [--awake] [--scale] [--profile-uncontended] "
-                        "[--profile-asio-floor] [--cycles N]\n");
+                        "[--profile-asio-floor] [--profile-distinct] [--cycles N]\n");
             return a == "--help" ? 0 : 2;
         }
     }
@@ -937,6 +945,13 @@ int main(int argc, char** argv)
             double cpu = 0;
             auto r = bench::summarize("uncontended_acquire_release", uncontended(port, profile_cycles, cpu));
             std::printf("p50 %.1f us, %.1f us CPU per cycle\n", *r.p50_us, cpu);
+            return 0;
+        }
+        if (profile_distinct) {
+            double cpu = 0;
+            double rate = distinct_names(port, profile_cycles, &cpu);
+            std::printf("%.0f cycles/s, %.1f us client CPU per cycle (%.0f%% of a core)\n", rate, cpu,
+                        rate * cpu / 1e4);
             return 0;
         }
         if (only_scale) {

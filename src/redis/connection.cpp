@@ -119,8 +119,10 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     detail::request_queue queue;
     std::optional<detail::stream> sock;
     resp::decoder decoder;
-    bool writing = false;          // a batch is on its way to the socket
-    std::string out;               // that batch's bytes (its capacity kept for the next one)
+    bool writing = false;  // a batch is on its way to the socket
+    std::string out;       // that batch's bytes (its capacity kept for the next one)
+    // Replies dispatched from one read before the reader lets the requests they made go out.
+    static constexpr std::size_t yield_every = 16;
     std::uint64_t generation = 0;  // bumped per lost connection: stale write callbacks ignore themselves
     asio::steady_timer backoff;    // reconnect delay
     // Request timeouts: one timer for the connection, armed at the earliest deadline, so a
@@ -284,12 +286,22 @@ struct connection::impl : std::enable_shared_from_this<impl> {
             decoder.feed({buf.data(), n});
             error_code ec;
             bool demoted = false;
+            std::size_t since_yield = 0;
             while (auto r = decoder.next(ec)) {
                 // Through Sentinel, a READONLY refusal means our master was demoted behind
                 // our back: drop the connection so the reconnect asks the sentinels again.
                 demoted = demoted || (!cfg.sentinel.master_name.empty() && r->is_error() &&
                                       r->str.find("READONLY") != std::string::npos);
                 dispatch_reply(std::move(*r));
+                // A read of many replies: every `yield_every` of them, let the requests their
+                // handlers made go out, so the server works on those while we go on (else
+                // client and server take turns, each idle while the other works).
+                if (++since_yield == yield_every && queue.has_queued()) {
+                    since_yield = 0;
+                    co_await asio::post(ex, asio::use_awaitable);
+                    if (closed)
+                        co_return;
+                }
             }
             if (ec)
                 throw boost::system::system_error(ec);

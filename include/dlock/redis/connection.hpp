@@ -49,7 +49,9 @@ struct connection_stats {
 /// - Executor: all calls and all handlers run on the connection's executor, which must be
 ///   single-threaded (an io_context run by one thread, or a strand). Not thread-safe.
 /// - Pipelining: every request queued while a write is in progress goes out in the next
-///   single write; replies are matched to requests in FIFO order.
+///   single write; replies are matched to requests in FIFO order. A read of many replies
+///   pauses every 16 of them to let the requests their handlers made go out, so the server
+///   works on those while the rest are dispatched.
 /// - Reconnection: after any I/O error the requests on the wire fail with
 ///   error::connection_lost; queued ones wait for the next connection (bounded by their
 ///   timeout); reconnects back off exponentially, each wait drawn from
