@@ -3,6 +3,7 @@
 
 #include "common/backoff.hpp"
 #include "common/post_completion.hpp"
+#include "common/slot_allocator.hpp"
 #include "redis/request_queue.hpp"
 #include "redis/resp/decoder.hpp"
 #include "redis/sentinel.hpp"
@@ -11,6 +12,7 @@
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
@@ -117,6 +119,9 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     asio::any_io_executor ex;
     config cfg;
     detail::request_queue queue;
+    // The memory of the one read and the one write in flight, reused (slot_allocator.hpp);
+    // declared before the socket, so that they outlive it.
+    dlock::detail::op_slot read_slot, write_slot;
     std::optional<detail::stream> sock;
     resp::decoder decoder;
     bool writing = false;  // a batch is on its way to the socket
@@ -282,7 +287,9 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     {
         std::array<char, 64 * 1024> buf;
         for (;;) {
-            std::size_t n = co_await sock->read_some(asio::buffer(buf));
+            std::size_t n = co_await sock->async_read_some(
+                asio::buffer(buf),
+                asio::bind_allocator(dlock::detail::slot_allocator<void>(read_slot), asio::use_awaitable));
             decoder.feed({buf.data(), n});
             error_code ec;
             bool demoted = false;
@@ -322,18 +329,20 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         ++st.batches;
         // `writing` stays set until this completion runs, even after its connection is
         // gone: `out` is this write's until then, whatever the next connection does.
-        sock->async_write(asio::buffer(out), [self = shared_from_this(), gen = generation](error_code ec, std::size_t) {
-            self->writing = false;
-            if (self->out.capacity() > 1024 * 1024)
-                std::string().swap(self->out);  // a burst's buffer is not kept for good
-            if (gen != self->generation)
-                return self->start_write();  // that connection is gone: the next one writes
-            if (ec) {
-                self->sock->close();  // the reader fails and ends the connection
-                return;
-            }
-            self->start_write();
-        });
+        auto alloc = dlock::detail::slot_allocator<void>(write_slot);
+        sock->async_write(asio::buffer(out), asio::bind_allocator(alloc, [self = shared_from_this(), gen = generation](
+                                                                             error_code ec, std::size_t) {
+                              self->writing = false;
+                              if (self->out.capacity() > 1024 * 1024)
+                                  std::string().swap(self->out);  // a burst's buffer is not kept for good
+                              if (gen != self->generation)
+                                  return self->start_write();  // that connection is gone: the next one writes
+                              if (ec) {
+                                  self->sock->close();  // the reader fails and ends the connection
+                                  return;
+                              }
+                              self->start_write();
+                          }));
     }
 
     // Runs the handshake over the fresh socket, reading replies with the shared decoder.
@@ -373,7 +382,9 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         std::array<char, 4096> buf;
         std::size_t got = 0;
         while (got < steps.size()) {
-            std::size_t n = co_await sock->read_some(asio::buffer(buf));
+            std::size_t n = co_await sock->async_read_some(
+                asio::buffer(buf),
+                asio::bind_allocator(dlock::detail::slot_allocator<void>(read_slot), asio::use_awaitable));
             decoder.feed({buf.data(), n});
             error_code ec;
             while (got < steps.size()) {
@@ -638,14 +649,14 @@ void connection::eval_impl(const script& s, std::span<const std::string> keys, s
         all.add(std::string_view(k));
     for (const auto& a : args)
         all.add(std::string_view(a));
-    eval_impl(s, all, std::move(h), direct);
+    eval_impl(s, std::move(all), std::move(h), direct);
 }
 
 // A script call is one request whose handler takes its one reply: no second request or
 // handler wraps it. Its first use on this connection goes as EVAL, which loads it: an
 // EVALSHA refused with NOSCRIPT is sent again *after* requests pipelined behind it, and
 // that would reorder them (a release overtaken by the next acquire).
-void connection::eval_impl(const script& s, const script_args& args, asio::any_completion_handler<script_signature> h,
+void connection::eval_impl(const script& s, script_args&& args, asio::any_completion_handler<script_signature> h,
                            bool direct)
 {
     auto& i = *impl_;
@@ -659,8 +670,7 @@ void connection::eval_impl(const script& s, const script_args& args, asio::any_c
     if (load)
         i.scripts_sent.insert(s.sha1());
     const std::string& first = load ? s.body() : s.sha1();
-    op->payload = encode_call(op->nargs, load ? "EVAL" : "EVALSHA", first, args.encoded());
-    op->tail_at = op->payload.size() - args.encoded().size();
+    op->payload = std::move(args).take_command(load ? "EVAL" : "EVALSHA", first, op->tail_at);
     if (!load) {
         op->body = s.shared_body();
         op->keep_payload = true;

@@ -407,6 +407,45 @@ BOOST_AUTO_TEST_CASE(script_args_encode_numkeys_then_values)
     BOOST_TEST(a.encoded() == expect);
 }
 
+// The whole call: EVALSHA's head is written into the room kept before the values (no
+// second buffer); EVAL's, with a body too long for that room, into a string of its own.
+// Both give the bytes the request encoder gives, and where the values start.
+BOOST_AUTO_TEST_CASE(script_args_take_the_whole_command)
+{
+    auto make = [] {
+        dlock::redis::script_args a(1);
+        a.add({"{t}ns", ":lock:", "n"}).add("tok").add(30000LL);
+        return a;
+    };
+    auto expect = [](std::string_view command, std::string_view first) {
+        request req;
+        req.push(command, first, "1", "{t}ns:lock:n", "tok", "30000");
+        return req.payload();
+    };
+    const std::string sha(40, 'a');
+    std::size_t head = 0;
+    std::string evalsha = make().take_command("EVALSHA", sha, head);
+    BOOST_TEST(evalsha == expect("EVALSHA", sha));
+    BOOST_TEST(head == evalsha.size() - make().encoded().size());
+    BOOST_TEST(evalsha.substr(head) == make().encoded());
+
+    const std::string body(300, 'x');  // longer than the room: the other path
+    std::string eval = make().take_command("EVAL", body, head);
+    BOOST_TEST(eval == expect("EVAL", body));
+    BOOST_TEST(eval.substr(head) == make().encoded());
+
+    // Many values: a three-digit argument count still fits the room.
+    dlock::redis::script_args many(0);
+    request req;
+    std::vector<std::string> args{"EVALSHA", sha, "0"};
+    for (int i = 0; i < 150; ++i) {
+        many.add(static_cast<long long>(i));
+        args.push_back(std::to_string(i));
+    }
+    req.push_range(args[0], std::span<const std::string>(args).subspan(1));
+    BOOST_TEST(std::move(many).take_command("EVALSHA", sha, head) == req.payload());
+}
+
 BOOST_AUTO_TEST_CASE(single_command)
 {
     request req;

@@ -148,7 +148,7 @@ public:
     {
         return boost::asio::async_initiate<Token, script_signature>(
             [this](auto handler, const script* sc, script_args a) {
-                eval_impl(*sc, a, std::move(handler), detail::runs_anywhere<decltype(handler)>);
+                eval_impl(*sc, std::move(a), std::move(handler), detail::runs_anywhere<decltype(handler)>);
             },
             token, &s, std::move(args));
     }
@@ -196,7 +196,7 @@ private:
                      boost::asio::any_completion_handler<exec_signature> h);
     void eval_impl(const script& s, std::span<const std::string> keys, std::span<const std::string> args,
                    boost::asio::any_completion_handler<script_signature> h, bool direct = false);
-    void eval_impl(const script& s, const script_args& args, boost::asio::any_completion_handler<script_signature> h,
+    void eval_impl(const script& s, script_args&& args, boost::asio::any_completion_handler<script_signature> h,
                    bool direct = false);
 
     struct impl;

@@ -45,9 +45,15 @@ public:
     std::size_t count() const noexcept { return count_; }
     std::size_t keys() const noexcept { return keys_; }
     /// numkeys, then every value, as RESP bulk strings.
-    const std::string& encoded() const noexcept { return encoded_; }
+    std::string_view encoded() const noexcept { return std::string_view(encoded_).substr(head_room); }
+    /// The whole command, `command` and `first` (EVALSHA and a SHA1) then encoded(): built in
+    /// this object's own buffer, in the room kept before the values, when the head fits
+    /// there (EVALSHA's does: no second buffer, no copy); else in a new string. `head` gets
+    /// the head's length (where encoded() starts). Leaves this object empty.
+    std::string take_command(std::string_view command, std::string_view first, std::size_t& head) &&;
 
 private:
+    static constexpr std::size_t head_room = 72;  // "*NNN\r\n$7\r\nEVALSHA\r\n$40\r\n<40>\r\n" is 66
     std::string encoded_;
     std::size_t keys_;
     std::size_t count_ = 0;
