@@ -22,53 +22,55 @@ script::script(std::string body) : body_(std::make_shared<const std::string>(std
 
 script_args::script_args(std::size_t keys, std::size_t reserve) : keys_(keys)
 {
-    encoded_.reserve(head_room + reserve);
-    encoded_.assign(head_room, '\0');
+    if (reserve > buf_.capacity())
+        buf_.reserve(reserve);
     add(static_cast<long long>(keys));
     count_ = 0;
 }
 
-std::string script_args::take_command(std::string_view command, std::string_view first, std::size_t& head) &&
+namespace {
+
+std::size_t decimal_digits(std::size_t v) noexcept
 {
-    // "*<args>\r\n$<len>\r\n<command>\r\n$<len>\r\n<first>\r\n"
-    const std::size_t nargs = 2 + count_ + 1;  // command, first, numkeys, the values
-    const std::string_view parts[] = {command, first};
-    char buf[128];
+    std::size_t d = 1;
+    for (; v >= 10; v /= 10)
+        ++d;
+    return d;
+}
+
+// "$<n>\r\n" at `w`, n having `digits` digits; returns the end.
+char* put_length(char* w, std::size_t n, std::size_t digits) noexcept
+{
+    *w++ = '$';
+    std::to_chars(w, w + digits, n);
+    w += digits;
+    *w++ = '\r';
+    *w++ = '\n';
+    return w;
+}
+
+}  // namespace
+
+// Grown without zero-filling (default_init) and written in place: a lock operation encodes
+// a dozen of these, and a std::string's resize and appends cost more than the bytes.
+script_args& script_args::add(std::span<const std::string_view> parts)
+{
     std::size_t n = 0;
-    const bool small = command.size() + first.size() + 3 * 24 <= sizeof buf;
-    if (small) {
-        auto put_number = [&](char lead, std::size_t v) {
-            buf[n++] = lead;
-            n = static_cast<std::size_t>(std::to_chars(buf + n, buf + sizeof buf, v).ptr - buf);
-            buf[n++] = '\r';
-            buf[n++] = '\n';
-        };
-        put_number('*', nargs);
-        for (auto p : parts) {
-            put_number('$', p.size());
-            std::memcpy(buf + n, p.data(), p.size());
-            n += p.size();
-            buf[n++] = '\r';
-            buf[n++] = '\n';
-        }
+    for (auto p : parts)
+        n += p.size();
+    const std::size_t digits = decimal_digits(n);
+    const std::size_t at = buf_.size();
+    buf_.resize(at + 1 + digits + 2 + n + 2, boost::container::default_init);
+    char* w = put_length(buf_.data() + at, n, digits);
+    for (auto p : parts) {
+        if (!p.empty())
+            std::memcpy(w, p.data(), p.size());
+        w += p.size();
     }
-    if (!small || n > head_room) {  // EVAL with its body: a string of its own
-        std::string out;
-        out.reserve(command.size() + first.size() + 64 + encoded_.size() - head_room);
-        out += '*';
-        out += std::to_string(nargs);
-        out += "\r\n";
-        for (auto p : parts)
-            request::encode_arg(out, p);
-        head = out.size();
-        out.append(encoded_, head_room);
-        encoded_.clear();
-        return out;
-    }
-    std::memcpy(encoded_.data() + head_room - n, buf, n);
-    encoded_.erase(0, head_room - n);
-    head = n;
-    return std::move(encoded_);
+    *w++ = '\r';
+    *w = '\n';
+    ++count_;
+    return *this;
 }
 
 script_args& script_args::add(std::string_view value)
@@ -76,18 +78,42 @@ script_args& script_args::add(std::string_view value)
     return add(std::span<const std::string_view>(&value, 1));
 }
 
-script_args& script_args::add(std::span<const std::string_view> parts)
-{
-    request::encode_bulk(encoded_, parts);
-    ++count_;
-    return *this;
-}
-
 script_args& script_args::add(long long value)
 {
     char digits[24];
     auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
     return add(std::string_view(digits, static_cast<std::size_t>(end - digits)));
+}
+
+std::string script_args::take_command(std::string_view command, std::string_view first, std::size_t& head) &&
+{
+    // "*<args>\r\n$<len>\r\n<command>\r\n$<len>\r\n<first>\r\n", then the values
+    const std::size_t nargs = 2 + count_ + 1;  // command, first, numkeys, the values
+    const std::size_t nd = decimal_digits(nargs), cd = decimal_digits(command.size()),
+                      fd = decimal_digits(first.size());
+    head = 1 + nd + 2 + (1 + cd + 2 + command.size() + 2) + (1 + fd + 2 + first.size() + 2);
+    std::string out;
+    out.resize(head + buf_.size());
+    char* w = out.data();
+    *w++ = '*';
+    std::to_chars(w, w + nd, nargs);
+    w += nd;
+    *w++ = '\r';
+    *w++ = '\n';
+    w = put_length(w, command.size(), cd);
+    std::memcpy(w, command.data(), command.size());
+    w += command.size();
+    *w++ = '\r';
+    *w++ = '\n';
+    w = put_length(w, first.size(), fd);
+    std::memcpy(w, first.data(), first.size());
+    w += first.size();
+    *w++ = '\r';
+    *w++ = '\n';
+    if (!buf_.empty())
+        std::memcpy(w, buf_.data(), buf_.size());
+    buf_.clear();
+    return out;
 }
 
 }  // namespace dlock::redis

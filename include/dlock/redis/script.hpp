@@ -1,6 +1,8 @@
 // A Lua script sent as EVALSHA, with its SHA1 computed once.
 #pragma once
 
+#include <boost/container/small_vector.hpp>
+
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
@@ -30,10 +32,12 @@ private:
 
 /// One script call's keys and arguments, RESP-encoded as they are added: a key given in
 /// parts ("{tag}ns", ":lock:", name) is joined straight into the encoding, without a string
-/// of its own. The keys come first; `keys` says how many of the values are keys.
+/// of its own. The keys come first; `keys` says how many of the values are keys. A lock
+/// operation's fit in the object itself (no allocation until the command is taken).
 class script_args {
 public:
-    explicit script_args(std::size_t keys, std::size_t reserve = 192);
+    /// `reserve`: bytes to make room for at once (many values: renew_many's).
+    explicit script_args(std::size_t keys, std::size_t reserve = 0);
     script_args& add(std::string_view value);
     script_args& add(std::span<const std::string_view> parts);
     script_args& add(std::initializer_list<std::string_view> parts)
@@ -45,16 +49,13 @@ public:
     std::size_t count() const noexcept { return count_; }
     std::size_t keys() const noexcept { return keys_; }
     /// numkeys, then every value, as RESP bulk strings.
-    std::string_view encoded() const noexcept { return std::string_view(encoded_).substr(head_room); }
-    /// The whole command, `command` and `first` (EVALSHA and a SHA1) then encoded(): built in
-    /// this object's own buffer, in the room kept before the values, when the head fits
-    /// there (EVALSHA's does: no second buffer, no copy); else in a new string. `head` gets
-    /// the head's length (where encoded() starts). Leaves this object empty.
+    std::string_view encoded() const noexcept { return {buf_.data(), buf_.size()}; }
+    /// The whole command: "*<n>", `command` and `first` (EVALSHA and a SHA1), then encoded(),
+    /// in one string of the exact size. `head` gets where encoded() starts in it.
     std::string take_command(std::string_view command, std::string_view first, std::size_t& head) &&;
 
 private:
-    static constexpr std::size_t head_room = 72;  // "*NNN\r\n$7\r\nEVALSHA\r\n$40\r\n<40>\r\n" is 66
-    std::string encoded_;
+    boost::container::small_vector<char, 232> buf_;
     std::size_t keys_;
     std::size_t count_ = 0;
 };

@@ -18,6 +18,10 @@ using redis::reply_type;
 // inside its parent's `elements`, so only the root is heap-allocated by us. Children are
 // appended rather than pre-sized from the count, which the server chose: "*2000000000\r\n"
 // alone would otherwise allocate hundreds of GiB (hiredis accepts counts up to INT_MAX).
+// The spare root of the decoder whose next() runs on this thread (hiredis calls back inside
+// it): a reply's root object is reused from one reply to the next instead of allocated.
+thread_local std::unique_ptr<reply>* spare_root = nullptr;
+
 template <class Fill>
 void* place(const redisReadTask* task, Fill fill) noexcept
 {
@@ -30,7 +34,7 @@ void* place(const redisReadTask* task, Fill fill) noexcept
             fill(r);
             return &r;
         }
-        auto r = std::make_unique<reply>();
+        auto r = spare_root && *spare_root ? std::move(*spare_root) : std::make_unique<reply>();
         fill(*r);
         return r.release();
     } catch (...) {
@@ -108,14 +112,24 @@ std::optional<redis::reply> decoder::next(boost::system::error_code& ec)
         return std::nullopt;
     }
     void* obj = nullptr;
-    if (redisReaderGetReply(reader_, &obj) != REDIS_OK) {
+    spare_root = &spare_;
+    int rc = redisReaderGetReply(reader_, &obj);
+    spare_root = nullptr;
+    if (rc != REDIS_OK) {
         ec = error::protocol_error;
         return std::nullopt;
     }
     if (!obj)
         return std::nullopt;
     std::unique_ptr<reply> owned(static_cast<reply*>(obj));
-    return std::move(*owned);
+    std::optional<reply> out(std::move(*owned));
+    // Emptied, the root is the next reply's (a moved-from string or vector may keep bytes).
+    owned->type = reply_type::nil;
+    owned->str.clear();
+    owned->integer = 0;
+    owned->elements.clear();
+    spare_ = std::move(owned);
+    return out;
 }
 
 void decoder::reset()

@@ -5,6 +5,7 @@
 
 #include <boost/system/error_code.hpp>
 
+#include <memory>
 #include <optional>
 #include <string_view>
 
@@ -33,6 +34,7 @@ public:
 
 private:
     redisReader* reader_;
+    std::unique_ptr<redis::reply> spare_;  // the last reply's root object, for the next one
 };
 
 }  // namespace dlock::resp
