@@ -14,14 +14,15 @@ namespace {
 using redis::reply;
 using redis::reply_type;
 
-// hiredis builds the tree through these callbacks, children in order; a nested value lives
-// inside its parent's `elements`, so only the root is heap-allocated by us. Children are
-// appended rather than pre-sized from the count, which the server chose: "*2000000000\r\n"
-// alone would otherwise allocate hundreds of GiB (hiredis accepts counts up to INT_MAX).
 // The spare root of the decoder whose next() runs on this thread (hiredis calls back inside
 // it): a reply's root object is reused from one reply to the next instead of allocated.
 thread_local std::unique_ptr<reply>* spare_root = nullptr;
 
+// hiredis builds the tree through these callbacks, children in order; a nested value lives
+// inside its parent's `elements`, so only the root is heap-allocated by us (or the spare
+// reused). Children are appended rather than pre-sized from the count, which the server
+// chose: "*2000000000\r\n" alone would otherwise allocate hundreds of GiB (hiredis accepts
+// counts up to INT_MAX).
 template <class Fill>
 void* place(const redisReadTask* task, Fill fill) noexcept
 {
