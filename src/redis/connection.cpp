@@ -300,10 +300,10 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                 demoted = demoted || (!cfg.sentinel.master_name.empty() && r->is_error() &&
                                       r->str.find("READONLY") != std::string::npos);
                 dispatch_reply(std::move(*r));
-                // A read of many replies: every `yield_every` of them, let the requests their
-                // handlers made go out, so the server works on those while we go on (else
-                // client and server take turns, each idle while the other works).
-                if (++since_yield == yield_every && queue.has_queued()) {
+                // A read of many replies: once `yield_every` of them are dispatched and their
+                // handlers queued requests, let those go out, so the server works on them
+                // while we go on (else client and server take turns, each idle in turn).
+                if (++since_yield >= yield_every && queue.has_queued()) {
                     since_yield = 0;
                     co_await asio::post(ex, asio::use_awaitable);
                     if (closed)
@@ -545,9 +545,13 @@ void connection::reconnect()
 {
     if (impl_->closed)
         return;
-    if (impl_->connected && impl_->sock)
+    if (impl_->connected && impl_->sock) {
+        // Not connected from now on: a request made meanwhile (say by a reply's handler
+        // while the reader pauses) waits for the next connection instead of being
+        // written to this closing one and failed with it.
+        impl_->connected = false;
         impl_->sock->close();  // the reader fails; the run loop reconnects
-    else
+    } else
         impl_->backoff.cancel();  // between attempts: try again now
 }
 

@@ -642,6 +642,44 @@ BOOST_AUTO_TEST_CASE(a_burst_of_replies_lets_new_requests_out_as_it_goes)
     });
 }
 
+// The same burst where only the replies after the first 20 send follow-ups: the reader
+// still pauses for them (it counts replies since its last pause, not only up to 16).
+BOOST_AUTO_TEST_CASE(a_burst_pauses_for_requests_made_late_in_it)
+{
+    test::redis_server srv(with_debug());
+    asio::io_context io;
+    redis::connection conn(io.get_executor(), srv.config());
+    test::notifier n(io.get_executor());
+    test::run_test(io, [&]() -> asio::awaitable<void> {
+        BOOST_TEST_REQUIRE(!co_await test::connect(conn));
+        constexpr int burst = 64, quiet = 20;
+        outcome sleep;
+        start_exec(conn, cmd("DEBUG", "SLEEP", "0.2"), 5s, sleep, n);
+        std::vector<outcome> follow(burst);
+        int replies = 0;
+        std::uint64_t writes_at_first = 0, writes_at_last = 0;
+        for (int i = 0; i < burst; ++i) {
+            conn.async_exec(cmd("ECHO", std::to_string(i)), 5s, [&, i](error_code ec, redis::response) {
+                BOOST_TEST(!ec);
+                if (++replies == quiet + 1)
+                    writes_at_first = conn.stats().batches;
+                if (replies == burst)
+                    writes_at_last = conn.stats().batches;
+                if (i >= quiet)
+                    start_exec(conn, cmd("ECHO", "f" + std::to_string(i)), 5s, follow[std::size_t(i)], n);
+            });
+        }
+        BOOST_TEST_REQUIRE(co_await n.wait([&] {
+            return sleep.done &&
+                   std::all_of(follow.begin() + quiet, follow.end(), [](const outcome& o) { return o.done; });
+        }));
+        for (int i = quiet; i < burst; ++i)
+            BOOST_TEST(follow[std::size_t(i)].resp.at(0).str == "f" + std::to_string(i));
+        BOOST_TEST_MESSAGE("writes during the burst's loud part: " << writes_at_last - writes_at_first);
+        BOOST_TEST(writes_at_last - writes_at_first >= 2u);
+    });
+}
+
 // close() runs while the reader is paused in the middle of a burst: the replies already
 // dispatched stand, every other request (the rest of the burst, the follow-ups) fails with
 // `closed`, each handler exactly once.

@@ -407,9 +407,9 @@ BOOST_AUTO_TEST_CASE(script_args_encode_numkeys_then_values)
     BOOST_TEST(a.encoded() == expect);
 }
 
-// The whole call: EVALSHA's head is written into the room kept before the values (no
-// second buffer); EVAL's, with a body too long for that room, into a string of its own.
-// Both give the bytes the request encoder gives, and where the values start.
+// The whole call in one string: EVALSHA with a SHA1, EVAL with a long body, a
+// three-digit argument count; each the bytes the request encoder gives, and `head` where
+// the values start (the NOSCRIPT fallback resends the values from there).
 BOOST_AUTO_TEST_CASE(script_args_take_the_whole_command)
 {
     auto make = [] {
@@ -429,12 +429,11 @@ BOOST_AUTO_TEST_CASE(script_args_take_the_whole_command)
     BOOST_TEST(head == evalsha.size() - make().encoded().size());
     BOOST_TEST(evalsha.substr(head) == make().encoded());
 
-    const std::string body(300, 'x');  // longer than the room: the other path
+    const std::string body(300, 'x');
     std::string eval = make().take_command("EVAL", body, head);
     BOOST_TEST(eval == expect("EVAL", body));
     BOOST_TEST(eval.substr(head) == make().encoded());
 
-    // Many values: a three-digit argument count still fits the room.
     dlock::redis::script_args many(0);
     request req;
     std::vector<std::string> args{"EVALSHA", sha, "0"};
@@ -443,7 +442,10 @@ BOOST_AUTO_TEST_CASE(script_args_take_the_whole_command)
         args.push_back(std::to_string(i));
     }
     req.push_range(args[0], std::span<const std::string>(args).subspan(1));
-    BOOST_TEST(std::move(many).take_command("EVALSHA", sha, head) == req.payload());
+    const std::string values(many.encoded());
+    std::string whole = std::move(many).take_command("EVALSHA", sha, head);
+    BOOST_TEST(whole == req.payload());
+    BOOST_TEST(whole.substr(head) == values);
 }
 
 BOOST_AUTO_TEST_CASE(single_command)

@@ -65,10 +65,10 @@ BOOST_AUTO_TEST_CASE(asio_operations_use_the_slot_one_after_another)
     boost::asio::io_context io;
     op_slot slot;
     int runs = 0;
-    bool busy_in_handler = true;
+    bool busy_in_handler = false;
     std::function<void()> next = [&] {
         boost::asio::post(io, boost::asio::bind_allocator(slot_allocator<void>(slot), [&] {
-                              busy_in_handler = busy_in_handler && slot.busy();
+                              busy_in_handler = busy_in_handler || slot.busy();
                               if (++runs < 3)
                                   next();
                           }));
