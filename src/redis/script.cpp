@@ -38,12 +38,29 @@ std::size_t decimal_digits(std::size_t v) noexcept
     return d;
 }
 
-// "$<n>\r\n" at `w`, n having `digits` digits; returns the end.
-char* put_length(char* w, std::size_t n, std::size_t digits) noexcept
+// "<lead><n>\r\n" at `w` ('$' before a bulk string, '*' before a command's arguments);
+// returns the end.
+char* put_number(char* w, char lead, std::size_t n) noexcept
 {
-    *w++ = '$';
-    std::to_chars(w, w + digits, n);
-    w += digits;
+    *w++ = lead;
+    w = std::to_chars(w, w + decimal_digits(n), n).ptr;  // the room the caller sized
+    *w++ = '\r';
+    *w++ = '\n';
+    return w;
+}
+
+std::size_t bulk_size(std::size_t n) noexcept
+{
+    return 1 + decimal_digits(n) + 2 + n + 2;
+}
+
+// "$<len>\r\n<s>\r\n" at `w`; returns the end.
+char* put_bulk(char* w, std::string_view s) noexcept
+{
+    w = put_number(w, '$', s.size());
+    if (!s.empty())
+        std::memcpy(w, s.data(), s.size());
+    w += s.size();
     *w++ = '\r';
     *w++ = '\n';
     return w;
@@ -58,10 +75,9 @@ script_args& script_args::add(std::span<const std::string_view> parts)
     std::size_t n = 0;
     for (auto p : parts)
         n += p.size();
-    const std::size_t digits = decimal_digits(n);
     const std::size_t at = buf_.size();
-    buf_.resize(at + 1 + digits + 2 + n + 2, boost::container::default_init);
-    char* w = put_length(buf_.data() + at, n, digits);
+    buf_.resize(at + bulk_size(n), boost::container::default_init);
+    char* w = put_number(buf_.data() + at, '$', n);
     for (auto p : parts) {
         if (!p.empty())
             std::memcpy(w, p.data(), p.size());
@@ -89,27 +105,12 @@ std::string script_args::take_command(std::string_view command, std::string_view
 {
     // "*<args>\r\n$<len>\r\n<command>\r\n$<len>\r\n<first>\r\n", then the values
     const std::size_t nargs = 2 + count_ + 1;  // command, first, numkeys, the values
-    const std::size_t nd = decimal_digits(nargs), cd = decimal_digits(command.size()),
-                      fd = decimal_digits(first.size());
-    head = 1 + nd + 2 + (1 + cd + 2 + command.size() + 2) + (1 + fd + 2 + first.size() + 2);
+    head = 1 + decimal_digits(nargs) + 2 + bulk_size(command.size()) + bulk_size(first.size());
     std::string out;
     out.resize(head + buf_.size());
-    char* w = out.data();
-    *w++ = '*';
-    std::to_chars(w, w + nd, nargs);
-    w += nd;
-    *w++ = '\r';
-    *w++ = '\n';
-    w = put_length(w, command.size(), cd);
-    std::memcpy(w, command.data(), command.size());
-    w += command.size();
-    *w++ = '\r';
-    *w++ = '\n';
-    w = put_length(w, first.size(), fd);
-    std::memcpy(w, first.data(), first.size());
-    w += first.size();
-    *w++ = '\r';
-    *w++ = '\n';
+    char* w = put_number(out.data(), '*', nargs);
+    w = put_bulk(w, command);
+    w = put_bulk(w, first);
     if (!buf_.empty())
         std::memcpy(w, buf_.data(), buf_.size());
     buf_.clear();
