@@ -46,6 +46,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -234,29 +235,29 @@ double raw_lua_ceiling(std::uint16_t port, int cycles)
 }
 
 // acquire + release, one after the other, over one blocking socket.
-// `samples` acquire/release cycles sent raw and answered one at a time, after 500 to warm
-// up; `cpu_us` gets the client CPU per measured cycle.
+// `samples` acquire/release cycles sent raw and answered one at a time, after `warmup`;
+// `cpu_us` gets the client CPU per measured cycle.
 std::vector<double> raw_cycles(raw_client& c, const dlock::redis::request& acquire,
-                               const dlock::redis::request& release, int samples, double& cpu_us)
+                               const dlock::redis::request& release, int warmup, int samples, double& cpu_us)
 {
     std::vector<double> lat;
-    double cpu0 = 0;
-    for (int i = 0; i < samples + 500; ++i) {
-        if (i == 500)
+    double cpu0 = cpu_seconds();
+    for (int i = 0; i < samples + warmup; ++i) {
+        if (i == warmup)
             cpu0 = cpu_seconds();
         auto t0 = clock_type::now();
         c.send(acquire);
         c.next();
         c.send(release);
         c.next();
-        if (i >= 500)
+        if (i >= warmup)
             lat.push_back(bench::us_since(t0));
     }
     cpu_us = (cpu_seconds() - cpu0) * 1e6 / samples;
     return lat;
 }
 
-std::vector<double> raw_uncontended(std::uint16_t port, int samples)
+std::vector<double> raw_uncontended(std::uint16_t port, int warmup, int samples, double& cpu_us)
 {
     asio::io_context io;
     dlock::redis_store keys(io.get_executor(), config_for(port));  // only for key names
@@ -272,14 +273,13 @@ std::vector<double> raw_uncontended(std::uint16_t port, int samples)
     dlock::redis::request a, r;
     a.push("EVALSHA", acq.sha1(), 2, keys.lock_key(name), keys.fence_key(name), "tok", 30000);
     push_release(r, rel, keys, name, "tok");
-    double cpu_us = 0;
-    return raw_cycles(c, a, r, samples, cpu_us);
+    return raw_cycles(c, a, r, warmup, samples, cpu_us);
 }
 
 // The cheapest correct lock a C++ user could write by hand (issue 16's floor): SET NX PX,
 // then a compare-and-delete script, over a blocking socket. No fencing, no watchdog, no
 // hand-off. `cpu_us` gets the client CPU per cycle.
-std::vector<double> minimal_floor(std::uint16_t port, int samples, double& cpu_us)
+std::vector<double> minimal_floor(std::uint16_t port, int warmup, int samples, double& cpu_us)
 {
     static constexpr char cad[] =
         "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
@@ -292,17 +292,17 @@ std::vector<double> minimal_floor(std::uint16_t port, int samples, double& cpu_u
     dlock::redis::request a, r;
     a.push("SET", "bench:minimal", "tok", "NX", "PX", 30000);
     r.push("EVALSHA", del.sha1(), 1, "bench:minimal", "tok");
-    return raw_cycles(c, a, r, samples, cpu_us);
+    return raw_cycles(c, a, r, warmup, samples, cpu_us);
 }
 
 // The minimal floor's two commands over an Asio socket from a coroutine, as an event-loop
 // program with no lock library sends them: the floor's blocking reads become epoll waits
 // and handler hops. dlock pays those too, so this shows how much of its cost is its own.
-std::vector<double> asio_floor(std::uint16_t port, int samples, double& cpu_us)
+std::vector<double> asio_floor(std::uint16_t port, int warmup, int samples, double& cpu_us)
 {
     asio::io_context io;
     std::vector<double> lat;
-    double cpu0 = 0;
+    double cpu0 = cpu_seconds();
     run_phase(
         io,
         [&]() -> asio::awaitable<void> {
@@ -334,13 +334,13 @@ std::vector<double> asio_floor(std::uint16_t port, int samples, double& cpu_us)
             co_await round_trip(load.payload());
             a.push("SET", "bench:asio-floor", "tok", "NX", "PX", 30000);
             r.push("EVALSHA", del.sha1(), 1, "bench:asio-floor", "tok");
-            for (int i = 0; i < samples + 500; ++i) {
-                if (i == 500)
+            for (int i = 0; i < samples + warmup; ++i) {
+                if (i == warmup)
                     cpu0 = cpu_seconds();
                 auto t0 = clock_type::now();
                 co_await round_trip(a.payload());
                 co_await round_trip(r.payload());
-                if (i >= 500)
+                if (i >= warmup)
                     lat.push_back(bench::us_since(t0));
             }
             cpu_us = (cpu_seconds() - cpu0) * 1e6 / samples;
@@ -425,23 +425,23 @@ int raw_pingpong_peer(std::uint16_t port, int rounds)
 // The uncontended cycle on any store (closed afterwards), under a 120 s cap.
 template <class Store>
 std::vector<double> uncontended_on(asio::io_context& io, Store& store, int samples, const char* phase,
-                                   double* cpu_us = nullptr)
+                                   double* cpu_us = nullptr, int warmup = 500)
 {
     std::vector<double> lat;
-    double cpu0 = 0;
+    double cpu0 = cpu_seconds();
     run_phase(
         io,
         [&]() -> asio::awaitable<void> {
             {
                 dlock::registry reg(store);
                 auto lock = reg.obtain("bench:solo");
-                for (int i = 0; i < samples + 500; ++i) {
-                    if (i == 500)
+                for (int i = 0; i < samples + warmup; ++i) {
+                    if (i == warmup)
                         cpu0 = cpu_seconds();
                     auto t0 = clock_type::now();
                     auto g = co_await lock.acquire();
                     co_await g.release();
-                    if (i >= 500)
+                    if (i >= warmup)
                         lat.push_back(bench::us_since(t0));
                 }
                 if (cpu_us)
@@ -454,11 +454,11 @@ std::vector<double> uncontended_on(asio::io_context& io, Store& store, int sampl
 }
 
 // The uncontended cycle on one redis_store.
-std::vector<double> uncontended(std::uint16_t port, int samples, double& cpu_us)
+std::vector<double> uncontended(std::uint16_t port, int warmup, int samples, double& cpu_us)
 {
     asio::io_context io(1);
     dlock::redis_store store(io.get_executor(), config_for(port));
-    return uncontended_on(io, store, samples, "uncontended", &cpu_us);
+    return uncontended_on(io, store, samples, "uncontended", &cpu_us, warmup);
 }
 
 // The uncontended cycle on a redlock_store over `nodes`.
@@ -646,6 +646,31 @@ int peer(char** argv)
     });
     std::cout << out.str() << "done" << std::endl;
     return 0;
+}
+
+// A case measured in blocks interleaved with the cases it is compared with: this VM flips
+// between a fast and a slow state within a run, so two phases run seconds apart can each
+// catch a different state. Each block runs every case once (the order rotating), and a
+// ratio is the median of the blocks' ratios.
+struct blocks {
+    std::vector<double> all;   // every sample, pooled
+    std::vector<double> p50s;  // per block
+    std::vector<double> cpus;  // client CPU per cycle, per block
+    void add(const std::vector<double>& lat, double cpu_us)
+    {
+        all.insert(all.end(), lat.begin(), lat.end());
+        p50s.push_back(bench::percentile(lat, 0.5));
+        cpus.push_back(cpu_us);
+    }
+};
+
+// The median over blocks of num[i] / den[i] (an odd number of blocks: a true middle).
+double median_ratio(const std::vector<double>& num, const std::vector<double>& den)
+{
+    std::vector<double> r;
+    for (std::size_t i = 0; i < num.size() && i < den.size(); ++i)
+        r.push_back(num[i] / den[i]);
+    return bench::percentile(r, 0.5);
 }
 
 std::vector<std::string> read_until_done(dlock::test::child& c)
@@ -937,13 +962,13 @@ int main(int argc, char** argv)
         rs.push_back(bench::summarize("raw_ping_rtt", rtt));
         if (profile_floor) {
             double cpu = 0;
-            auto r = bench::summarize("asio_floor", asio_floor(port, profile_cycles, cpu));
+            auto r = bench::summarize("asio_floor", asio_floor(port, 500, profile_cycles, cpu));
             std::printf("p50 %.1f us, %.1f us CPU per cycle\n", *r.p50_us, cpu);
             return 0;
         }
         if (profile_only) {
             double cpu = 0;
-            auto r = bench::summarize("uncontended_acquire_release", uncontended(port, profile_cycles, cpu));
+            auto r = bench::summarize("uncontended_acquire_release", uncontended(port, 500, profile_cycles, cpu));
             std::printf("p50 %.1f us, %.1f us CPU per cycle\n", *r.p50_us, cpu);
             return 0;
         }
@@ -979,40 +1004,66 @@ int main(int argc, char** argv)
         double ceiling = raw_lua_ceiling(port, quick ? 20'000 : 100'000);
         rs.push_back({"raw_lua_pipelined_ceiling", {}, {}, ceiling, {}, {}, {}, "acquire+release cycles/s"});
 
-        double min_cpu_us = 0;
-        auto minimal = bench::summarize("minimal_floor", minimal_floor(port, samples, min_cpu_us));
+        // minimal_floor, asio_floor, the raw scripts and dlock's cycle, interleaved in blocks.
+        enum {
+            k_minimal,
+            k_asio,
+            k_raw,
+            k_dlock,
+            k_cases
+        };
+        const int nblocks = quick ? 5 : 11, per_block = quick ? 200 : 500, warm = 200;
+        std::array<blocks, k_cases> uc;
+        for (int b = 0; b < nblocks; ++b)
+            for (int k = 0; k < k_cases; ++k) {
+                int which = (b + k) % k_cases;
+                double cpu_us = 0;
+                std::vector<double> lat;
+                if (which == k_minimal)
+                    lat = minimal_floor(port, warm, per_block, cpu_us);
+                else if (which == k_asio)
+                    lat = asio_floor(port, warm, per_block, cpu_us);
+                else if (which == k_raw)
+                    lat = raw_uncontended(port, warm, per_block, cpu_us);
+                else
+                    lat = uncontended(port, warm, per_block, cpu_us);
+                uc[std::size_t(which)].add(lat, cpu_us);
+            }
+        const auto& mb = uc[k_minimal];
+        auto blocks_note = bench::fmt("ratios: medians of %d interleaved blocks", nblocks);
+        auto minimal = bench::summarize("minimal_floor", mb.all);
         minimal.ratio = *minimal.p50_us / rtt_p50;
-        minimal.cpu_us = min_cpu_us;
+        minimal.cpu_us = bench::percentile(mb.cpus, 0.5);
         minimal.note = "SET NX PX + compare-and-delete by hand, blocking socket (ratio: x RTT)";
         rs.push_back(minimal);
-        double asio_cpu_us = 0;
-        auto asio_min = bench::summarize("asio_floor", asio_floor(port, samples, asio_cpu_us));
-        asio_min.ratio = *asio_min.p50_us / *minimal.p50_us;
-        asio_min.cpu_us = asio_cpu_us;
+        auto asio_min = bench::summarize("asio_floor", uc[k_asio].all);
+        asio_min.ratio = median_ratio(uc[k_asio].p50s, mb.p50s);
+        asio_min.cpu_us = bench::percentile(uc[k_asio].cpus, 0.5);
         asio_min.note = bench::fmt("the same over an Asio socket, no library (ratio: x minimal_floor); CPU %.2f x its",
-                                   asio_cpu_us / min_cpu_us);
+                                   median_ratio(uc[k_asio].cpus, mb.cpus));
         rs.push_back(asio_min);
-        auto raw_solo = bench::summarize("raw_uncontended_floor", raw_uncontended(port, samples));
-        raw_solo.ratio = *raw_solo.p50_us / *minimal.p50_us;
+        auto raw_solo = bench::summarize("raw_uncontended_floor", uc[k_raw].all);
+        raw_solo.ratio = median_ratio(uc[k_raw].p50s, mb.p50s);
         raw_solo.note = "dlock's two scripts over a blocking socket, no library (ratio: x minimal_floor)";
         rs.push_back(raw_solo);
 
-        double solo_cpu_us = 0;
-        auto solo = bench::summarize("uncontended_acquire_release", uncontended(port, samples, solo_cpu_us));
-        solo.ratio = *solo.p50_us / *minimal.p50_us;
-        solo.cpu_us = solo_cpu_us;
+        const auto& db = uc[k_dlock];
+        auto solo = bench::summarize("uncontended_acquire_release", db.all);
+        solo.ratio = median_ratio(db.p50s, mb.p50s);
+        solo.cpu_us = bench::percentile(db.cpus, 0.5);
         solo.goal = "p50 <= 1.25 x minimal_floor";
         solo.met = *solo.ratio <= 1.25;
-        solo.note = bench::fmt("%.2f x the raw floor of its own scripts, %.2f x asio_floor",
-                               *solo.p50_us / *raw_solo.p50_us, *solo.p50_us / *asio_min.p50_us);
+        solo.note = bench::fmt("%.2f x the raw floor of its own scripts, %.2f x asio_floor; pooled p50s %.2f; %s",
+                               median_ratio(db.p50s, uc[k_raw].p50s), median_ratio(db.p50s, uc[k_asio].p50s),
+                               *solo.p50_us / *minimal.p50_us, blocks_note.c_str());
         rs.push_back(solo);
         bench::result cpu{"uncontended_client_cpu"};
-        cpu.cpu_us = solo_cpu_us;
-        cpu.ratio = solo_cpu_us / min_cpu_us;
+        cpu.cpu_us = *solo.cpu_us;
+        cpu.ratio = median_ratio(db.cpus, mb.cpus);
         cpu.goal = "<= 1.5 x minimal_floor's CPU per cycle";
         cpu.met = *cpu.ratio <= 1.5;
-        cpu.note = bench::fmt("user+sys per cycle: %.1f us vs %.1f us (asio_floor %.1f us)", solo_cpu_us, min_cpu_us,
-                              asio_cpu_us);
+        cpu.note = bench::fmt("user+sys per cycle (block medians): %.1f us vs %.1f us (asio_floor %.1f us)",
+                              *solo.cpu_us, *minimal.cpu_us, *asio_min.cpu_us);
         rs.push_back(cpu);
 
         {
@@ -1050,14 +1101,22 @@ int main(int argc, char** argv)
         mem.note = "the same on the memory store: the engine's own cost, no network";
         rs.push_back(mem);
 
-        auto raw_cross =
-            bench::summarize("raw_cross_process_floor", cross_process(port, quick ? 100 : 500, "rawpingpong"));
+        // The hand-off and its raw floor, interleaved in blocks (each block: two fresh peers).
+        const int hblocks = quick ? 3 : 5, rounds = quick ? 60 : 100;
+        blocks raw_h, lib_h;
+        for (int b = 0; b < hblocks; ++b)
+            for (int k = 0; k < 2; ++k) {
+                bool raw = (b + k) % 2 == 0;
+                (raw ? raw_h : lib_h).add(cross_process(port, rounds, raw ? "rawpingpong" : "pingpong"), 0);
+            }
+        auto raw_cross = bench::summarize("raw_cross_process_floor", raw_h.all);
         raw_cross.ratio = *raw_cross.p50_us / rtt_p50;
         raw_cross.note = "the lock's protocol (queued acquire, hand-off message) over blocking sockets, no library";
         rs.push_back(raw_cross);
-        auto cross = bench::summarize("cross_process_handoff", cross_process(port, quick ? 100 : 500));
-        cross.ratio = *cross.p50_us / *raw_cross.p50_us;
-        cross.note = bench::fmt("%.2f x the idle RTT", *cross.p50_us / *idle.p50_us);
+        auto cross = bench::summarize("cross_process_handoff", lib_h.all);
+        cross.ratio = median_ratio(lib_h.p50s, raw_h.p50s);
+        cross.note = bench::fmt("%.2f x the idle RTT; pooled p50s %.2f; ratio: median of %d interleaved blocks",
+                                *cross.p50_us / *idle.p50_us, *cross.p50_us / *raw_cross.p50_us, hblocks);
         cross.goal = "p50 <= 1.15 x raw_cross_process_floor, p99 <= 1000 us";
         cross.met = *cross.ratio <= 1.15 && *cross.p99_us <= 1000;
         rs.push_back(cross);
