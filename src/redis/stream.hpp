@@ -3,6 +3,8 @@
 
 #include <dlock/redis/config.hpp>
 
+#include "redis/drained_read.hpp"
+
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/append.hpp>
 #include <boost/asio/async_result.hpp>
@@ -32,16 +34,17 @@ public:
     boost::asio::awaitable<std::size_t> read_some(boost::asio::mutable_buffer buf);  // throws on error
     /// read_some as an asynchronous operation, for any completion token: co_awaited, it
     /// makes no coroutine frame of its own, and a token with a bound allocator places the
-    /// operation there (the connection's read loop, once per reply).
+    /// operation there (the connection's read loop, once per reply). Over TCP and unix
+    /// sockets a short read marks the socket drained (drained_read.hpp).
     template <class Token>
     auto async_read_some(boost::asio::mutable_buffer buf, Token&& token)
     {
         return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
             [this](auto handler, boost::asio::mutable_buffer b) {
                 switch (sock_.index()) {
-                case 1: std::get<1>(sock_).async_read_some(b, std::move(handler)); return;
+                case 1: async_read_drained(std::get<1>(sock_), b, std::move(handler)); return;
                 case 2: std::get<2>(sock_)->async_read_some(b, std::move(handler)); return;
-                case 3: std::get<3>(sock_).async_read_some(b, std::move(handler)); return;
+                case 3: async_read_drained(std::get<3>(sock_), b, std::move(handler)); return;
                 }
                 boost::asio::post(ex_, boost::asio::append(std::move(handler),
                                                            boost::system::error_code(boost::asio::error::not_connected),
