@@ -287,9 +287,12 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     {
         std::array<char, 64 * 1024> buf;
         for (;;) {
+            // With at most one reply due, it cannot be back before this read starts: a short
+            // read then marks the socket drained, sparing a recv that would find nothing.
+            const bool drain = queue.written_count() + queue.queued_count() <= 1;
             std::size_t n = co_await sock->async_read_some(
                 asio::buffer(buf),
-                asio::bind_allocator(dlock::detail::slot_allocator<void>(read_slot), asio::use_awaitable));
+                asio::bind_allocator(dlock::detail::slot_allocator<void>(read_slot), asio::use_awaitable), drain);
             decoder.feed({buf.data(), n});
             error_code ec;
             bool demoted = false;

@@ -35,16 +35,16 @@ public:
     /// read_some as an asynchronous operation, for any completion token: co_awaited, it
     /// makes no coroutine frame of its own, and a token with a bound allocator places the
     /// operation there (the connection's read loop, once per reply). Over TCP and unix
-    /// sockets a short read marks the socket drained (drained_read.hpp).
+    /// sockets, with `drain` a short read marks the socket drained (drained_read.hpp).
     template <class Token>
-    auto async_read_some(boost::asio::mutable_buffer buf, Token&& token)
+    auto async_read_some(boost::asio::mutable_buffer buf, Token&& token, bool drain = true)
     {
         return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
-            [this](auto handler, boost::asio::mutable_buffer b) {
+            [this, drain](auto handler, boost::asio::mutable_buffer b) {
                 switch (sock_.index()) {
-                case 1: async_read_drained(std::get<1>(sock_), b, std::move(handler)); return;
+                case 1: async_read_drained(std::get<1>(sock_), b, drain, std::move(handler)); return;
                 case 2: std::get<2>(sock_)->async_read_some(b, std::move(handler)); return;
-                case 3: async_read_drained(std::get<3>(sock_), b, std::move(handler)); return;
+                case 3: async_read_drained(std::get<3>(sock_), b, drain, std::move(handler)); return;
                 }
                 boost::asio::post(ex_, boost::asio::append(std::move(handler),
                                                            boost::system::error_code(boost::asio::error::not_connected),

@@ -58,7 +58,7 @@ template <class Socket, std::size_t N>
 outcome read_once(asio::io_context& io, Socket& s, std::array<char, N>& buf)
 {
     outcome out;
-    async_read_drained(s, asio::buffer(buf), [&](error_code ec, std::size_t n) {
+    async_read_drained(s, asio::buffer(buf), true, [&](error_code ec, std::size_t n) {
         out.ec = ec;
         out.n = n;
     });
@@ -77,7 +77,7 @@ BOOST_AUTO_TEST_CASE(a_waiting_read_gets_data_that_comes_later_each_time)
     std::array<char, 64> buf;
     for (std::string msg : {"abc", "de", "fghij"}) {
         outcome out;
-        async_read_drained(p.ours, asio::buffer(buf), [&](error_code ec, std::size_t n) {
+        async_read_drained(p.ours, asio::buffer(buf), true, [&](error_code ec, std::size_t n) {
             out.ec = ec;
             out.n = n;
         });
@@ -142,7 +142,7 @@ BOOST_AUTO_TEST_CASE(cancellation_close_and_end_of_file_end_a_waiting_read)
         tcp_pair p;
         asio::cancellation_signal sig;
         outcome out;
-        async_read_drained(p.ours, asio::buffer(buf),
+        async_read_drained(p.ours, asio::buffer(buf), true,
                            asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, std::size_t n) {
                                out.ec = ec;
                                out.n = n;
@@ -163,7 +163,7 @@ BOOST_AUTO_TEST_CASE(cancellation_close_and_end_of_file_end_a_waiting_read)
     {
         tcp_pair p;
         outcome out;
-        async_read_drained(p.ours, asio::buffer(buf), [&](error_code ec, std::size_t) { out.ec = ec; });
+        async_read_drained(p.ours, asio::buffer(buf), true, [&](error_code ec, std::size_t) { out.ec = ec; });
         p.io.poll();
         p.ours.close();
         p.io.restart();
@@ -190,7 +190,7 @@ BOOST_AUTO_TEST_CASE(unix_sockets_and_the_handlers_allocator)
     outcome out;
     bool busy_in_handler = true;
     async_read_drained(
-        a, asio::buffer(buf),
+        a, asio::buffer(buf), true,
         asio::bind_allocator(dlock::detail::slot_allocator<void>(slot), [&](error_code ec, std::size_t n) {
             out.ec = ec;
             out.n = n;
