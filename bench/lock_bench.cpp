@@ -748,12 +748,14 @@ struct blocks {
     }
 };
 
-// The median over blocks of num[i] / den[i] (an odd number of blocks: a true middle).
+// The median over blocks of num[i] / den[i] (an odd number of blocks: a true middle); a
+// block without samples on either side (p50 0) is left out.
 double median_ratio(const std::vector<double>& num, const std::vector<double>& den)
 {
     std::vector<double> r;
     for (std::size_t i = 0; i < num.size() && i < den.size(); ++i)
-        r.push_back(num[i] / den[i]);
+        if (num[i] > 0 && den[i] > 0)
+            r.push_back(num[i] / den[i]);
     return bench::percentile(r, 0.5);
 }
 

@@ -287,12 +287,14 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     {
         std::array<char, 64 * 1024> buf;
         for (;;) {
-            // With at most one reply due, it cannot be back before this read starts: a short
-            // read then marks the socket drained, sparing a recv that would find nothing.
+            // A heuristic (either way is correct): with at most one request on the wire its
+            // reply is rarely back before this read starts, so a short read marks the socket
+            // drained and the next read waits for epoll instead of a recv that finds nothing;
+            // with a pipelined burst on the wire the early attempt often finds replies.
             const bool drain = queue.written_count() + queue.queued_count() <= 1;
             std::size_t n = co_await sock->async_read_some(
-                asio::buffer(buf),
-                asio::bind_allocator(dlock::detail::slot_allocator<void>(read_slot), asio::use_awaitable), drain);
+                asio::buffer(buf), drain,
+                asio::bind_allocator(dlock::detail::slot_allocator<void>(read_slot), asio::use_awaitable));
             decoder.feed({buf.data(), n});
             error_code ec;
             bool demoted = false;
@@ -386,7 +388,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         std::size_t got = 0;
         while (got < steps.size()) {
             std::size_t n = co_await sock->async_read_some(
-                asio::buffer(buf),
+                asio::buffer(buf), false,  // the handshake's replies come together
                 asio::bind_allocator(dlock::detail::slot_allocator<void>(read_slot), asio::use_awaitable));
             decoder.feed({buf.data(), n});
             error_code ec;

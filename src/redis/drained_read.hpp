@@ -2,11 +2,14 @@
 // next read waits for epoll instead of first trying a recv that finds nothing.
 //
 // Asio 1.26 (Boost 1.81) tries every read at once ("speculatively") unless the last one
-// reported the socket exhausted, which it does only at end of file. A connection that reads
+// reported the socket exhausted, which it does only when a read returns no bytes (end of
+// file, an error). A connection that reads
 // one reply per request therefore makes a failing recv after each reply: one system call in
 // four on the uncontended cycle (about 1.2 µs each on the bench VM). Here a short read (fewer
 // bytes than asked for: the socket's receive queue was empty when it returned) counts as
 // exhausted; data that arrives later raises a new epoll edge, which re-enables the attempt.
+// (A short read with data still queued happens only at TCP urgent data or a unix socket's
+// passed credentials or descriptors, neither of which a Redis connection sees.)
 // The caller says when to do so: with many replies due (a pipelined burst), a read started
 // right after the last one often finds the next replies already there, and the early
 // attempt saves an epoll wait (measured: 64 names on one connection halved without it).
@@ -73,7 +76,8 @@ public:
         if (!ad::socket_ops::non_blocking_recv1(o->socket_, o->buf_.data(), o->buf_.size(), 0, true, o->ec_,
                                                 o->bytes_transferred_))
             return not_done;
-        return o->drain_ && o->bytes_transferred_ < o->buf_.size() ? done_and_exhausted : done;
+        const bool drained = o->drain_ && o->bytes_transferred_ < o->buf_.size();
+        return o->bytes_transferred_ == 0 || drained ? done_and_exhausted : done;  // 0: as Asio's
     }
 
     // As Asio's own: take the handler and its work out of the operation, free the

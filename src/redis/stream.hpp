@@ -37,7 +37,7 @@ public:
     /// operation there (the connection's read loop, once per reply). Over TCP and unix
     /// sockets, with `drain` a short read marks the socket drained (drained_read.hpp).
     template <class Token>
-    auto async_read_some(boost::asio::mutable_buffer buf, Token&& token, bool drain = true)
+    auto async_read_some(boost::asio::mutable_buffer buf, bool drain, Token&& token)
     {
         return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
             [this, drain](auto handler, boost::asio::mutable_buffer b) {
