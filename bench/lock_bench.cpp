@@ -154,10 +154,12 @@ private:
     dlock::resp::decoder dec_;
 };
 
-// The release script's request, as redis_store sends it.
+// The release script's request, as redis_store sends it: after a PING in the same write
+// (script_args::ping_first), two replies.
 void push_release(dlock::redis::request& req, const dlock::redis::script& rel, const dlock::redis_store& keys,
                   const std::string& name, const std::string& token)
 {
+    req.push("PING");
     req.push("EVALSHA", rel.sha1(), 4, keys.lock_key(name), keys.fence_key(name), keys.queue_key(name),
              keys.queue_ttl_key(name), token, keys.channel(name), keys.grant_channel(name, ""));
 }
@@ -194,12 +196,12 @@ double raw_lua_ceiling(std::uint16_t port, int cycles)
     ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
     dlock::resp::decoder dec;
     long sent_batches = 0, replies = 0;
-    const long total_batches = (cycles + per_batch - 1) / per_batch, total_replies = total_batches * per_batch * 2;
+    const long total_batches = (cycles + per_batch - 1) / per_batch, total_replies = total_batches * per_batch * 3;
     std::string out;
     std::size_t out_at = 0;
     auto t0 = clock_type::now();
     while (replies < total_replies) {
-        long in_flight = sent_batches - replies / (2 * per_batch);
+        long in_flight = sent_batches - replies / (3 * per_batch);  // 3: acquire, PING, release
         if (out_at == out.size() && in_flight < window && sent_batches < total_batches) {
             out = batches[std::size_t(sent_batches % long(batches.size()))];
             out_at = 0;
@@ -249,7 +251,8 @@ std::vector<double> raw_cycles(raw_client& c, const dlock::redis::request& acqui
         c.send(acquire);
         c.next();
         c.send(release);
-        c.next();
+        for (std::size_t k = 0; k < release.size(); ++k)  // dlock's: a PING's reply, then the release's
+            c.next();
         if (i >= warmup)
             lat.push_back(bench::us_since(t0));
     }
@@ -415,6 +418,7 @@ int raw_pingpong_peer(std::uint16_t port, int rounds)
         ::usleep(3000);
         out << "rel " << now_ns() << "\n";
         cmd.send(r);
+        cmd.next();  // PING
         cmd.next();
         ::usleep(1000);
     }
@@ -494,6 +498,7 @@ int asio_pingpong_peer(std::uint16_t port, int rounds)
                 co_await t.async_wait(asio::use_awaitable);
                 out << "rel " << now_ns() << "\n";
                 co_await cmd.send(r);
+                co_await cmd.next();  // PING
                 co_await cmd.next();
                 t.expires_after(1ms);
                 co_await t.async_wait(asio::use_awaitable);

@@ -176,7 +176,8 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         if (!ec && std::any_of(op.replies.begin(), op.replies.end(), [](const reply& r) { return r.is_error(); }))
             ec = error::server_error;
         if (op.script) {
-            reply r = op.replies.size() == 1 ? std::move(op.replies.front()) : reply();
+            // The script's reply is the last one (a PING's may come first: ping_first).
+            reply r = !op.replies.empty() && op.replies.size() == op.expected ? std::move(op.replies.back()) : reply();
             return finish(std::move(op.script), how, ec, std::move(r), op.direct);
         }
         response all(std::make_move_iterator(op.replies.begin()), std::make_move_iterator(op.replies.end()));
@@ -198,13 +199,14 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     // again as EVAL, which loads the script; it goes behind what is queued now.
     bool reload(const std::shared_ptr<exec_op>& op)
     {
-        if (!op->body || op->replies.size() != 1 || !op->replies.front().is_error() ||
-            op->replies.front().str.rfind("NOSCRIPT", 0) != 0 || !op->live())
+        if (!op->body || op->replies.empty() || !op->replies.back().is_error() ||
+            op->replies.back().str.rfind("NOSCRIPT", 0) != 0 || !op->live())
             return false;
         ++st.noscript_reloads;
         std::string_view tail(op->payload);
         tail.remove_prefix(op->tail_at);
-        op->payload = encode_call(op->nargs, "EVAL", *op->body, tail);
+        op->payload = encode_call(op->nargs, "EVAL", *op->body, tail);  // without a PING before it
+        op->expected = 1;
         op->body.reset();
         op->keep_payload = false;
         op->replies.clear();
@@ -679,12 +681,13 @@ void connection::eval_impl(const script& s, script_args&& args, asio::any_comple
     if (load)
         i.scripts_sent.insert(s.sha1());
     const std::string& first = load ? s.body() : s.sha1();
+    const bool ping = args.pings_first();
     op->payload = std::move(args).take_command(load ? "EVAL" : "EVALSHA", first, op->tail_at);
     if (!load) {
         op->body = s.shared_body();
         op->keep_payload = true;
     }
-    op->expected = 1;
+    op->expected = ping ? 2 : 1;
     op->direct = direct;
     op->slot = asio::get_associated_cancellation_slot(h);
     dlock::detail::assign_handler(op->script, std::move(h));

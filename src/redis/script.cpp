@@ -104,11 +104,15 @@ script_args& script_args::add(long long value)
 std::string script_args::take_command(std::string_view command, std::string_view first, std::size_t& head) &&
 {
     // "*<args>\r\n$<len>\r\n<command>\r\n$<len>\r\n<first>\r\n", then the values
+    static constexpr std::string_view ping = "*1\r\n$4\r\nPING\r\n";
+    const std::size_t before = ping_first_ ? ping.size() : 0;
     const std::size_t nargs = 2 + count_ + 1;  // command, first, numkeys, the values
-    head = 1 + decimal_digits(nargs) + 2 + bulk_size(command.size()) + bulk_size(first.size());
+    head = before + 1 + decimal_digits(nargs) + 2 + bulk_size(command.size()) + bulk_size(first.size());
     std::string out;
     out.resize(head + buf_.size());
-    char* w = put_number(out.data(), '*', nargs);
+    if (before)
+        std::memcpy(out.data(), ping.data(), before);
+    char* w = put_number(out.data() + before, '*', nargs);
     w = put_bulk(w, command);
     w = put_bulk(w, first);
     if (!buf_.empty())

@@ -545,6 +545,42 @@ BOOST_AUTO_TEST_CASE(noscript_recovery)
     });
 }
 
+// A call sent after a PING (script_args::ping_first) answers with the script's reply, and
+// after NOSCRIPT goes again as EVAL without the PING.
+BOOST_AUTO_TEST_CASE(a_script_call_after_a_ping)
+{
+    test::redis_server srv;
+    asio::io_context io;
+    redis::connection conn(io.get_executor(), srv.config());
+    test::run_test(io, [&]() -> asio::awaitable<void> {
+        redis::script s("return {KEYS[1], ARGV[1], redis.call('INCR', KEYS[1])}");
+        BOOST_TEST(srv.cli({"SCRIPT", "LOAD", s.body()}) == s.sha1());
+        auto call = [&] {
+            redis::script_args a(1);
+            a.add("pinged-counter").add("arg").ping_first();
+            return conn.async_eval(s, std::move(a), asio::use_awaitable);
+        };
+        auto r = co_await call();  // the first use: EVAL
+        BOOST_TEST_REQUIRE(r.elements.size() == 3u);
+        BOOST_TEST(r.elements[0].str == "pinged-counter");
+        BOOST_TEST(r.elements[2].integer == 1);
+        r = co_await call();  // EVALSHA, after the PING
+        BOOST_TEST_REQUIRE(r.elements.size() == 3u);
+        BOOST_TEST(r.elements[2].integer == 2);
+        BOOST_TEST(conn.stats().noscript_reloads == 0u);
+        BOOST_TEST(srv.cli({"SCRIPT", "FLUSH"}) == "OK");
+        r = co_await call();  // PONG, NOSCRIPT: again as EVAL, one reply expected
+        BOOST_TEST_REQUIRE(r.elements.size() == 3u);
+        BOOST_TEST(r.elements[2].integer == 3);  // ran exactly once more
+        BOOST_TEST(conn.stats().noscript_reloads == 1u);
+        // The connection is in step: a plain request after it gets its own reply.
+        redis::request req;
+        req.push("ECHO", "after");
+        auto after = co_await conn.async_exec(req, asio::use_awaitable);
+        BOOST_TEST(after.at(0).str == "after");
+    });
+}
+
 BOOST_AUTO_TEST_CASE(large_values)
 {
     test::redis_server srv;

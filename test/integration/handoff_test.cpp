@@ -75,6 +75,41 @@ BOOST_AUTO_TEST_CASE(fifo_across_clients_with_consecutive_tokens)
     BOOST_TEST(key_count(srv, "*") == "1");  // the fencing counter only
 }
 
+// The release is sent after a PING, so the server writes the grant to the waiter before
+// the release's reply to its caller (it writes the client it queued a reply for last
+// first): the waiter is woken first. Both clients share this io_context, so the order in
+// which the two completions run is the order in which the bytes arrived.
+BOOST_AUTO_TEST_CASE(the_waiter_is_woken_before_the_releaser)
+{
+    dlock::test::redis_server srv;
+    asio::io_context io;
+    client a(io, srv), b(io, srv);
+    std::vector<char> order;
+    spawn(io, [&]() -> asio::awaitable<void> {
+        for (int round = 0; round < 5; ++round) {
+            auto g = co_await a.reg.obtain("w").acquire();
+            bool done = false;
+            spawn(io, [&]() -> asio::awaitable<void> {
+                auto gw = co_await b.reg.obtain("w").acquire();
+                order.push_back('w');
+                co_await gw.release();
+                done = true;
+            });
+            BOOST_TEST(co_await eventually([&] { return llen(srv, b, "w") == "1"; }));
+            co_await g.release();
+            order.push_back('r');
+            BOOST_TEST(co_await eventually([&] { return done; }));
+        }
+        a.store.close();
+        b.store.close();
+    });
+    io.run_for(30s);
+    BOOST_TEST_REQUIRE(order.size() == 10u);
+    for (std::size_t i = 0; i < order.size(); i += 2)
+        BOOST_TEST((order[i] == 'w' && order[i + 1] == 'r'), "round " << i / 2);
+    BOOST_TEST(b.reg.stats().store_handoffs == 5u);
+}
+
 // An entry whose waiter no longer listens (its process died) is skipped, not granted.
 BOOST_AUTO_TEST_CASE(a_dead_waiter_is_skipped)
 {

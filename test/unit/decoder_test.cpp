@@ -446,6 +446,16 @@ BOOST_AUTO_TEST_CASE(script_args_take_the_whole_command)
     std::string whole = std::move(many).take_command("EVALSHA", sha, head);
     BOOST_TEST(whole == req.payload());
     BOOST_TEST(whole.substr(head) == values);
+
+    // ping_first: a PING, then the same command; `head` still finds the values.
+    request pinged;
+    pinged.push("PING").push("EVALSHA", sha, "1", "{t}ns:lock:n", "tok", "30000");
+    auto p = make();
+    p.ping_first();
+    BOOST_TEST(p.pings_first());
+    std::string with_ping = std::move(p).take_command("EVALSHA", sha, head);
+    BOOST_TEST(with_ping == pinged.payload());
+    BOOST_TEST(with_ping.substr(head) == make().encoded());
 }
 
 BOOST_AUTO_TEST_CASE(single_command)

@@ -45,19 +45,31 @@ public:
         return add(std::span(parts.begin(), parts.size()));
     }
     script_args& add(long long value);
+    /// Sends a PING just before the call, in the same write. Redis writes first the client it
+    /// last queued a reply for, so the call's own reply then goes out after the messages it
+    /// publishes: a release wakes the waiter it hands the name to before its caller, who,
+    /// woken first, would take the server's CPU before the waiter is woken.
+    script_args& ping_first() noexcept
+    {
+        ping_first_ = true;
+        return *this;
+    }
+    bool pings_first() const noexcept { return ping_first_; }
     /// Keys and arguments added so far.
     std::size_t count() const noexcept { return count_; }
     std::size_t keys() const noexcept { return keys_; }
     /// numkeys, then every value, as RESP bulk strings.
     std::string_view encoded() const noexcept { return {buf_.data(), buf_.size()}; }
     /// The whole command: "*<n>", `command` and `first` (EVALSHA and a SHA1), then encoded(),
-    /// in one string of the exact size. `head` gets where encoded() starts in it.
+    /// in one string of the exact size, after the PING of ping_first(). `head` gets where
+    /// encoded() starts in it.
     std::string take_command(std::string_view command, std::string_view first, std::size_t& head) &&;
 
 private:
     boost::container::small_vector<char, 232> buf_;
     std::size_t keys_;
     std::size_t count_ = 0;
+    bool ping_first_ = false;
 };
 
 }  // namespace dlock::redis
