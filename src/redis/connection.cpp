@@ -173,13 +173,16 @@ struct connection::impl : std::enable_shared_from_this<impl> {
             ++st.timeouts;
         if (ec == asio::error::operation_aborted)
             ++st.cancelled;
-        if (!ec && std::any_of(op.replies.begin(), op.replies.end(), [](const reply& r) { return r.is_error(); }))
-            ec = error::server_error;
         if (op.script) {
-            // The script's reply is the last one (a PING's may come first: ping_first).
+            // The script's reply is the last one. A PING's may come first (ping_first): its
+            // refusal (a user whose ACL lacks PING) costs only the early wake-up, not the call.
             reply r = !op.replies.empty() && op.replies.size() == op.expected ? std::move(op.replies.back()) : reply();
+            if (!ec && r.is_error())
+                ec = error::server_error;
             return finish(std::move(op.script), how, ec, std::move(r), op.direct);
         }
+        if (!ec && std::any_of(op.replies.begin(), op.replies.end(), [](const reply& r) { return r.is_error(); }))
+            ec = error::server_error;
         response all(std::make_move_iterator(op.replies.begin()), std::make_move_iterator(op.replies.end()));
         finish(std::move(op.handler), how, ec, std::move(all), op.direct);
     }

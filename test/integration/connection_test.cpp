@@ -578,6 +578,20 @@ BOOST_AUTO_TEST_CASE(a_script_call_after_a_ping)
         req.push("ECHO", "after");
         auto after = co_await conn.async_exec(req, asio::use_awaitable);
         BOOST_TEST(after.at(0).str == "after");
+
+        // A user whose ACL refuses PING: the call still runs and answers with its reply.
+        srv.cli({"ACL", "SETUSER", "noping", "on", ">pw", "~*", "&*", "+@all", "-ping"});
+        auto cfg = srv.config();
+        cfg.username = "noping";
+        cfg.password = "pw";
+        redis::connection limited(io.get_executor(), cfg);
+        redis::script_args a(1);
+        a.add("pinged-counter").add("arg").ping_first();
+        auto [ec, out] = co_await limited.async_eval(s, std::move(a), asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST(!ec);
+        BOOST_TEST_REQUIRE(out.elements.size() == 3u);
+        BOOST_TEST(out.elements[2].integer == 4);
+        limited.close();
     });
 }
 
