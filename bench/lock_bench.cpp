@@ -298,6 +298,38 @@ std::vector<double> minimal_floor(std::uint16_t port, int warmup, int samples, d
     return raw_cycles(c, a, r, warmup, samples, cpu_us);
 }
 
+// One Asio socket to the server and its decoder: a request, then its next reply.
+class asio_client {
+public:
+    explicit asio_client(asio::io_context& io) : sock_(io) {}
+    asio::awaitable<void> connect(std::uint16_t port)
+    {
+        co_await sock_.async_connect({asio::ip::make_address("127.0.0.1"), port}, asio::use_awaitable);
+        sock_.set_option(asio::ip::tcp::no_delay(true));
+    }
+    asio::awaitable<void> send(const dlock::redis::request& r)
+    {
+        co_await asio::async_write(sock_, asio::buffer(r.payload()), asio::use_awaitable);
+    }
+    asio::awaitable<dlock::redis::reply> next()
+    {
+        boost::system::error_code ec;
+        for (;;) {
+            if (auto r = dec_.next(ec))
+                co_return std::move(*r);
+            if (ec)
+                throw std::runtime_error("asio client: decode failed");
+            auto n = co_await sock_.async_read_some(asio::buffer(buf_), asio::use_awaitable);
+            dec_.feed({buf_.data(), n});
+        }
+    }
+
+private:
+    asio::ip::tcp::socket sock_;
+    dlock::resp::decoder dec_;
+    std::array<char, 4096> buf_;
+};
+
 // The minimal floor's two commands over an Asio socket from a coroutine, as an event-loop
 // program with no lock library sends them: the floor's blocking reads become epoll waits
 // and handler hops. dlock pays those too, so this shows how much of its cost is its own.
@@ -312,37 +344,24 @@ std::vector<double> asio_floor(std::uint16_t port, int warmup, int samples, doub
             static constexpr char cad[] =
                 "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
             dlock::redis::script del(cad);
-            asio::ip::tcp::socket s(io);
-            co_await s.async_connect({asio::ip::make_address("127.0.0.1"), port}, asio::use_awaitable);
-            s.set_option(asio::ip::tcp::no_delay(true));
-            dlock::resp::decoder dec;
-            char buf[4096];
-            auto round_trip = [&](const std::string& out) -> asio::awaitable<void> {
-                co_await asio::async_write(s, asio::buffer(out), asio::use_awaitable);
-                boost::system::error_code ec;
-                for (;;) {
-                    if (auto r = dec.next(ec)) {
-                        if (r->is_error())
-                            throw std::runtime_error("asio floor: " + r->str);
-                        co_return;
-                    }
-                    if (ec)
-                        throw std::runtime_error("asio floor: decode failed");
-                    auto n = co_await s.async_read_some(asio::buffer(buf), asio::use_awaitable);
-                    dec.feed({buf, n});
-                }
+            asio_client c(io);
+            co_await c.connect(port);
+            auto round_trip = [&](const dlock::redis::request& q) -> asio::awaitable<void> {
+                co_await c.send(q);
+                if (auto reply = co_await c.next(); reply.is_error())
+                    throw std::runtime_error("asio floor: " + reply.str);
             };
             dlock::redis::request load, a, r;
             load.push("SCRIPT", "LOAD", del.body());
-            co_await round_trip(load.payload());
+            co_await round_trip(load);
             a.push("SET", "bench:asio-floor", "tok", "NX", "PX", 30000);
             r.push("EVALSHA", del.sha1(), 1, "bench:asio-floor", "tok");
             for (int i = 0; i < samples + warmup; ++i) {
                 if (i == warmup)
                     cpu0 = cpu_seconds();
                 auto t0 = clock_type::now();
-                co_await round_trip(a.payload());
-                co_await round_trip(r.payload());
+                co_await round_trip(a);
+                co_await round_trip(r);
                 if (i >= warmup)
                     lat.push_back(bench::us_since(t0));
             }
@@ -425,38 +444,6 @@ int raw_pingpong_peer(std::uint16_t port, int rounds)
     std::cout << out.str() << "done" << std::endl;
     return 0;
 }
-
-// One Asio socket to the server and its decoder: a request, then its next reply.
-class asio_client {
-public:
-    explicit asio_client(asio::io_context& io) : sock_(io) {}
-    asio::awaitable<void> connect(std::uint16_t port)
-    {
-        co_await sock_.async_connect({asio::ip::make_address("127.0.0.1"), port}, asio::use_awaitable);
-        sock_.set_option(asio::ip::tcp::no_delay(true));
-    }
-    asio::awaitable<void> send(const dlock::redis::request& r)
-    {
-        co_await asio::async_write(sock_, asio::buffer(r.payload()), asio::use_awaitable);
-    }
-    asio::awaitable<dlock::redis::reply> next()
-    {
-        boost::system::error_code ec;
-        for (;;) {
-            if (auto r = dec_.next(ec))
-                co_return std::move(*r);
-            if (ec)
-                throw std::runtime_error("asio client: decode failed");
-            auto n = co_await sock_.async_read_some(asio::buffer(buf_), asio::use_awaitable);
-            dec_.feed({buf_.data(), n});
-        }
-    }
-
-private:
-    asio::ip::tcp::socket sock_;
-    dlock::resp::decoder dec_;
-    std::array<char, 4096> buf_;
-};
 
 // --peer asiopingpong PORT ROUNDS: rawpingpong's protocol over Asio sockets from a
 // coroutine, no library: the hand-off floor of an event-loop program (epoll waits, a
