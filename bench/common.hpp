@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Shared pieces of the benchmarks: percentiles, the raw PING baseline, JSON lines.
 #pragma once
 

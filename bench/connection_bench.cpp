@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 /*
  * connection_bench: how close one dlock connection gets to what the server allows.
  *

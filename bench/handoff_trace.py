@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSL-1.0
 # Where a cross-process hand-off's time goes, by the scheduler's own record: lock_bench's
 # pingpong peers (the raw blocking-socket floor, the Asio floor, dlock) take turns on a
 # redis-server of their own while `perf record` logs context switches, wake-ups and the

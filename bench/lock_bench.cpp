@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 /*
  * lock_bench: what the lock costs, as ratios to floors measured in the same run (issue 16;
  * the goals and what each case measures: bench/README.md).

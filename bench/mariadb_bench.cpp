@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 /*
  * mariadb_bench: what mariadb_store costs, as ratios to the same statements sent raw in the
  * same run.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 /*
  * pg_bench: what the lock costs on PostgreSQL, as ratios to figures measured in the same run.
  *

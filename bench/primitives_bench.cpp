@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 /*
  * Read-write lock and semaphore figures against the mutex's, on one throwaway redis-server,
  * each case and its baseline measured in the same run:

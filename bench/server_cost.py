@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSL-1.0
 # The Redis server's own time per uncontended acquire+release cycle, for the minimal hand
 # lock, dlock's scripts and two alternative layouts: 20,000 cycles sent with
 # `redis-cli --pipe` to a redis-server of its own (loopback, free port, thrown away), then

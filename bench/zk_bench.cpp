@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 /*
  * zk_bench: what the lock costs on ZooKeeper, against Apache Curator's InterProcessMutex on
  * the same throwaway 3-server ensemble in the same run.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Finds hiredis (only its RESP reader is used) and defines the imported target dlock::hiredis.
 # Shared by the build and by the installed dlock-config.cmake, so the exported link interface
 # names a target instead of this machine's absolute library path.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Finds MariaDB Connector/C (Debian: libmariadb-dev; its headers in <prefix>/include/mariadb)
 # and defines the imported target dlock::mariadb_c. Shared by the build and the installed config.
 if(NOT TARGET dlock::mariadb_c)

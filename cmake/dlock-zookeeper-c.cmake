@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Finds the ZooKeeper C client's single-threaded library (Debian: libzookeeper-st-dev) and
 # defines the imported target dlock::zookeeper_c. Shared by the build and the installed config.
 if(NOT TARGET dlock::zookeeper_c)

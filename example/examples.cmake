@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # The user-facing examples. They link dlock only (never the test helpers): they are what
 # users copy. test/examples runs each of them against a throwaway redis-server.
 foreach(example quickstart leader_election http_endpoint fencing)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 /*
  * fencing: why a lease alone cannot protect storage, and how fencing tokens do.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 /*
  * flash_sale: the classic distributed-lock demo, with real processes.
  *

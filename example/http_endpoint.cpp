@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 /*
  * http_endpoint: a lock per resource inside an HTTP server, composed with a timeout, the
  * client's disconnect and the server's shutdown.

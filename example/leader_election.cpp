@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 /*
  * leader_election: one leader at a time among several processes, and a job that stops as
  * soon as leadership is lost.

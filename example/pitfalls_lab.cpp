@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 /*
  * pitfalls_lab: the lock recipes of the write-ups dlock grew from, next to dlock, under the
  * same workload and the same injected faults, in one table.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Quick start: take a distributed lock held in Redis, print its fencing token, release it.
 // Usage: quickstart [URL]   (else $DLOCK_URL, else redis://127.0.0.1:6379)
 #include <dlock/dlock.hpp>

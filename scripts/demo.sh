@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Builds and runs the demo: a flash sale. Worker processes full of coroutines sell a stock
 # of items kept in a throwaway redis-server, once with dlock and once without a lock.
 #   bash scripts/demo.sh [--build-dir D] [flash_sale options, e.g. --url redis://h:p --workers 8]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Installs what dlock needs on Debian bookworm (as root, or through sudo): the build and the
 # Redis path (what the demo needs); with --tests also the servers the tests start.
 # Idempotent: when every package is already installed it does nothing, without network.

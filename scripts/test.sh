@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Builds dlock and runs every test: unit, integration (each starts its own redis-server) and
 # the CMake consumer tests. Exits non-zero if anything fails.
 #
@@ -19,7 +20,7 @@ while (($#)); do
   case $1 in
     --sanitize) sanitize=1 ;;
     --build-dir) build_dir=${2:?--build-dir needs a directory}; shift ;;
-    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ && !/SPDX/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "test.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
   shift

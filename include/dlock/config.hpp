@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Lock behaviour settings for a registry. Every field has a working default.
 #pragma once
 

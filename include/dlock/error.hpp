@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Error codes of dlock: one category, one value per problem a caller can act on.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The etcd backend (dlock::etcd): etcd's own lock recipe through its JSON gateway.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // One hold of a lock: its fencing token, its lease deadline, its loss signal, its release.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A count-down latch shared by processes through a store: wait until N members have counted down.
 #pragma once
 

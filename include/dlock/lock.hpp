@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A handle to one named lock; cheap to copy, shares its per-name state with every copy.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The MariaDB/MySQL backend (dlock::mariadb): leases as rows, fencing from a sequence, GET_LOCK wake-ups.
 #pragma once
 

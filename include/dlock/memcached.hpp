@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The memcached backend (dlock::memcached): an efficiency lock over memcached's meta protocol.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // An in-process store: the store contract without a server, for tests and single-process use.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Who holds a lock: coroutines have no thread identity, so re-entry is by explicit owner.
 #pragma once
 

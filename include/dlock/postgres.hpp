@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The PostgreSQL backend (dlock::postgres): leases as rows, fencing from a sequence, NOTIFY on release.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The Redis backend (dlock::redis): single node and Sentinel, Cluster, Redlock, and the
 // connection they share.
 #pragma once

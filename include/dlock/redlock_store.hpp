@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Moved to <dlock/redis/redlock_store.hpp>; this header forwards to it for existing code.
 #pragma once
 

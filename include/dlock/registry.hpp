@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Hands out one shared lock state per name, and frees it when nobody uses it any more.
 #pragma once
 

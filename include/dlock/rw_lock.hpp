@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A read-write lock shared across processes: many readers or one writer.
 #pragma once
 

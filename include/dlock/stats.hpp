@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Counters and histograms a registry keeps for its locks.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The store contract (v2): what a lock needs from a backend, and what a backend may offer.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The ZooKeeper backend (dlock::zookeeper): Curator-compatible locks on a ZooKeeper ensemble.
 #pragma once
 

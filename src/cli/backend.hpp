@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The store the dlock tool talks to: one Redis (direct or through Sentinel), Redlock over a
 // list of masters, or a Redis Cluster. The tool uses only the store contract.
 #pragma once

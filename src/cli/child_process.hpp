@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The command `dlock run` supervises: started with fork/exec so that it dies with dlock.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The dlock tool's commands, each one coroutine on the tool's io_context.
 #pragma once
 

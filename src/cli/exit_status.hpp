@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The dlock tool's documented exit statuses (README "Command-line tool").
 #pragma once
 

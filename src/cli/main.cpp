@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // dlock: distributed locks from the shell. See `dlock --help` and the README.
 #include "cli/commands.hpp"
 #include "cli/exit_status.hpp"

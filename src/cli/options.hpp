@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Command-line and JSON-file options of the dlock tool, parsed without any I/O but reading
 // the config file, so every rule is unit-tested.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // `dlock run NAME -- COMMAND`: acquire, run the command under the lease, release.
 #include <dlock/error.hpp>
 #include <dlock/registry.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // `dlock status`, `dlock release --force`, and what every command does first: connect.
 #include "cli/commands.hpp"
 #include "cli/exit_status.hpp"

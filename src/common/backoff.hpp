@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Retry spacing shared by every driver: doubling, capped, with "equal jitter".
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Waiting on a socket that a C client library owns (libpq, MariaDB Connector/C): its fd is
 // assigned to a stream_descriptor for one wait and released after, never closed, and a
 // timer bounds the wait. Header-only: each backend's connection includes it.

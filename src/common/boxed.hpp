@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // An optional kept on the heap: a state that is rare or short-lived (an attempt in flight,
 // a renewal, a grant that came early) costs a pointer while absent, not its whole size in
 // every lock at rest (issue 16: memory per held lock).

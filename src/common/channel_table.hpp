@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Sans-io bookkeeping of pub/sub channels: who watches each one, which SUBSCRIBEs are
 // unconfirmed, and whether a confirmation is the first (`ready`) or a repeat (`resync`).
 // No sockets, timers or handlers: the caller sends what it is told to and calls back.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Durations as configuration text: "250ms", "5s", "2m", "1h" or plain milliseconds.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // An optional id in the id's own 8 bytes: `none` (the maximum, which no counter reaches)
 // stands for no value. std::optional would take 16 in state every lock carries.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Completes a handler later, never inside the frame that started the operation.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Chrono arithmetic that clamps instead of overflowing, for deadlines built from user input
 // ("wait 3000000h" must mean "a very long time", not a deadline in the past).
 #pragma once

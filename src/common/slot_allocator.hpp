@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Memory for an operation that is never in flight twice at once (a connection's one read,
 // its one write): one block, kept and reused, instead of Asio's per-thread cache, which
 // the many other handlers of a lock operation keep evicting (a memalign and a free each).

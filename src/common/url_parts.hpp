@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Pieces of the store URLs: one host[:port] entry, the comma-separated list of the stores that
 // list servers (etcd://, memcached://, zk://), the ?key=value options, and the scheme, user
 // info, %-escapes and database of a database server's URL (postgresql://, mariadb://).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Leader election: campaign = acquire the name's mutex + a fenced proclaim; observers read
 // the leader on every announcement and at the end of the leader's lease.
 #include <dlock/election.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The per-name driver: feeds lock_fsm its inputs (calls, store replies, watch events, the
 // timer) and performs the actions it returns. All lock logic lives in lock_fsm.
 #pragma once

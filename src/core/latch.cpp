@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The count-down latch: count-downs retried with the same member, waits that watch, check,
 // then sleep until the store reports a change.
 #include <dlock/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "core/lease_policy.hpp"
 
 #include <dlock/error.hpp>

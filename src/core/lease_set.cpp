@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "core/lease_set.hpp"
 
 #include <dlock/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The protocol of read-write locks and semaphores, sans-io: a set of leases on one name
 // (readers and a writer, or permits) with a FIFO queue of waiters. memory_store runs it as
 // is; the Redis scripts (src/redis/set_scripts.hpp) follow it step by step, and so should

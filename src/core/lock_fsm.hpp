@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The per-name lock state machine, sans-io: local waiters and holds, the one store
 // conversation (attempt, watch, queue, grant), the lease (renew, suspect, lost) and release.
 // It owns no timer, socket, clock or handler: each input carries the time, and every effect

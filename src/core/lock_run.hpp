@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // lock::run's second half, shared by every primitive that hands out guards.
 #pragma once
 

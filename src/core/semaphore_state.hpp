@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // What every handle to one semaphore of a registry shares: its permit lanes.
 #pragma once
 

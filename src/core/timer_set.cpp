@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "core/timer_set.hpp"
 
 #include <boost/asio/steady_timer.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The etcd v3 JSON gateway's messages for the lock recipe: request bodies built and reply
 // bodies parsed without I/O, unit-tested without a server (as resp/ is for Redis).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Unary requests to an etcd cluster's JSON gateway over a few keep-alive HTTP/1.1
 // connections; a member that fails is left for the next in the list.
 #pragma once

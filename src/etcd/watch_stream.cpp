@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "etcd/watch_stream.hpp"
 
 #include <dlock/error.hpp>

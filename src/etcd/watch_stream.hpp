@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // One etcd watch on its own HTTP connection (the gateway streams a watch as chunked JSON
 // lines): deletions of one key or one range, from a given revision.
 #pragma once

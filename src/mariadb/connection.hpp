@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // One MariaDB Connector/C connection driven on an io_context through the library's
 // non-blocking API: mysql_real_connect_start/_cont, mysql_real_query_start/_cont,
 // mysql_store_result_start/_cont, mysql_next_result_start/_cont. Each _start/_cont returns

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The MariaDB recipe without I/O: the statements of each operation (one multi-statement round
 // trip each; names and tokens as hex literals), the decoding of their results, and server
 // error numbers mapped onto dlock's codes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include <dlock/error.hpp>
 #include <dlock/memcached/config.hpp>
 

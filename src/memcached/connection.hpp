@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // One memcached server: requests pipelined over one TCP connection, replies matched in
 // order. Connects on demand (no background loop: the lock's own backoff paces retries).
 #pragma once

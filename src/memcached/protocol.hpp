@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Sans-io: memcached's meta text protocol (mg, ms, md, ma, mn) as dlock uses it. Commands
 // are encoded to bytes; replies are parsed from bytes as they arrive. No sockets here.
 #pragma once

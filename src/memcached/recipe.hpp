@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Sans-io: the lock recipe over memcached's meta commands. The lock item holds
 // "<token> <fence>"; its TTL is the lease plus one second (memcached's clock ticks in whole
 // seconds, so an item may expire up to a second early; the extra second keeps it alive for

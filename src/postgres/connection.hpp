@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // One libpq connection driven on an io_context: connect (PQconnectStart/PQconnectPoll),
 // queries (PQsendQueryParams, PQflush, PQconsumeInput/PQisBusy/PQgetResult) one at a time
 // from a FIFO, notifications (PQnotifies) while idle. libpq never blocks the thread: its

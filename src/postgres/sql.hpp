@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The PostgreSQL recipe without I/O: the statements (parameters bound, never spliced), the
 // decoding of their results, and the mapping of server errors onto dlock's codes.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The scripts of cluster_store that differ from redis_store's: a release wakes watchers
 // through sharded pub/sub (SPUBLISH, Redis 7.0+), which reaches only the subscribers of the
 // shard owning the channel's slot, instead of PUBLISH, which a cluster broadcasts to every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "redis/cluster_slots.hpp"
 
 #include <dlock/error.hpp>

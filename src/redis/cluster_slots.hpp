@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Redis Cluster routing, sans-io: the slot map (from CLUSTER SLOTS or CLUSTER SHARDS),
 // parsing of MOVED / ASK / TRYAGAIN error replies, and what to do after each attempt.
 // Holds no sockets, timers or clocks; cluster_store drives it.

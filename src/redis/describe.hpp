@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Where a Redis config points, as one line for store::describe() (never the password).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A stream socket read that tells Asio's reactor when it drained the socket, so that the
 // next read waits for epoll instead of first trying a recv that finds nothing.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // One script call as RESP: EVALSHA (or EVAL) with its numkeys/keys/args tail, ASKING in
 // front when a cluster redirect says so, and the EVAL that replaces it after NOSCRIPT.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The key and channel names of one lock name, shared by the single-node and Cluster stores.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Decoding the latch scripts' replies (redis_scripts.hpp: count_down, latch_state).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Lists of Redis nodes (Redlock masters, cluster seeds): parsing, and refusing a server
 // listed twice. No I/O and no store: the CLI and the Redlock store share these.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The Lua scripts of redis_store. Each is one atomic round trip; all keys share a slot.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The Lua script redlock_store adds to redis_store's: the fencing-counter update.
 #pragma once
 

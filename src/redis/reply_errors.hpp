@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Server error replies to dlock error codes: one table for every Redis store, so that an
 // ACL refusal or a foreign key type stops a lock the same way whichever store met it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Sans-io pipelining core: which request a reply belongs to, what to write next, and what a
 // cancellation may undo. No sockets, timers or handlers here; tested without a server.
 #pragma once

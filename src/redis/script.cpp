@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include <dlock/redis/request.hpp>
 #include <dlock/redis/script.hpp>
 

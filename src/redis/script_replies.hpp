@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Decoding the lock scripts' replies: shared by every store that runs them (redis_store,
 // cluster_store, and redlock_store through its nodes), so a reply means the same thing
 // whichever store got it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Sentinel discovery: ask the sentinels where the master is (one step of a connect attempt).
 #pragma once
 

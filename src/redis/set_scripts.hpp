@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The Lua scripts of read-write locks and semaphores on redis_store: the lease-set protocol
 // of src/core/lease_set.hpp, step by step. Leases are judged by the server's clock (TIME).
 // KEYS (every script): holders (zset token -> expiry ms), info (hash token -> fence, plus

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The byte stream under a connection: TCP, TLS over TCP, or a unix socket, behind one face.
 #pragma once
 

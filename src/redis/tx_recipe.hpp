@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Sans-io: redis_store's lock without Lua, as WATCH/MULTI/EXEC optimistic transactions over
 // the same keys as the scripts (redis_scripts.hpp). Each operation is a read (UNWATCH, WATCH,
 // reads) then, if the reads call for a change, a write (MULTI ... EXEC) that Redis runs only

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The I/O half of redis_store's no-scripting mode: runs tx_recipe's transactions one at a
 // time on a connection of their own (WATCH is per connection), retrying on conflict.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "zookeeper/client.hpp"
 
 #include <boost/asio/post.hpp>

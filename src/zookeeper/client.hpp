@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The ZooKeeper C client (single-threaded library) driven from an io_context: its socket
 // waited on with Asio, a timer for its timeouts. Completions and watches run on the
 // executor, never inside the C library (queued there, run after it returns), so they may

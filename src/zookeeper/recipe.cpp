@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "zookeeper/recipe.hpp"
 
 #include <dlock/zookeeper/config.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The lock recipe's pure part, in Apache Curator's node layout (InterProcessMutex), so that
 // dlock and Curator on the same path exclude each other: contenders create
 // `<lock path>/_c_<guid>-lock-<sequence>` (ephemeral, sequential) under the lock path; the

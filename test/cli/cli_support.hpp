@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Helpers shared by the CLI tests: run the dlock tool as a user would and read what it says.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The dlock tool against a server that misbehaves: a fault proxy (test/common/tcp_proxy)
 // sits between them, holding replies back or answering everything with +OK.
 #include "cli/cli_support.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The dlock tool's option parsing: precedence, durations, and one clear message per mistake.
 #include "cli/options.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The dlock tool run as a user runs it, against a redis-server the test starts.
 #include "cli/cli_support.hpp"
 

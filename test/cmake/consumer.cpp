@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A program outside dlock's tree: compiles the public headers and links every layer of the
 // library (config parsing, script hashing through OpenSSL, the connection and its hiredis
 // decoder, the subscriber). It needs no server: the connection is closed before it is used.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A program that links dlock::core alone (no Redis, no OpenSSL, no hiredis): the lock on the
 // in-process memory store, through the core umbrella header.
 #include <dlock/core.hpp>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Each public header compiles on its own (it includes what it uses).
 # Run by ctest: cmake -DCXX=... -DINCLUDE_DIR=... -DWORK_DIR=... -P headers_alone.cmake
 file(GLOB_RECURSE headers RELATIVE ${INCLUDE_DIR} ${INCLUDE_DIR}/dlock/*.hpp)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Builds and runs a project that consumes dlock, the way users do. Run by ctest as
 #   cmake -DMODE=find_package|add_subdirectory -DSOURCE_DIR=... -DBINARY_DIR=... -DWORK_DIR=...
 #         [-DCXX_COMPILER=...] [-DLAUNCHER=ccache] [-DBUILD_TYPE=...] [-DSANITIZE=...] -P run_consumer.cmake

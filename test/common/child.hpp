@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A child process for multi-process tests: its stdout is read line by line.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A throwaway etcd cluster for tests: N members on free loopback ports (client and peer),
 // throwaway data directories, short raft timings so 1 s leases work; members can be killed,
 // paused and restarted, and etcdctl run against them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "common/mariadb_server.hpp"
 
 #include <stdlib.h>

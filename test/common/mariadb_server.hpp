@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A throwaway MariaDB server on a free loopback port, for tests.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "common/memcached_server.hpp"
 
 #include "common/redis_server.hpp"  // free_port

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A throwaway memcached process on a free loopback port, for tests.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A throwaway PostgreSQL 15 server on a free loopback port, for tests.
 #pragma once
 

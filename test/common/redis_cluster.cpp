@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "common/redis_cluster.hpp"
 
 #include <sys/wait.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A throwaway Redis Cluster for tests: N masters (redis_server processes with cluster mode
 // on), joined with `redis-cli --cluster create`, and helpers to move a slot by hand.
 #pragma once

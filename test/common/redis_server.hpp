@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Starts and stops throwaway redis-server processes on free loopback ports for tests.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "common/server_process.hpp"
 
 #include "common/redis_server.hpp"  // free_port

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The process side of the throwaway database servers (postgres_server, mariadb_server): fork
 // and exec with the output in a file, as an unprivileged user if asked; a setup tool or a
 // client run to its end; one long-running server, ready when its log says so.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "common/tcp_proxy.hpp"
 
 #include <boost/algorithm/string/predicate.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A fault-injecting TCP proxy in front of a server (redis-server, an etcd member), for
 // tests: it can hold the server's replies back, answer every command itself with +OK, or
 // drop every connection.

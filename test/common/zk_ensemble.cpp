@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "common/zk_ensemble.hpp"
 
 #include "common/redis_server.hpp"

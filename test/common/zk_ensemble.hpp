@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A throwaway ZooKeeper ensemble for tests: N servers (Debian's zookeeper jars on a headless
 // JRE) on free loopback ports with throwaway data directories and a short tick, so sessions
 // of a second or two work; servers can be killed, paused and restarted.

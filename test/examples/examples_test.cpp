@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The examples as a user runs them: real processes against a redis-server each test starts.
 // Every wait is on a child's output or exit, bounded; nothing sleeps to synchronise.
 #include <dlock/dlock.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The pitfalls lab as a user runs it, with --json: dlock's row is clean under every fault,
 // and each flawed recipe fails the way its write-up warns. The lab time-boxes its own rows;
 // reading its output is bounded here too.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // libFuzzer target for the RESP decoder: any bytes, in any split, must decode to the same
 // replies or to protocol_error, without crashing, leaking or reading out of bounds.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // cluster_store against a real three-master Redis Cluster the tests start: the store
 // contract, keys spread over every master, a slot migration followed through ASK, TRYAGAIN
 // and MOVED (with the subscription moving along), and lock_worker processes counting under

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Connection setup against real servers: AUTH, ACL users, SELECT, TLS, unix sockets and
 // the ways connecting can fail.
 #include <dlock/error.hpp>

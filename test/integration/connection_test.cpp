@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // redis::connection against real redis-server processes: pipelining, failures, timeouts,
 // cancellation, scripts and error replies.
 #include <dlock/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // etcd_store on a throwaway 3-member etcd cluster as a contract subject.
 #include <dlock/etcd/store.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The contract suite for one backend: linked with that backend's make_contract_subject()
 // by dlock_add_contract_test() in test/CMakeLists.txt.
 #include "integration/contract_subject.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // mariadb_store on a throwaway MariaDB as a contract subject (no exceptions: per lease,
 // millisecond leases on the server's clock, release notifications through GET_LOCK, durable fencing).
 #include <dlock/mariadb/store.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memcached_store on a throwaway memcached as a contract subject. Its documented
 // exceptions, keyed on its traits in the suite: whole-second leases (the expiry check uses
 // the 2 s minimum and allows a second of clock granularity), no release notifications.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The memory store (with direct hand-off) as a contract subject.
 #include <dlock/memory_store.hpp>
 

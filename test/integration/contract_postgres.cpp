@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // postgres_store on a throwaway PostgreSQL as a contract subject (no exceptions: per lease,
 // millisecond leases on the server's clock, release notifications, durable fencing).
 #include <dlock/postgres/store.hpp>

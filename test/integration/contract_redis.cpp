@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // redis_store on a throwaway redis-server as a contract subject.
 #include <dlock/redis/store.hpp>
 

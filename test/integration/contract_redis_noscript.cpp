@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // redis_store in the no-scripting mode (WATCH/MULTI/EXEC), as a user without @scripting,
 // as a contract subject.
 #include <dlock/redis/store.hpp>

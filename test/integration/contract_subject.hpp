@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // What a backend gives the contract suite: a store on the test's io_context, the servers it
 // started (kept alive for the test), and how to close it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // zookeeper_store on a throwaway 3-server ZooKeeper ensemble as a contract subject.
 #include <dlock/zookeeper/store.hpp>
 

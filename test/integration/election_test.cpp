@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Leader election on a real redis-server with campaigning worker processes
 // (integration/latch_worker.cpp "campaign"): one leader at a time by the leaders' own
 // account (a shared log of terms), failover after SIGKILL and SIGSTOP, observers.

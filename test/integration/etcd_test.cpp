@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // etcd_store on a real 3-member etcd cluster: exclusion across processes, interop with
 // `etcdctl lock`, and faults (leader killed, holder paused, quorum lost, watch cut), bad input.
 #include <dlock/dlock.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Direct hand-off: a release gives the name to the first live waiter queued at the server.
 #include <dlock/dlock.hpp>
 

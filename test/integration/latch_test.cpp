@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The count-down latch on a real redis-server, with real worker processes
 // (integration/latch_worker.cpp): waking exactly at the last count-down, a lost reply
 // retried that counts once, cancelled waits that leave no subscription, other stores.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A separate process for the latch (and election) integration tests, on a redis_store at
 // 127.0.0.1:PORT. Modes:
 //   count_down PORT NAME COUNT MEMBER   counts down for MEMBER ("-": a library-made member),

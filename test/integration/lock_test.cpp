@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The lock against real redis-server processes, with real worker processes.
 #include <dlock/dlock.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // What the lock's integration tests share: spawning, bounded polling, the keyspace.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A separate process for the multi-process lock tests. Modes:
 //   count PORT NAME COROUTINES SECTIONS COUNTER_FILE LOG_FILE
 //       each coroutine runs SECTIONS critical sections: read the counter file, yield,

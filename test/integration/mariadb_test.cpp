@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // mariadb_store against a throwaway MariaDB: the lock across processes (woken through
 // GET_LOCK), the store's connections killed by the server, a server restart, a paused holder,
 // a server that is down, bad input and users without privileges, the dlock tool.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memcached_store against real memcached processes: the lock across processes, a restart
 // (locks and fencing counters gone, and the holder told), several servers, bad input.
 #include <dlock/dlock.hpp>

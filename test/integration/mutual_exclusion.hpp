@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // What the lock_worker "count" processes leave behind, read back for the multi-process
 // tests of every store: the shared counter, and the log each critical section appended to.
 #pragma once

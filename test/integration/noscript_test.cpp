@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // redis_store without Lua: a user without @scripting gets a clear error in the default
 // mode and a working lock in the no-scripting mode, across processes too; both modes
 // share the same keys; a transaction's write never goes out on a newer connection.

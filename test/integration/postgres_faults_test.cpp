@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // postgres_store when things go wrong around it: the server restarted under held and waited
 // locks, users short of privileges, a table of the previous version, the database down at
 // start-up, a waiter cancelled out of the queue, and the dlock tool against a live server.

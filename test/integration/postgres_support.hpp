@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // What the PostgreSQL test files share: one throwaway server for the executable, and small
 // questions asked of it through psql.
 #pragma once

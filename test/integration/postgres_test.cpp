@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // postgres_store against a throwaway PostgreSQL 15: the lock across processes, the store's
 // connections terminated by the server, a paused holder, bad input.
 #include <dlock/dlock.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Read-write locks and semaphores against a real redis-server, with real worker processes.
 #include <dlock/dlock.hpp>
 

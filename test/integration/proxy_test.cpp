@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The lock through a fault proxy (test/common/tcp_proxy): replies the server sends late.
 #include <dlock/dlock.hpp>
 #include <dlock/redis/store.hpp>

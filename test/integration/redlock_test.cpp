@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The Redlock store against three real redis-server processes: the store contract, nodes
 // down, fencing tokens across node restarts, and mutual exclusion across processes.
 #include <dlock/dlock.hpp>

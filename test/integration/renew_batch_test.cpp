@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Renewals batched (issue 16): redis_store sends the renewals asked in one turn as one
 // script call, and the watchdog aligns renewal times so that many leases renew in one turn.
 // Each lease's answer is still its own: not ours, a key of another type, or renewed.

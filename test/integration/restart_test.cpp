@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A Redis restart (with AOF) while a lock is held: the lease comes back with the data, so
 // the holder's release succeeds and no lock_lost is reported while its deadline is ahead.
 #include <dlock/dlock.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // What the lock_worker "sections" processes leave behind: "B|E KIND pid token" lines in the
 // order sections began and ended, replayed to check who was inside at once.
 #pragma once

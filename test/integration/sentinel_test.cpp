@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // redis_store through Sentinel, on a real setup the test starts: 1 master, 2 replicas and
 // 3 sentinels on loopback. Discovery, a forced failover while a lock is held and another
 // process-like store waits, WAIT after acquire, the contract, and mutual exclusion across

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The store contract suite, shared by every store's test file: run_contract() drives one
 // store through the contract's checks.
 #pragma once

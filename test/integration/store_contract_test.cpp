@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The contract suite on memory_store without hand-off (the other stores run it through
 // dlock_add_contract_test), and the Redis key layout.
 #include <dlock/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Errors that stop: a server refusal (an ACL without EVAL, a key of another type, a lease
 // Redis cannot set) comes back from every Redis store as its own permanent code, with the
 // server's text kept on the store.

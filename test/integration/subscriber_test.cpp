@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // redis::subscriber and redis::subscription against real servers: refcounted channels,
 // events, reconnects and receive cancellation.
 #include <dlock/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Helpers for integration tests: run a test coroutine under a time cap, wait for events
 // without sleeping, and issue requests that report errors as values.
 #pragma once

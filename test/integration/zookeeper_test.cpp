@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // zookeeper_store on a real 3-server ZooKeeper ensemble: exclusion across processes,
 // interop with Apache Curator's InterProcessMutex (a Java program compiled here), faults
 // (leader killed, holder paused past its session, quorum lost, a waiter's predecessor

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A Java service locking with Apache Curator's InterProcessMutex, for the interop tests and
 // the bench: the same lock path as dlock's zookeeper_store, checked on shared files.
 //   count CONNECT PATH SECTIONS COUNTER_FILE LOG_FILE

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The pub/sub channel table without a server: refcounts, pending SUBSCRIBEs, and when a
 // confirmation means `ready` or `resync`.
 #include "common/channel_table.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The sans-io cluster routing core: slot maps from CLUSTER SLOTS / SHARDS, redirection
 // parsing, and the decision after each attempt.
 #include <dlock/error.hpp>

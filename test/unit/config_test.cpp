@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Connection settings from URLs and JSON: every field, every kind of bad input.
 #include <dlock/error.hpp>
 #include <dlock/redis/config.hpp>

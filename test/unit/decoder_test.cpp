@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // RESP2 decoder (sans-io, over hiredis's reader) and request encoding: no server.
 #include <dlock/error.hpp>
 #include <dlock/redis/reply.hpp>

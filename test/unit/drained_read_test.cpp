@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The read that marks a socket drained after a short read (redis/drained_read.hpp): data is
 // never missed, whether it comes while a read waits, between two reads, or is left over by a
 // full read; cancellation, close and end of file end a waiting read; its memory comes from

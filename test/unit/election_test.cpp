@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Leader election on memory_store: terms are the mutex's fencing tokens, proclaim is fenced
 // by the lease, observers see every change including "no leader", nothing is left behind.
 #include <dlock/election.hpp>

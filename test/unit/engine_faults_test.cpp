@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The engine's answers to faults and odd input, on the memory store: errors that stop,
 // transient ones that are retried, bounds that overflow, loss during a pause, misuse.
 #include <dlock/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The lock engine on the in-process memory store: no server, real timers, fast.
 #include <dlock/error.hpp>
 #include <dlock/memory_store.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The etcd gateway codec fed by hand: request bodies, replies as the 3.4 gateway writes
 // them (int64 as strings, zero fields omitted, bytes in base64), errors, and bad input.
 #include <dlock/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // How Boost.Test prints lock_fsm values (found by ADL), and a one-line text of an action
 // list for failure messages.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The count-down latch on memory_store: members count once, counts must agree, waits wake
 // on the last count-down without polling, cancelled waits leave no watch behind.
 #include <dlock/error.hpp>

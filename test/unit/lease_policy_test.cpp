@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The lease rules (src/core/lease_policy) and the shared backoff (src/common/backoff.hpp):
 // pure functions, fed values directly.
 #include <dlock/error.hpp>

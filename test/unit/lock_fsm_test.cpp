@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // lock_fsm (src/core/lock_fsm.*), sans-io: each test feeds inputs with a made-up clock and
 // reads the actions the driver would perform, in the style of Boost.Redis's
 // test_writer_fsm.cpp. The fixture plays the driver's part only as far as the tests need:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The MariaDB recipe without a server: URLs, hex literals, statements, result decoding, error mapping.
 #include <dlock/error.hpp>
 #include <dlock/mariadb/config.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memcached's meta protocol and the lock recipe without a server: encoding, incremental
 // parsing (split anywhere), the lock item's reading, TTL rules, URLs.
 #include <dlock/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A memory store on an io_context, and coroutines on it whose exceptions fail the test:
 // the fixture of the engine's unit tests.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Node lists (Redlock masters, cluster seeds): parsing, duplicates, and hidden passwords.
 #include <dlock/error.hpp>
 

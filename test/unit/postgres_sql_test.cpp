@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The PostgreSQL recipe without a server: URLs, statements, result decoding, error mapping.
 #include <dlock/error.hpp>
 #include <dlock/postgres/config.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Read-write locks and semaphores on a memory_store with direct hand-off (several registries
 // on one store stand for several processes), and the lease-set protocol on its own.
 #include <dlock/error.hpp>

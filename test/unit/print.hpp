@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // How Boost.Test prints dlock values when an assertion fails (found by ADL).
 #pragma once
 

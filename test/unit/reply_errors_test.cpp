@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The one table from server error replies to dlock codes, and the script reply decoders'
 // refusal of impossible values.
 #include <dlock/error.hpp>

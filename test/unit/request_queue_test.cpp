@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The sans-io pipelining queue: FIFO matching, batching, cancellation, connection loss.
 #include <dlock/error.hpp>
 #include <dlock/redis/reply.hpp>

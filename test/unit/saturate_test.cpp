@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Saturating chrono arithmetic: deadlines from huge durations clamp instead of wrapping.
 #include "common/saturate.hpp"
 

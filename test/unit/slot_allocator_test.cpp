@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The one-block allocator of a connection's read and write: reuse, growth, and a second
 // operation at once served by the heap without disturbing the first.
 #include "common/slot_allocator.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // timer_set (src/core/timer_set.*): one Asio timer for every engine's deadline. The engines
 // rely on four things: due order, a disarmed entry never fires, an armed entry keeps its
 // owner alive (and nothing else does), and no wait is left once the set is empty.

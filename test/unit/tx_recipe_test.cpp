@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The no-scripting recipe without a server: what each read decides, and how EXEC's reply
 // (committed, or nil on a WATCH conflict) becomes the contract's result.
 #include <dlock/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // ZooKeeper's lock recipe without a server: Curator's node names, ordering by sequence,
 // where a token stands, lock paths, URLs.
 #include <dlock/error.hpp>

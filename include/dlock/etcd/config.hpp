@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Where an etcd_store connects, and how: members, key prefix, lease, timeouts.
 #pragma once
 

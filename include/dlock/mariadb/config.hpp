@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Where a mariadb_store connects: server, credentials, database, lease table, wake-up pool, timeouts.
 #pragma once
 

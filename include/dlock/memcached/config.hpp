@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Where a memcached_store connects: servers, key namespace, timeouts.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Where a postgres_store connects: server, credentials, database, lease table, timeouts.
 #pragma once
 

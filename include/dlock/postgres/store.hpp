@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The PostgreSQL store: leases as rows of one table, taken and renewed by single statements
 // judged on the server's clock, fencing tokens from a sequence, releases announced by NOTIFY.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Connection settings, from a URL (Boost.URL) or a JSON object (Boost.JSON).
 #pragma once
 

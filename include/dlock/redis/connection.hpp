@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // One Redis connection: many concurrent requests pipelined over one socket, reconnecting.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The Redlock store: the store contract over N independent Redis masters, by majority.
 #pragma once
 

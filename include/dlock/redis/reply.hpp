@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A decoded RESP2 reply: a small tree of values owned by value.
 #pragma once
 

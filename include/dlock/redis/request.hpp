@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A batch of commands, encoded to RESP as they are added so a request is sent as-is.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A Lua script sent as EVALSHA, with its SHA1 computed once.
 #pragma once
 

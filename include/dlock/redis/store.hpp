@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The Redis store: one round trip per operation through Lua scripts, pub/sub wake-ups.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A connection in subscribe mode: shared channel subscriptions with per-channel refcounts.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Where a zookeeper_store connects: the ensemble, its chroot, the lock root, timeouts.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Sans-io RESP decoder: bytes in, replies out, through hiredis's redisReader.
 #pragma once
 
