@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace dlock {
 
@@ -73,7 +74,9 @@ public:
     /// Completion: void(error_code, remaining), remaining 0 once the latch is done.
     /// Cancellation (terminal, partial, total): stops retrying and completes with
     /// operation_aborted; a count-down already sent may still have counted.
+    /// (Not for a member: `count_down("worker-3")` picks the overload below, as a name.)
     template <class Token = boost::asio::deferred_t>
+        requires(!std::is_convertible_v<Token &&, std::string_view>)
     auto count_down(Token&& token = {})
     {
         return start_count_down(false, std::string(), std::forward<Token>(token));

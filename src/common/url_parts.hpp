@@ -147,6 +147,15 @@ inline std::string hide_password(std::string_view url)
     return s;
 }
 
+/// For the stores whose URLs take no user info: true if `rest` (the URL after "scheme://",
+/// its options included) has an '@' anywhere. A raw '?' in a password moves its '@' into the
+/// options: checked before the split at '?', so that no piece of it is shown as a server, a
+/// port or an option.
+inline bool has_userinfo(std::string_view rest)
+{
+    return rest.find('@') != std::string_view::npos;
+}
+
 /// `url` without its scheme, one of `schemes` (`"mariadb://"`), in `rest`. Else the failure
 /// names `name` and `usage` (no "://" at all: "not a mariadb URL (expected <usage>): '<url>'")
 /// or the `expected` schemes.

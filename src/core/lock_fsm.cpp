@@ -665,7 +665,7 @@ void lock_fsm::on_release(std::uint64_t hold, std::uint64_t release_id, time_poi
         // in flight for good and the machine never became idle.
         background_release(lease_->token, lease_->ref);
     } else {
-        releases_.push_back({release_id, lease_->token, lease_->ref, lease_->valid_until, 0});
+        releases_.push_back({release_id, lease_->token, lease_->ref, lease_->fence, lease_->valid_until, 0});
         push({.t = act::release, .token = lease_->token, .ref = lease_->ref, .id = release_id});
     }
     drop_lease();
@@ -695,10 +695,16 @@ void lock_fsm::on_release_done(std::uint64_t release_id, error_code ec, bool own
             push({.t = act::release, .token = it->token, .ref = it->ref, .id = release_id, .at = now + delay});
             return;
         }
-    } else if (!owned && it->attempt == 0) {
-        ec = error::lock_lost;  // expired or taken before we let go
+    } else if (!owned && it->attempt == 0 && now < it->deadline) {
+        // Gone at the store while it was still ours here: taken or dropped before we let go.
+        // Counted here once: the watchdog stopped watching this lease at release().
+        ec = error::lock_lost;
+        ++ctx_.stats.lost;
+        emit(lock_event_kind::lost, it->fence);
     }
-    // !owned after a retry: most likely the first try did delete it. No lock_lost.
+    // !owned after a retry: most likely the first try did delete it. !owned in a reply that
+    // came after the lease's local end: release() was called while the lease was valid (else
+    // on_release said lock_lost), so it may simply have expired meanwhile. No lock_lost.
     releases_.erase(it);
     push({.t = act::complete_release, .id = release_id, .ec = ec});
 }

@@ -195,6 +195,7 @@ private:
     struct release_state {
         std::uint64_t id;
         std::string token, ref;
+        std::uint64_t fence;
         time_point deadline;  // the lease's: retrying past it cannot matter
         int attempt = 0;
     };

@@ -71,13 +71,16 @@ bool parse_url(std::string_view url, config& out, config_error& err)
     if (url.substr(0, scheme.size()) != scheme) {
         if (url.find("://") == std::string_view::npos)
             return fail(err, error::invalid_url,
-                        "not an etcd URL (expected etcd://host:port[,host:port...]): '" + std::string(url) + "'");
+                        "not an etcd URL (expected etcd://host:port[,host:port...]): '" + detail::hide_password(url) +
+                            "'");
         return fail(err, error::unsupported_scheme,
                     "unsupported scheme in '" + std::string(url.substr(0, url.find("://"))) +
                         "://' (expected etcd://)");
     }
     config c = out;
     auto rest = url.substr(scheme.size());
+    if (detail::has_userinfo(rest))
+        return fail(err, error::invalid_url, "etcd URL: user names and passwords are not supported yet");
     auto q = rest.find('?');
     std::string_view query = q == std::string_view::npos ? std::string_view() : rest.substr(q + 1);
     rest = rest.substr(0, q);
@@ -86,8 +89,6 @@ bool parse_url(std::string_view url, config& out, config_error& err)
     c.prefix = slash == std::string_view::npos ? std::string() : std::string(rest.substr(slash + 1));
     if (members.empty())
         return fail(err, error::invalid_url, "etcd URL: no member in '" + std::string(url) + "'");
-    if (members.find('@') != std::string_view::npos)
-        return fail(err, error::invalid_url, "etcd URL: user names and passwords are not supported yet");
     c.endpoints.clear();
     detail::url_failure f;
     bool ok = detail::for_each_listed(members, "etcd URL", f,

@@ -164,9 +164,11 @@ std::string acquire(std::string_view table, std::string_view name, std::string_v
     // ON DUPLICATE KEY UPDATE assigns left to right, each later one seeing the earlier ones'
     // new values: contended, signal_conn and fence read the old owner and expiry, owner the
     // old expiry, expires_at the new owner (ours now iff it was ours or it had expired).
-    // Ours again (a retry) keeps its fence.
+    // Ours again (a retry) keeps its fence. A name newly ours has fence 0 until the UPDATE
+    // draws it, holding the row: a draw made before waiting for the row could be granted
+    // after a later one (issue 29), one made under it is granted (or dropped) first.
     return "INSERT INTO " + t + " (name, owner, fence, expires_at, contended, signal_conn) VALUES (" + n + ", " + tok +
-           ", NEXTVAL(" + quote_sequence(table) + "), " + expiry(ttl) +
+           ", 0, " + expiry(ttl) +
            ", 0, NULL) ON DUPLICATE KEY UPDATE"
            " contended = IF(owner = VALUES(owner), contended, " +
            live +
@@ -176,12 +178,14 @@ std::string acquire(std::string_view table, std::string_view name, std::string_v
            ", signal_conn, NULL),"
            " fence = IF(owner = VALUES(owner) OR " +
            live +
-           ", fence, VALUES(fence)),"
+           ", fence, 0),"
            " owner = IF(" +
            live +
            ", owner, VALUES(owner)),"
-           " expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at);\n" +
-           take_signal(table, n, tok) + ";\nSELECT t.owner = " + tok + ", t.fence, " + remaining() +
+           " expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at);\n"
+           "UPDATE " +
+           t + " SET fence = NEXTVAL(" + quote_sequence(table) + ") WHERE name = " + n + " AND owner = " + tok +
+           " AND fence = 0;\n" + take_signal(table, n, tok) + ";\nSELECT t.owner = " + tok + ", t.fence, " + remaining() +
            ", t.signal_conn IS NOT NULL AND IS_USED_LOCK(" + signal_lock(table, n) + ") <=> t.signal_conn FROM " + t +
            " AS t WHERE t.name = " + n;
 }

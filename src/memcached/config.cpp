@@ -58,14 +58,16 @@ bool parse_url(std::string_view url, config& out, config_error& err)
     if (url.substr(0, scheme.size()) != scheme) {
         if (url.find("://") == std::string_view::npos)
             return fail(err, error::invalid_url,
-                        "not a memcached URL (expected memcached://host:port[,host:port...]): '" + std::string(url) +
-                            "'");
+                        "not a memcached URL (expected memcached://host:port[,host:port...]): '" +
+                            detail::hide_password(url) + "'");
         return fail(err, error::unsupported_scheme,
                     "unsupported scheme in '" + std::string(url.substr(0, url.find("://"))) +
                         "://' (expected memcached://)");
     }
     config c = out;
     auto rest = url.substr(scheme.size());
+    if (detail::has_userinfo(rest))
+        return fail(err, error::invalid_url, "memcached URL: user names and passwords are not supported");
     auto q = rest.find('?');
     std::string_view query = q == std::string_view::npos ? std::string_view() : rest.substr(q + 1);
     rest = rest.substr(0, q);
@@ -73,8 +75,6 @@ bool parse_url(std::string_view url, config& out, config_error& err)
         rest.remove_suffix(1);
     if (rest.find('/') != std::string_view::npos)
         return fail(err, error::invalid_url, "memcached URL: no path expected in '" + std::string(url) + "'");
-    if (rest.find('@') != std::string_view::npos)
-        return fail(err, error::invalid_url, "memcached URL: user names and passwords are not supported");
     if (rest.empty())
         return fail(err, error::invalid_url, "memcached URL: no server in '" + std::string(url) + "'");
     c.servers.clear();

@@ -85,7 +85,17 @@ std::string create_if_missing(const std::string& what, const std::string& create
            "') IS NULL THEN RAISE; END IF;\n    END;\n  END IF;\n";
 }
 
-// The release: the current row locked first (releases of one name take turns), then the
+// The name's turn: a transaction-scoped advisory lock on (table, name), taken first by every
+// statement that draws a fence or hands the name on, before any row lock (one order: no
+// deadlock). Draws and grants of one name then happen one statement after another, so a
+// token drawn is granted (or dropped) before the next one is drawn: tokens rise in grant
+// order even when a backend stalls between its draw and the row (issue 29).
+std::string turn(const std::string& t)
+{
+    return "turn AS (SELECT pg_advisory_xact_lock(hashtextextended('" + t + "/' || $1::text, 0)) IS NULL AS k)";
+}
+
+// The release: the name's turn, then its current row locked (releases of one name take turns), then the
 // first unexpired queued token whose listening backend still exists gets the name with a new
 // fence (claimed with SKIP LOCKED: a token being withdrawn is passed over); nobody: delete.
 // Garbage rows of the queue (expired, dead listener, the releasing token) go in passing.
@@ -93,9 +103,9 @@ std::string release_sql(const std::string& t, const std::string& s, const std::s
 {
     const std::string mine = force ? "" : " AND t.owner = $2";
     const std::string alive = "EXISTS (SELECT 1 FROM pg_stat_get_activity(q.listener))";
-    return "WITH cur AS (SELECT t.owner, t.expires_at > clock_timestamp() AS live FROM " + t +
+    return "WITH " + turn(t) + ", cur AS (SELECT t.owner, t.expires_at > clock_timestamp() AS live FROM turn, " + t +
            " AS t WHERE t.name = $1" + mine +
-           " FOR UPDATE),"
+           " FOR UPDATE OF t),"
            " nxt AS (SELECT q.token, q.ttl_ms FROM " +
            q + " AS q, cur WHERE q.name = $1 AND q.token <> cur.owner AND q.expires_at > clock_timestamp() AND " +
            alive +
@@ -160,13 +170,14 @@ statements make_statements(std::string_view table)
     // One clock reading (`now`) judges the row: free, expired or ours is taken (ours again, a
     // retry, keeps its fence); held by another is marked contended and, when asked, the token
     // queued behind it until one waiter lease after the holder's end (a live waiter re-queues
-    // by then). Taking the name withdraws the token's own queue row.
+    // by then). Taking the name withdraws the token's own queue row. The fence is drawn in the
+    // name's turn (from `turn`): never before a wait for the row that a later draw could pass.
     const std::string now = "(EXCLUDED.expires_at - $3::bigint" + ms + ")";
     const std::string take = "t.owner = EXCLUDED.owner OR t.expires_at <= " + now;
-    st.acquire = "WITH a AS (INSERT INTO " + t +
+    st.acquire = "WITH " + turn(t) + ", a AS (INSERT INTO " + t +
                  " AS t (name, owner, fence, expires_at, contended)"
-                 " VALUES ($1, $2, nextval('" +
-                 s + "'), " + ttl +
+                 " VALUES ($1, $2, (SELECT nextval('" +
+                 s + "') FROM turn), " + ttl +
                  ", false)"
                  " ON CONFLICT (name) DO UPDATE SET"
                  " owner = CASE WHEN " +

@@ -160,12 +160,12 @@ std::string redact_url(std::string_view url)
     auto scheme_end = s.find("://");
     std::size_t start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
     auto at = userinfo_end(s, start);
-    if (at == std::string::npos) {
-        // A raw '?' in the password hides the '@' behind the query: hide up to the last '@'.
-        at = s.rfind('@');
-        if (at != std::string::npos && at < start)
-            at = std::string::npos;
-    }
+    // A raw '?' in the password moves its last '@' behind the query (and leaves any '@' before
+    // the '?' inside the password): then hide up to the last '@'.
+    auto query = s.find('?', start);
+    if (auto last = s.rfind('@'); last != std::string::npos && last >= start &&
+                                  (at == std::string::npos || (query != std::string::npos && last > query)))
+        at = last;
     if (at != std::string::npos) {
         auto colon = s.find(':', start);
         if (colon < at)

@@ -84,12 +84,14 @@ bool parse_url(std::string_view url, config& out, config_error& err)
     if (rest.data() == nullptr) {
         if (url.find("://") == std::string_view::npos)
             return fail(err, error::invalid_url,
-                        "not a ZooKeeper URL (expected zk://host:port[,host:port...][/chroot]): '" + std::string(url) +
-                            "'");
+                        "not a ZooKeeper URL (expected zk://host:port[,host:port...][/chroot]): '" +
+                            detail::hide_password(url) + "'");
         return fail(err, error::unsupported_scheme,
                     "unsupported scheme in '" + std::string(url.substr(0, url.find("://"))) + "://' (expected zk://)");
     }
     config c = out;
+    if (detail::has_userinfo(rest))
+        return fail(err, error::invalid_url, "zk URL: user names and passwords are not supported");
     auto q = rest.find('?');
     std::string_view query = q == std::string_view::npos ? std::string_view() : rest.substr(q + 1);
     rest = rest.substr(0, q);
@@ -102,8 +104,6 @@ bool parse_url(std::string_view url, config& out, config_error& err)
         if (auto why = check_path(chroot); !why.empty())
             return fail(err, error::invalid_url, "zk URL: chroot " + why);
     c.chroot = std::string(chroot);
-    if (rest.find('@') != std::string_view::npos)
-        return fail(err, error::invalid_url, "zk URL: user names and passwords are not supported");
     if (rest.empty())
         return fail(err, error::invalid_url, "zk URL: no server in '" + std::string(url) + "'");
     c.servers.clear();

@@ -250,6 +250,84 @@ BOOST_AUTO_TEST_CASE(paused_holder_loses_the_lock)
     BOOST_TEST(holder.wait() == 0);
 }
 
+// Issue 29, item 4: A's acquire stalls after drawing its token and before it reaches the
+// name's row (a trigger holds A's INSERT on a user lock, as a stalled thread would; a
+// mariadbd thread cannot be stopped by itself); B acquires and releases meanwhile; A goes
+// on. Tokens must rise in grant order: A's, drawn first, used to be granted after B's.
+BOOST_AUTO_TEST_CASE(fencing_tokens_rise_in_grant_order_past_a_stalled_acquire)
+{
+    auto& srv = server();
+    asio::io_context io;
+    dlock::mariadb_store a(io.get_executor(), srv.config());
+    dlock::mariadb_store b(io.get_executor(), srv.config());
+    const std::string name = "fence-order";
+    // Another process holds the user lock the trigger waits on, until it is KILLed.
+    dlock::test::child pause({"/usr/bin/mariadb", "--no-defaults", "-h127.0.0.1", "-P" + std::to_string(srv.port()),
+                              "-udlock", "-psecret", "-N", "-B", "--unbuffered", "-e",
+                              "SELECT GET_LOCK('dlock_test_pause', 0), CONNECTION_ID(); DO SLEEP(300)"});
+    auto line = pause.read_line(30s);
+    BOOST_REQUIRE(line);
+    BOOST_REQUIRE(line->rfind("1\t", 0) == 0);
+    const std::string pause_id = line->substr(2);
+    struct cleanup {
+        const mariadb_server& srv;
+        std::string id;
+        void unpause()
+        {
+            if (!id.empty())
+                srv.sql("KILL " + std::exchange(id, {}));
+        }
+        ~cleanup()
+        {
+            unpause();
+            srv.sql("DROP TRIGGER IF EXISTS dlock.dlock_test_pause");
+        }
+    } guard{srv, pause_id};
+    auto users_locked = [&] {  // acquires held in the trigger
+        return std::stoi(srv.sql("SELECT COUNT(*) FROM information_schema.processlist WHERE state = 'User lock'"
+                                 " AND info LIKE 'SET @dlock_test = %'"));
+    };
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            BOOST_REQUIRE(!std::get<0>(co_await a.async_connect(use_tuple)));  // the table exists
+            srv.sql("CREATE TRIGGER dlock.dlock_test_pause BEFORE INSERT ON dlock.dlock_locks FOR EACH ROW"
+                    " SET @dlock_test = IF(NEW.owner = 'a', GET_LOCK('dlock_test_pause', 60) +"
+                    " RELEASE_LOCK('dlock_test_pause'), NULL)");
+            std::vector<std::pair<std::string, std::uint64_t>> grants;  // in grant order
+            std::optional<dlock::acquire_result> got_a;
+            a.async_try_acquire(name, "a", 10s, [&](boost::system::error_code ec, dlock::acquire_result r) {
+                BOOST_TEST(!ec, ec.message());
+                if (r.acquired)
+                    grants.emplace_back("a", r.fencing_token);
+                got_a = r;
+            });
+            BOOST_REQUIRE(co_await until([&] { return users_locked() == 1; }, 10s));
+            auto rb = co_await b.async_try_acquire(name, "b", 10s, asio::use_awaitable);
+            if (rb.acquired) {
+                grants.emplace_back("b", rb.fencing_token);
+                BOOST_TEST((co_await b.async_release(name, "b", asio::use_awaitable)));
+            }
+            BOOST_TEST(!got_a);
+            guard.unpause();
+            BOOST_REQUIRE(co_await until([&] { return got_a.has_value(); }, 10s));
+            BOOST_TEST(got_a->acquired);
+            BOOST_TEST(grants.size() == 2u);
+            for (std::size_t i = 1; i < grants.size(); ++i) {
+                BOOST_TEST_MESSAGE(grants[i - 1].first << " " << grants[i - 1].second << ", then " << grants[i].first
+                                                       << " " << grants[i].second);
+                BOOST_TEST(grants[i].second > grants[i - 1].second,
+                           grants[i].first << "'s token " << grants[i].second << " is not above "
+                                           << grants[i - 1].first << "'s " << grants[i - 1].second);
+            }
+            BOOST_TEST((co_await a.async_release(name, "a", asio::use_awaitable)));
+            a.close();
+            b.close();
+        },
+        40s);
+    pause.wait(30s);
+}
+
 // Nothing listens on the port: a clear transient error, within the bounds, no hang.
 BOOST_AUTO_TEST_CASE(server_down_at_start)
 {

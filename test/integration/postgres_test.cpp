@@ -245,6 +245,97 @@ BOOST_AUTO_TEST_CASE(a_withdrawal_racing_a_hand_off_frees_the_name)
     PQfinish(raw);
 }
 
+// Issue 29, item 4: a session holds the name's row uncommitted (a release in its
+// transaction); A's acquire waits for the row; A's backend is stopped (SIGSTOP) as the row
+// is freed; B acquires and releases; A's backend resumes. Whoever is granted the name, the
+// tokens rise in grant order: A's token, drawn before it waited, used to be granted after
+// B's later, higher one.
+BOOST_AUTO_TEST_CASE(fencing_tokens_rise_in_grant_order_past_a_stalled_backend)
+{
+    auto& srv = server();
+    asio::io_context io;
+    dlock::postgres_store h(io.get_executor(), srv.config());
+    dlock::postgres_store a(io.get_executor(), srv.config());
+    dlock::postgres_store b(io.get_executor(), srv.config());
+    PGconn* raw = PQconnectdb(srv.url().c_str());
+    BOOST_REQUIRE(PQstatus(raw) == CONNECTION_OK);
+    auto exec = [&](const std::string& sql, std::vector<const char*> params = {}) {
+        PGresult* r = PQexecParams(raw, sql.c_str(), static_cast<int>(params.size()), nullptr, params.data(), nullptr,
+                                   nullptr, 0);
+        auto status = PQresultStatus(r);
+        std::string first = PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "";
+        PQclear(r);
+        BOOST_TEST((status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK), PQerrorMessage(raw));
+        return first;
+    };
+    // A's backend, stopped: resumed whatever happens, or the server could not stop.
+    struct stopped_backend {
+        int pid = 0;
+        void resume()
+        {
+            if (pid > 0)
+                ::kill(pid, SIGCONT);
+            pid = 0;
+        }
+        ~stopped_backend() { resume(); }
+    } stopped;
+    const std::string name = "fence-order";
+    auto lock_waiters = [] {
+        return dlock::test::pg_count("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'dlock'"
+                                     " AND wait_event_type = 'Lock'");
+    };
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto first = co_await h.async_try_acquire(name, "h", 10s, asio::use_awaitable);
+            BOOST_REQUIRE(first.acquired);
+            // The holder's row deleted in an open transaction: held there, uncommitted.
+            exec("BEGIN");
+            exec("DELETE FROM dlock_locks WHERE name = $1", {name.c_str()});
+            std::vector<std::pair<std::string, std::uint64_t>> grants;  // in grant order
+            std::optional<dlock::acquire_result> got_a, got_b;
+            a.async_try_acquire(name, "a", 10s, [&](boost::system::error_code ec, dlock::acquire_result r) {
+                BOOST_TEST(!ec, ec.message());
+                if (r.acquired)
+                    grants.emplace_back("a", r.fencing_token);
+                got_a = r;
+            });
+            BOOST_REQUIRE(co_await dlock::test::pg_eventually([&] { return lock_waiters() == 1; }));
+            stopped.pid = static_cast<int>(dlock::test::pg_count(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = 'dlock' AND wait_event_type = 'Lock'"));
+            BOOST_REQUIRE(::kill(stopped.pid, SIGSTOP) == 0);
+            exec("COMMIT");  // the row is free; A's backend cannot take it yet
+            b.async_try_acquire(name, "b", 10s, [&](boost::system::error_code ec, dlock::acquire_result r) {
+                BOOST_TEST(!ec, ec.message());
+                if (r.acquired)
+                    grants.emplace_back("b", r.fencing_token);
+                got_b = r;
+            });
+            // B is answered, or waits its turn behind A (two waiters: A, stopped, and B).
+            BOOST_REQUIRE(co_await dlock::test::pg_eventually([&] { return got_b || lock_waiters() == 2; }));
+            if (got_b && got_b->acquired)
+                BOOST_TEST((co_await b.async_release(name, "b", asio::use_awaitable)));
+            BOOST_TEST(!got_a);
+            stopped.resume();
+            BOOST_REQUIRE(co_await dlock::test::pg_eventually([&] { return got_a && got_b; }));
+            BOOST_TEST(got_a->acquired);  // B, if it ran first, released
+            BOOST_TEST(!grants.empty());
+            for (std::size_t i = 0; i < grants.size(); ++i) {
+                BOOST_TEST_MESSAGE("granted to " << grants[i].first << " with token " << grants[i].second);
+                BOOST_TEST(grants[i].second > (i == 0 ? first.fencing_token : grants[i - 1].second),
+                           grants[i].first << "'s token " << grants[i].second << " is not above the one before");
+            }
+            auto s = co_await h.async_status(name, asio::use_awaitable);
+            BOOST_TEST(s.fencing_token == got_a->fencing_token);
+            BOOST_TEST((co_await a.async_release(name, "a", asio::use_awaitable)));
+            h.close();
+            a.close();
+            b.close();
+        },
+        30s);
+    PQfinish(raw);
+}
+
 BOOST_AUTO_TEST_CASE(bad_input)
 {
     auto& srv = server();

@@ -213,4 +213,22 @@ BOOST_AUTO_TEST_CASE(an_expired_latch_starts_afresh)
     BOOST_TEST(ran);
 }
 
+// Issue 29: the README's call, a member named by a string literal with the default token
+// (`co_await done.count_down("worker-3")`), used to pick the token overload and not compile.
+BOOST_AUTO_TEST_CASE(a_member_named_by_a_literal_with_the_default_token)
+{
+    bool ran = false;
+    spawn([&]() -> asio::awaitable<void> {
+        dlock::latch l(reg, "literal", 2);
+        BOOST_TEST(co_await l.count_down("worker-3") == 1u);
+        BOOST_TEST(co_await l.count_down("worker-3") == 1u);  // the same member: once
+        const std::string member = "worker-4";
+        BOOST_TEST(co_await l.count_down(member) == 0u);
+        BOOST_TEST(co_await l.count_down() == 0u);
+        ran = true;
+    });
+    io.run_for(5s);
+    BOOST_TEST(ran);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1604,13 +1604,18 @@ BOOST_AUTO_TEST_CASE(yield_without_waiters_is_not_counted)
 
 BOOST_AUTO_TEST_CASE(release_done_outcomes)
 {
-    // !owned on the first try: lock_lost
+    // !owned on the first try, while the lease was still ours here: lock_lost, counted
     auto h = hold_lease();
     f().on_release(h, 1, at(100ms));
     take();
     f().on_release_done(1, ok, false, at(101ms));
-    BOOST_TEST(is_released(take().at(0), 1, dlock::error::lock_lost));
+    auto lost = take();
+    BOOST_TEST(seq_is(lost, {act::event, act::complete_release}));
+    BOOST_TEST(is_event(lost.at(0), lock_event_kind::lost, 7));
+    BOOST_TEST(is_released(lost.at(1), 1, dlock::error::lock_lost));
+    BOOST_TEST(stats.lost == 1u);
     check_idle();
+    stats.lost = 0;
 
     // transient: asked again with a delay, then !owned (the first try did delete it): fine
     h = hold_lease(2);
@@ -1674,6 +1679,73 @@ BOOST_AUTO_TEST_CASE(release_done_outcomes)
     f().on_release_done(0, transient, false, at(103ms));
     BOOST_TEST(take().empty());
     BOOST_TEST(stats.store_errors == errors + 1);
+    check_idle();
+}
+
+// Issue 29, item 5: a loss is judged by what was true when release() was called. Called
+// while the lease was valid, with the reply delayed past the lease's local end (the server
+// restarting meanwhile): whatever the reply says, no lock_lost, and nothing counted lost.
+BOOST_AUTO_TEST_CASE(a_release_reply_after_the_lease_end_is_no_loss)
+{
+    for (bool owned : {false, true}) {
+        auto h = hold_lease();
+        f().on_release(h, 1, at(100ms));  // valid until 2968 ms
+        BOOST_TEST(seq_is(take(), {act::event, act::release, act::cancel_timer}));
+        f().on_timer(at(2968ms));  // nothing armed: the released lease is watched no more
+        BOOST_TEST(take().empty());
+        f().on_release_done(1, ok, owned, at(3100ms));
+        auto v = take();
+        BOOST_TEST(seq_is(v, {act::complete_release}));
+        BOOST_TEST(is_released(v.at(0), 1, ok));
+        BOOST_TEST(stats.lost == 0u);
+        check_idle();
+    }
+    // A transient failure first, the retry's reply after the lease's end: no loss either.
+    auto h = hold_lease();
+    f().on_release(h, 2, at(100ms));
+    take();
+    f().on_release_done(2, transient, false, at(150ms));
+    BOOST_TEST(seq_is(take(), {act::release}));
+    f().on_release_done(2, ok, false, at(3100ms));
+    BOOST_TEST(is_released(take().at(0), 2, ok));
+    BOOST_TEST(stats.lost == 0u);
+    check_idle();
+}
+
+// ... while a release after a real loss still reports lock_lost, counted once: by the
+// watchdog's observation (the lease ran out before release() was called), or by the store's
+// reply (gone while it was still valid here).
+BOOST_AUTO_TEST_CASE(a_release_after_a_real_loss_is_lock_lost_counted_once)
+{
+    auto h = hold_lease();
+    f().on_release(h, 1, at(3000ms));  // past valid_until (2968 ms): lost before release()
+    auto v = take();
+    BOOST_TEST(seq_is(v, {act::event, act::lost, act::cancel_timer, act::complete_release}));
+    BOOST_TEST(is_released(v.at(3), 1, dlock::error::lock_lost));
+    BOOST_TEST(stats.lost == 1u);
+    check_idle();
+
+    // lost by the watchdog (its renewal said not ours), then released: one loss
+    h = hold_lease();
+    fire();
+    take();
+    f().on_renew_done(ok, {.owned = false}, at(1020ms));
+    take();
+    BOOST_TEST(stats.lost == 2u);
+    f().on_release(h, 2, at(1100ms));
+    BOOST_TEST(is_released(take().at(0), 2, dlock::error::lock_lost));
+    BOOST_TEST(stats.lost == 2u);
+    check_idle();
+
+    // gone at the store while valid here: the release's reply tells, counted once
+    h = hold_lease();
+    f().on_release(h, 3, at(100ms));
+    take();
+    f().on_release_done(3, ok, false, at(2900ms));
+    v = take();
+    BOOST_TEST(seq_is(v, {act::event, act::complete_release}));
+    BOOST_TEST(is_released(v.at(1), 3, dlock::error::lock_lost));
+    BOOST_TEST(stats.lost == 3u);
     check_idle();
 }
 

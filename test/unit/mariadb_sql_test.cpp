@@ -110,6 +110,12 @@ BOOST_AUTO_TEST_CASE(statements_quote_the_table_and_use_the_server_clock)
     }
     auto acq = sql::acquire("leases", "n", "t", 1500ms);
     BOOST_TEST(acq.find("NEXTVAL(`leases_fence`)") != std::string::npos);
+    // The fence is drawn holding the row (an UPDATE of a row newly ours, fence 0), never in
+    // the INSERT's values, drawn before it waits for the row (issue 29).
+    BOOST_TEST(acq.find("NEXTVAL") > acq.find("ON DUPLICATE KEY UPDATE"));
+    BOOST_TEST(acq.find("NEXTVAL") > acq.find("UPDATE `leases` SET fence = NEXTVAL"));
+    BOOST_TEST(acq.find("NEXTVAL", acq.find("NEXTVAL") + 1) == std::string::npos);
+    BOOST_TEST(acq.find("WHERE name = X'6E' AND owner = X'74' AND fence = 0;") != std::string::npos);
     BOOST_TEST(acq.find("INTERVAL 1500000 MICROSECOND") != std::string::npos);
     BOOST_TEST(acq.find("ON DUPLICATE KEY UPDATE") != std::string::npos);
     BOOST_TEST(acq.find("GET_LOCK(") != std::string::npos);

@@ -78,6 +78,15 @@ BOOST_AUTO_TEST_CASE(statements_bind_names_and_quote_the_table)
         BOOST_TEST(s->find("'$") == std::string::npos);
     }
     BOOST_TEST(st.acquire.find("ON CONFLICT (name) DO UPDATE") != std::string::npos);
+    // Every statement that draws a fence takes the name's turn first, and draws in it (issue 29).
+    for (const auto* s : {&st.acquire, &st.release, &st.force_release}) {
+        auto turn = s->find("pg_advisory_xact_lock(hashtextextended('\"app\".\"leases\"/' || $1::text, 0))");
+        BOOST_TEST(turn != std::string::npos);
+        BOOST_TEST(turn < s->find("nextval("));
+    }
+    BOOST_TEST(st.acquire.find("VALUES ($1, $2, (SELECT nextval('\"app\".\"leases_fence\"') FROM turn)") !=
+               std::string::npos);
+    BOOST_TEST(st.release.find("FROM turn, \"app\".\"leases\" AS t WHERE t.name = $1") != std::string::npos);
     BOOST_TEST(st.acquire.find("ON CONFLICT (name, token) DO UPDATE") != std::string::npos);  // queues once
     BOOST_TEST(st.acquire.find("\"app\".\"leases_queue\"") != std::string::npos);
     BOOST_TEST(st.acquire.find("clock_timestamp()") != std::string::npos);
