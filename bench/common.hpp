@@ -28,6 +28,32 @@ namespace bench {
 
 using clock_type = std::chrono::steady_clock;
 
+/// How much a bench runs: its full figures, --quick (fewer samples), or --smoke (tiny counts,
+/// a few seconds: ctest runs every bench so, and a crash or a hang fails the build; the
+/// figures of a smoke run mean nothing and are printed, never checked).
+enum class run_size {
+    full,
+    quick,
+    smoke
+};
+/// Reads --quick or --smoke into `s`; false for any other argument.
+inline bool parse_run_size(const std::string& a, run_size& s)
+{
+    if (a == "--quick")
+        s = run_size::quick;
+    else if (a == "--smoke")
+        s = run_size::smoke;
+    else
+        return false;
+    return true;
+}
+/// The count for this run size.
+template <class T>
+T by_size(run_size s, T full, T quick, T smoke)
+{
+    return s == run_size::smoke ? smoke : s == run_size::quick ? quick : full;
+}
+
 inline double us_since(clock_type::time_point t0)
 {
     return std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();

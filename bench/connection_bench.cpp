@@ -19,7 +19,7 @@
  *
  * Options: --json (one JSON object per line instead of the table), --samples N (sequential
  * samples after 1,000 warm-up requests, default 5,000), --requests N (pipelined total,
- * default 200,000).
+ * default 200,000), --smoke (100 samples, 2,000 requests, one round: what ctest runs).
  *
  * Timeouts: dlock requests keep the default 5 s request timeout (the no_timeout case
  * excepted); the raw socket has a 5 s receive timeout; each measured phase runs under
@@ -230,6 +230,7 @@ int main(int argc, char** argv)
     bool as_json = false;
     int samples = 5000;
     int requests = 200000;
+    int rounds = 3;
     try {
         for (int i = 1; i < argc; ++i) {
             std::string a = argv[i];
@@ -239,8 +240,13 @@ int main(int argc, char** argv)
                 samples = positive_arg(argc, argv, i);
             else if (a == "--requests")
                 requests = positive_arg(argc, argv, i);
+            else if (a == "--smoke") {
+                samples = 100;  // tiny counts, seconds: what ctest runs
+                requests = 2000;
+                rounds = 1;
+            }
             else if (a == "--help" || a == "-h") {
-                std::printf("usage: connection_bench [--json] [--samples N] [--requests N]\n");
+                std::printf("usage: connection_bench [--json] [--samples N] [--requests N] [--smoke]\n");
                 return 0;
             } else
                 throw std::invalid_argument("unknown option " + a);
@@ -252,7 +258,7 @@ int main(int argc, char** argv)
         // Throughput: the cases take turns, three rounds, best round each (background load
         // only ever lowers a figure).
         std::vector<result> best;
-        for (int round = 0; round < 3; ++round) {
+        for (int round = 0; round < rounds; ++round) {
             result now[] = {dlock_pipelined(cfg, requests, 64, true), dlock_pipelined(cfg, requests, 64, false),
                             redis_benchmark(server.port(), 50, 16, requests)};
             for (std::size_t i = 0; i < std::size(now); ++i) {

@@ -10,7 +10,8 @@
  *                               ratio to raw_cycle_floor
  *   cross_process_handoff       two processes take turns (hold 3 ms, release, 1 ms pause): the
  *                               time from one's release to the other's acquire
- * Options: --json (one JSON object per line), --quick (fewer samples).
+ * Options: --json (one JSON object per line), --quick (fewer samples), --smoke (tiny counts,
+ * seconds: what ctest runs).
  * The peer process is this program started again with --peer.
  */
 #include <dlock/dlock.hpp>
@@ -213,15 +214,14 @@ int main(int argc, char** argv)
         std::cout << pingpong(argv[2], std::atoi(argv[3])) << "end 0" << std::endl;
         return 0;
     }
-    bool as_json = false, quick = false;
+    bool as_json = false;
+    auto size = bench::run_size::full;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--json")
             as_json = true;
-        else if (a == "--quick")
-            quick = true;
-        else {
-            std::printf("usage: etcd_bench [--json] [--quick]\n");
+        else if (!bench::parse_run_size(a, size)) {
+            std::printf("usage: etcd_bench [--json] [--quick | --smoke]\n");
             return a == "--help" ? 0 : 2;
         }
     }
@@ -229,7 +229,7 @@ int main(int argc, char** argv)
         dlock::test::etcd_cluster cluster;
         // Both measure against the first member, where the store's first connection goes.
         auto port = cluster.client_port(0);
-        int samples = quick ? 300 : 2000;
+        int samples = bench::by_size(size, 2000, 300, 100);
         std::vector<bench::result> rs;
         std::vector<double> raw_us, lib_us;
         uncontended(cluster.url(), port, samples, raw_us, lib_us);
@@ -241,7 +241,7 @@ int main(int argc, char** argv)
         solo.note = "registry + etcd_store; ratio to raw_cycle_floor";
         rs.push_back(solo);
 
-        int rounds = quick ? 100 : 400;
+        int rounds = bench::by_size(size, 400, 100, 10);
         dlock::test::child peer({"/proc/self/exe", "--peer", cluster.url(), std::to_string(rounds)});
         auto mine = pingpong(cluster.url(), rounds);
         std::string theirs, line;

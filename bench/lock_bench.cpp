@@ -14,8 +14,9 @@
  * and the library's cases against them: uncontended_acquire_release (+ its client CPU),
  * cluster3 / redlock3 uncontended, distinct_names_64, local_handoff_16 (+ on the memory
  * store), cross_process_handoff, two_process_sections_16; --scale: 100,000 held locks.
- * Options: --json, --quick, --awake (a lowest-priority spinner per CPU, so that no CPU
- * halts between round trips: the figures then show the work, not a VM's wake-ups),
+ * Options: --json, --quick, --smoke (tiny counts, seconds: what ctest runs), --awake (a
+ * lowest-priority spinner per CPU, so that no CPU halts between round trips: the figures
+ * then show the work, not a VM's wake-ups),
  * --scale, --profile-uncontended, --profile-distinct. Peers are this program started again
  * with --peer.
  * Timer slack is 1 ns (prctl) here and in the peers; every phase runs under
@@ -996,15 +997,16 @@ int main(int argc, char** argv)
     ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     if (argc >= 4 && std::string(argv[1]) == "--peer")
         return peer(argv);
-    bool as_json = false, quick = false, only_scale = false, profile_only = false, awake = false, profile_floor = false,
+    auto size = bench::run_size::full;
+    bool as_json = false, only_scale = false, profile_only = false, awake = false, profile_floor = false,
          profile_distinct = false;
     int profile_cycles = 200'000;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--json")
             as_json = true;
-        else if (a == "--quick")
-            quick = true;
+        else if (bench::parse_run_size(a, size)) {
+        }
         else if (a == "--scale")
             only_scale = true;
         else if (a == "--awake")
@@ -1022,7 +1024,7 @@ int main(int argc, char** argv)
                 return 2;
             }
         } else {
-            std::printf("usage: lock_bench [--json] [--quick] [--awake] [--scale] [--profile-uncontended] "
+            std::printf("usage: lock_bench [--json] [--quick | --smoke] [--awake] [--scale] [--profile-uncontended] "
                         "[--profile-asio-floor] [--profile-distinct] [--cycles N]\n");
             return a == "--help" ? 0 : 2;
         }
@@ -1031,10 +1033,10 @@ int main(int argc, char** argv)
         spinners keep_awake(awake);
         dlock::test::redis_server srv;
         auto port = srv.port();
-        int samples = quick ? 1000 : 5000;
+        int samples = bench::by_size(size, 5000, 1000, 100);
         std::vector<double> rtt;
         bench::raw_pinger pinger(port);
-        pinger.run(1000, nullptr);
+        pinger.run(bench::by_size(size, 1000, 1000, 50), nullptr);
         pinger.run(samples, &rtt);
         double rtt_p50 = bench::percentile(rtt, 0.5);
 
@@ -1060,7 +1062,7 @@ int main(int argc, char** argv)
             return 0;
         }
         if (only_scale) {
-            for (auto& r : scale(port, quick ? 10'000 : 100'000))
+            for (auto& r : scale(port, bench::by_size(size, 100'000, 10'000, 1'000)))
                 rs.push_back(r);
             if (as_json) {
                 for (auto& r : rs)
@@ -1073,7 +1075,7 @@ int main(int argc, char** argv)
         // The same PING after 3 ms idle, as a hand-off comes after a hold: the wake-ups of
         // an idle client and server cost more than a hot loop's round trip.
         std::vector<double> idle_rtt;
-        for (int i = 0; i < (quick ? 100 : 300); ++i) {
+        for (int i = 0; i < bench::by_size(size, 300, 100, 10); ++i) {
             ::usleep(3000);
             pinger.run(1, &idle_rtt);
         }
@@ -1082,7 +1084,7 @@ int main(int argc, char** argv)
         idle.note = "PING after 3 ms idle";
         rs.push_back(idle);
         // The pipelined ceiling and 64 names on one connection, interleaved in blocks.
-        const int dblocks = quick ? 3 : 5, dcycles = quick ? 20'000 : 40'000;
+        const int dblocks = bench::by_size(size, 5, 3, 1), dcycles = bench::by_size(size, 40'000, 20'000, 500);
         std::vector<double> ceilings, distincts;
         for (int b = 0; b < dblocks; ++b)
             for (int k = 0; k < 2; ++k) {
@@ -1103,7 +1105,8 @@ int main(int argc, char** argv)
             k_dlock,
             k_cases
         };
-        const int nblocks = quick ? 5 : 11, per_block = quick ? 200 : 500, warm = 200;
+        const int nblocks = bench::by_size(size, 11, 5, 1), per_block = bench::by_size(size, 500, 200, 20),
+                  warm = bench::by_size(size, 200, 200, 20);
         std::array<blocks, k_cases> uc;
         for (int b = 0; b < nblocks; ++b)
             for (int k = 0; k < k_cases; ++k) {
@@ -1184,17 +1187,17 @@ int main(int argc, char** argv)
         rs.push_back(distinct);
 
         std::uint64_t handed = 0;
-        bench::result hot{"local_handoff_16", {}, {}, local_handoff(port, quick ? 50'000 : 400'000, handed)};
+        bench::result hot{"local_handoff_16", {}, {}, local_handoff(port, bench::by_size(size, 400'000, 50'000, 2'000), handed)};
         hot.goal = ">= 100000/s";
         hot.met = *hot.ops_per_s >= 100'000;
         hot.note = std::to_string(handed) + " local hand-offs";
         rs.push_back(hot);
-        bench::result mem{"memory_local_handoff_16", {}, {}, memory_local_handoff(quick ? 100'000 : 640'000)};
+        bench::result mem{"memory_local_handoff_16", {}, {}, memory_local_handoff(bench::by_size(size, 640'000, 100'000, 2'000))};
         mem.note = "the same on the memory store: the engine's own cost, no network";
         rs.push_back(mem);
 
         // The hand-off and its floors, interleaved in blocks (each run: two fresh peers).
-        const int hblocks = quick ? 3 : 5, rounds = quick ? 60 : 100;
+        const int hblocks = bench::by_size(size, 5, 3, 1), rounds = bench::by_size(size, 100, 60, 5);
         static constexpr const char* handoff_modes[] = {"rawpingpong", "asiopingpong", "pingpong"};
         std::array<blocks, 3> hb;  // raw, asio, dlock
         for (int b = 0; b < hblocks; ++b)
@@ -1222,7 +1225,7 @@ int main(int argc, char** argv)
 
         // 1 ms sections and their timer-only ceiling, interleaved in blocks; every block
         // must serve every waiter.
-        const int sblocks = 3, sms = quick ? 600 : 1500;
+        const int sblocks = bench::by_size(size, 3, 3, 1), sms = bench::by_size(size, 1500, 600, 100);
         std::vector<double> timer_rates, section_rates;
         bench::result sections;
         bool all_served = true;

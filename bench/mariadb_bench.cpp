@@ -15,7 +15,8 @@
  *   handoff                       the same through two mariadb_stores (two registries, their
  *                                 own connections): B's acquire pending, A's guard released
  *                                 -> B's acquire completes; ratio to the raw hand-off
- * Options: --json (one JSON object per line), --quick (fewer samples).
+ * Options: --json (one JSON object per line), --quick (fewer samples), --smoke (tiny counts,
+ * seconds: what ctest runs).
  * Timeouts: each phase runs under io_context::run_for (120 s), only to turn a bug into an
  * error instead of a hang; the lease is 30 s so the watchdog never interferes.
  */
@@ -207,13 +208,14 @@ std::vector<double> handoff(asio::io_context& io, dlock::mariadb_store& sa, dloc
 
 int main(int argc, char** argv)
 {
-    bool json = false, quick = false;
+    bool json = false;
+    auto size = bench::run_size::full;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         json = json || a == "--json";
-        quick = quick || a == "--quick";
+        bench::parse_run_size(a, size);
     }
-    const int samples = quick ? 300 : 3000, handoffs = quick ? 40 : 200;
+    const int samples = bench::by_size(size, 3000, 300, 100), handoffs = bench::by_size(size, 200, 40, 5);
     try {
         mariadb_server srv;
         auto cfg = srv.config();

@@ -15,7 +15,8 @@
  *                               time from one's release call to the other's acquire, which the
  *                               release hands over (queue row, NOTIFY dlock_grant); ratio
  *                               to raw_handoff_floor
- * Options: --json (one JSON object per line), --quick (fewer samples).
+ * Options: --json (one JSON object per line), --quick (fewer samples), --smoke (tiny counts,
+ * seconds: what ctest runs).
  * The peer process is this program started again with --peer.
  */
 #include <dlock/dlock.hpp>
@@ -244,22 +245,21 @@ int main(int argc, char** argv)
         std::cout << log << "end " << n << std::endl;
         return 0;
     }
-    bool as_json = false, quick = false;
+    bool as_json = false;
+    auto size = bench::run_size::full;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--json")
             as_json = true;
-        else if (a == "--quick")
-            quick = true;
-        else {
-            std::printf("usage: pg_bench [--json] [--quick]\n");
+        else if (!bench::parse_run_size(a, size)) {
+            std::printf("usage: pg_bench [--json] [--quick | --smoke]\n");
             return a == "--help" ? 0 : 2;
         }
     }
     try {
         dlock::test::postgres_server server;
         const auto url = server.url();
-        int samples = quick ? 300 : 2000;
+        int samples = bench::by_size(size, 2000, 300, 100);
         std::vector<bench::result> rs;
         std::vector<double> raw_us, lib_us;
         uncontended(url, samples, raw_us, lib_us);
@@ -274,7 +274,7 @@ int main(int argc, char** argv)
         std::vector<double> rawho_us;
         {
             raw_handoff rh(url);
-            for (int i = 0; i < (quick ? 200 : 1000); ++i)
+            for (int i = 0; i < bench::by_size(size, 1000, 200, 20); ++i)
                 rawho_us.push_back(rh.round(i));
         }
         auto rawho = bench::summarize("raw_handoff_floor", rawho_us);
@@ -282,7 +282,7 @@ int main(int argc, char** argv)
         rawho.note = "release statement -> NOTIFY read on the waiter's listening connection, blocking libpq";
         rs.push_back(rawho);
 
-        int rounds = quick ? 100 : 400;
+        int rounds = bench::by_size(size, 400, 100, 10);
         dlock::test::child peer({"/proc/self/exe", "--peer", url, std::to_string(rounds)});
         std::uint64_t mine_handoffs = 0, their_handoffs = 0;
         auto mine = pingpong(url, rounds, mine_handoffs);

@@ -10,7 +10,7 @@
  *                            its wait, and how many reader sections began meanwhile
  *   mutex_uncontended        acquire+release p50 of a mutex
  *   semaphore_uncontended    acquire+release p50 of a 4-permit semaphore; ratio to the mutex's
- * Options: --json, --quick.
+ * Options: --json, --quick, --smoke (tiny counts, seconds: what ctest runs).
  */
 #include <dlock/dlock.hpp>
 
@@ -146,14 +146,14 @@ std::vector<double> writer_behind_readers(std::uint16_t port, int trials, std::v
     return waits;
 }
 
-std::vector<double> uncontended(std::uint16_t port, int samples, bool semaphore)
+std::vector<double> uncontended(std::uint16_t port, int warm, int samples, bool semaphore)
 {
     std::vector<double> lat;
     with_store(port, [&](asio::io_context&, dlock::redis_store& store) -> asio::awaitable<void> {
         dlock::registry reg(store);
         auto mx = reg.obtain("bench:solo");
         auto sem = reg.obtain_semaphore("bench:solo-sem", 4);
-        for (int i = 0; i < samples + 300; ++i) {
+        for (int i = 0; i < samples + warm; ++i) {
             auto t0 = clock_type::now();
             dlock::guard g;
             if (semaphore)
@@ -161,7 +161,7 @@ std::vector<double> uncontended(std::uint16_t port, int samples, bool semaphore)
             else
                 g = co_await mx.acquire();
             co_await g.release();
-            if (i >= 300)
+            if (i >= warm)
                 lat.push_back(bench::us_since(t0));
         }
     });
@@ -172,25 +172,25 @@ std::vector<double> uncontended(std::uint16_t port, int samples, bool semaphore)
 
 int main(int argc, char** argv)
 {
-    bool as_json = false, quick = false;
+    bool as_json = false;
+    auto size = bench::run_size::full;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--json")
             as_json = true;
-        else if (a == "--quick")
-            quick = true;
-        else {
-            std::printf("usage: primitives_bench [--json] [--quick]\n");
+        else if (!bench::parse_run_size(a, size)) {
+            std::printf("usage: primitives_bench [--json] [--quick | --smoke]\n");
             return a == "--help" ? 0 : 2;
         }
     }
     try {
         dlock::test::redis_server srv;
         auto port = srv.port();
-        int per = quick ? 2000 : 10000, samples = quick ? 1000 : 5000, trials = quick ? 20 : 100;
+        int per = bench::by_size(size, 10000, 2000, 200), samples = bench::by_size(size, 5000, 1000, 100),
+            trials = bench::by_size(size, 100, 20, 3), warm = bench::by_size(size, 300, 300, 20);
         std::vector<double> rtt;
         bench::raw_pinger pinger(port);
-        pinger.run(500, nullptr);
+        pinger.run(bench::by_size(size, 500, 500, 20), nullptr);
         pinger.run(samples, &rtt);
         double rtt_p50 = bench::percentile(rtt, 0.5);
 
@@ -212,11 +212,11 @@ int main(int argc, char** argv)
         wb.note = note;
         rs.push_back(wb);
 
-        auto mx = bench::summarize("mutex_uncontended", uncontended(port, samples, false));
+        auto mx = bench::summarize("mutex_uncontended", uncontended(port, warm, samples, false));
         mx.ratio = *mx.p50_us / rtt_p50;
         mx.note = "ratio to the PING round trip";
         rs.push_back(mx);
-        auto sem = bench::summarize("semaphore_uncontended", uncontended(port, samples, true));
+        auto sem = bench::summarize("semaphore_uncontended", uncontended(port, warm, samples, true));
         sem.ratio = *sem.p50_us / *mx.p50_us;
         sem.note = "4 permits; ratio to mutex_uncontended";
         rs.push_back(sem);

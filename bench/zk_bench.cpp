@@ -13,7 +13,8 @@
  *   handoff                     two sessions take turns, one queued behind the other: the
  *                               time from the holder's release to the waiter's acquire
  *   curator_handoff             the same with two Curator clients in one JVM
- * Options: --json (one JSON object per line), --quick (fewer samples).
+ * Options: --json (one JSON object per line), --quick (fewer samples), --smoke (tiny counts,
+ * seconds: what ctest runs).
  */
 #include <dlock/dlock.hpp>
 #include <dlock/zookeeper.hpp>
@@ -205,13 +206,14 @@ std::pair<double, double> curator(const std::vector<std::string>& args)
 
 int main(int argc, char** argv)
 {
-    bool json = false, quick = false;
+    bool json = false;
+    auto size = bench::run_size::full;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         json = json || a == "--json";
-        quick = quick || a == "--quick";
+        bench::parse_run_size(a, size);
     }
-    const int samples = quick ? 200 : 1000, handoffs = quick ? 50 : 200;
+    const int samples = bench::by_size(size, 1000, 200, 20), handoffs = bench::by_size(size, 200, 50, 5);
     try {
         zk_ensemble z;
         asio::io_context io;

@@ -19,16 +19,3 @@ void post_completion(const boost::asio::any_io_executor& io_ex, Handler h, Args&
 }
 
 }  // namespace dlock::detail
-
-namespace dlock::detail {
-
-/// Asio 1.26's any_completion_handler move-assignment recurses forever (it copies from an
-/// lvalue through the converting constructor): move through swap instead.
-template <class AnyHandler>
-void assign_handler(AnyHandler& target, AnyHandler&& source) noexcept
-{
-    AnyHandler tmp(std::move(source));
-    target.swap(tmp);
-}
-
-}  // namespace dlock::detail

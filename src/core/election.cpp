@@ -7,6 +7,7 @@
 
 #include "common/backoff.hpp"
 #include "common/post_completion.hpp"
+#include "common/stored_handler.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -109,7 +110,7 @@ struct observer_core : std::enable_shared_from_this<observer_core> {
     clock_type::time_point lease_end = clock_type::time_point::max();  // of the last holder read
     std::optional<leader_info> last;
     std::deque<std::pair<error_code, leader_info>> queue;
-    asio::any_completion_handler<next_signature> waiting;
+    detail::stored_handler<next_signature> waiting;
     asio::cancellation_slot slot;
 
     explicit observer_core(std::shared_ptr<election_core> core)
@@ -305,7 +306,7 @@ void leader_observer::next_impl(asio::any_completion_handler<void(error_code, le
         return detail::post_completion(o.c->ex, std::move(h), make_error_code(error::operation_in_progress),
                                        leader_info{});
     o.slot = asio::get_associated_cancellation_slot(h);
-    detail::assign_handler(o.waiting, std::move(h));
+    o.waiting = std::move(h);
     if (o.slot.is_connected()) {
         std::weak_ptr<detail::observer_core> weak = c_;
         o.slot.assign([weak, ex = o.c->ex](asio::cancellation_type) {

@@ -152,7 +152,7 @@ void engine::acquire(std::uint64_t owner, bool try_once, std::optional<milliseco
     w->owner = owner;
     w->in_place = in_place;
     w->slot = asio::get_associated_cancellation_slot(h);
-    assign_handler(w->handler, std::move(h));
+    w->handler = std::move(h);
     std::weak_ptr<engine> weak = shared_from_this();
     auto now = clock_type::now();
     if (limit) {

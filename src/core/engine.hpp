@@ -11,6 +11,7 @@
 
 #include "common/boxed.hpp"
 #include "common/id_or_none.hpp"
+#include "common/stored_handler.hpp"
 #include "core/lease_policy.hpp"
 #include "core/lock_fsm.hpp"
 #include "core/timer_set.hpp"
@@ -126,14 +127,14 @@ public:
 private:
     struct waiter {
         std::uint64_t owner = 0;
-        boost::asio::any_completion_handler<lock::acquire_signature> handler;
+        stored_handler<lock::acquire_signature> handler;
         std::optional<boost::asio::steady_timer> timer;
         boost::asio::cancellation_slot slot;
         bool in_place = false;
     };
     using done_handler = boost::asio::any_completion_handler<void(boost::system::error_code)>;
     struct release_waiter {
-        done_handler handler;
+        stored_handler<void(boost::system::error_code)> handler;
         bool in_place = false;
     };
 

@@ -7,6 +7,7 @@
 
 #include "common/backoff.hpp"
 #include "common/post_completion.hpp"
+#include "common/stored_handler.hpp"
 #include "core/lease_policy.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -51,7 +52,7 @@ namespace {
 struct count_down_op : std::enable_shared_from_this<count_down_op> {
     std::shared_ptr<latch_core> c;
     std::string member;
-    asio::any_completion_handler<latch::count_down_signature> handler;
+    stored_handler<latch::count_down_signature> handler;
     asio::steady_timer timer;
     backoff pause;
     asio::cancellation_slot slot;
@@ -117,7 +118,7 @@ struct count_down_op : std::enable_shared_from_this<count_down_op> {
 // later event; done when it reads 0. Reads are never concurrent: an event during one asks for one more.
 struct wait_op : std::enable_shared_from_this<wait_op> {
     std::shared_ptr<latch_core> c;
-    asio::any_completion_handler<latch::wait_signature> handler;
+    stored_handler<latch::wait_signature> handler;
     std::optional<store::watch_id> watch;
     asio::steady_timer deadline;
     asio::steady_timer retry;
@@ -235,7 +236,7 @@ struct wait_op : std::enable_shared_from_this<wait_op> {
 // One read of the latch, completed with the remaining count.
 struct count_op : std::enable_shared_from_this<count_op> {
     std::shared_ptr<latch_core> c;
-    asio::any_completion_handler<latch::count_signature> handler;
+    stored_handler<latch::count_signature> handler;
     asio::steady_timer retry;
     backoff pause;
     asio::cancellation_slot slot;

@@ -4,6 +4,7 @@
 #include <dlock/error.hpp>
 
 #include "common/post_completion.hpp"
+#include "common/stored_handler.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -31,7 +32,7 @@ struct op {
     std::string bytes;
     std::size_t expected = 0;
     std::vector<proto::reply> replies;
-    asio::any_completion_handler<connection::exec_signature> handler;
+    dlock::detail::stored_handler<connection::exec_signature> handler;
     std::unique_ptr<asio::steady_timer> deadline;
     bool done = false;
 };
@@ -54,7 +55,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     std::uint64_t generation = 0;  // bumped per connection: stale reads and writes ignore themselves
     std::uint64_t connects = 0;
     std::deque<std::shared_ptr<op>> queued, written;
-    std::vector<asio::any_completion_handler<void(error_code)>> connect_waiters;
+    std::vector<dlock::detail::stored_handler<void(error_code)>> connect_waiters;
     bool writing = false;
     proto::parser parser;
 
@@ -238,7 +239,7 @@ void connection::exec(std::string bytes, std::size_t replies, asio::any_completi
     auto o = std::make_shared<op>();
     o->bytes = std::move(bytes);
     o->expected = replies;
-    dlock::detail::assign_handler(o->handler, std::move(h));
+    o->handler = std::move(h);
     if (i.cfg.request_timeout.count() > 0) {
         o->deadline = std::make_unique<asio::steady_timer>(i.ex, i.cfg.request_timeout);
         o->deadline->async_wait([weak = std::weak_ptr<impl>(impl_), wo = std::weak_ptr<op>(o)](error_code ec) {

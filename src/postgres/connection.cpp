@@ -5,6 +5,7 @@
 
 #include "common/borrowed_socket.hpp"
 #include "common/post_completion.hpp"
+#include "common/stored_handler.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -32,7 +33,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         std::string text;
         std::vector<std::string> params;
         bool simple = false;
-        asio::any_completion_handler<exec_signature> h;
+        dlock::detail::stored_handler<exec_signature> h;
     };
 
     asio::any_io_executor ex;

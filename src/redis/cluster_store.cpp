@@ -7,6 +7,7 @@
 #include "common/backoff.hpp"
 #include "common/channel_table.hpp"
 #include "common/post_completion.hpp"
+#include "common/stored_handler.hpp"
 #include "redis/cluster_scripts.hpp"
 #include "redis/cluster_slots.hpp"
 #include "redis/describe.hpp"
@@ -58,7 +59,7 @@ struct op {
     int attempts = 0;
     std::optional<node_address> ask;  // the next attempt goes there, with ASKING
     asio::cancellation_slot cslot;
-    reply_handler h;
+    detail::stored_handler<void(error_code, reply)> h;
 };
 
 using detail::as_int;
@@ -631,9 +632,7 @@ std::shared_ptr<op> make_op(script_id sid, unsigned slot, std::vector<std::strin
     o->keys = std::move(keys);
     o->args = std::move(args);
     o->cslot = asio::get_associated_cancellation_slot(h);
-    // Never move-assign an any_completion_handler (Asio 1.26 recurses): swap it in.
-    detail::assign_handler(
-        o->h, reply_handler([h = std::move(h), map](error_code ec, reply r) mutable { map(std::move(h), ec, r); }));
+    o->h = reply_handler([h = std::move(h), map](error_code ec, reply r) mutable { map(std::move(h), ec, r); });
     return o;
 }
 

@@ -5,6 +5,7 @@
 #include "common/backoff.hpp"
 #include "common/post_completion.hpp"
 #include "common/slot_allocator.hpp"
+#include "common/stored_handler.hpp"
 #include "redis/request_queue.hpp"
 #include "redis/resp/decoder.hpp"
 #include "redis/sentinel.hpp"
@@ -49,8 +50,8 @@ using deadline_hook = boost::intrusive::list_base_hook<boost::intrusive::link_mo
 
 struct exec_op final : detail::pending, deadline_hook, std::enable_shared_from_this<exec_op> {
     // One of the two: a request's handler gets every reply, a script call's its one reply.
-    asio::any_completion_handler<connection::exec_signature> handler;
-    asio::any_completion_handler<connection::script_signature> script;
+    dlock::detail::stored_handler<connection::exec_signature> handler;
+    dlock::detail::stored_handler<connection::script_signature> script;
     // A script call sent as EVALSHA keeps its payload while on the wire: after NOSCRIPT it
     // goes again as EVAL with the body and the same encoded keys and arguments (from tail_at).
     std::shared_ptr<const std::string> body;
@@ -647,7 +648,7 @@ void connection::exec_owned(std::string payload, std::size_t commands, std::chro
     op->direct = direct;
     op->replies.reserve(commands);
     op->slot = asio::get_associated_cancellation_slot(h);
-    dlock::detail::assign_handler(op->handler, std::move(h));
+    op->handler = std::move(h);
     i.start_op(std::move(op), timeout);
 }
 
@@ -694,7 +695,7 @@ void connection::eval_impl(const script& s, script_args&& args, asio::any_comple
     op->expected = ping ? 2 : 1;
     op->direct = direct;
     op->slot = asio::get_associated_cancellation_slot(h);
-    dlock::detail::assign_handler(op->script, std::move(h));
+    op->script = std::move(h);
     i.start_op(std::move(op), i.cfg.request_timeout);
 }
 

@@ -3,6 +3,7 @@
 #include <dlock/redis/store.hpp>
 
 #include "common/post_completion.hpp"
+#include "common/stored_handler.hpp"
 #include "redis/describe.hpp"
 #include "redis/keys.hpp"
 #include "redis/latch_replies.hpp"
@@ -98,7 +99,7 @@ struct redis_store::impl {
     // Mutex renewals asked in this turn, sent together at its end (see flush_renewals).
     struct pending_renewal {
         std::string key, token, ttl;
-        asio::any_completion_handler<renew_signature> h;
+        detail::stored_handler<renew_signature> h;
     };
     std::vector<pending_renewal> renewals;
     ~impl()
@@ -382,13 +383,13 @@ void redis_store::flush_renewals()
             std::array<std::string, 2> args{std::move(r.token), std::move(r.ttl)};
             impl_->conn.async_eval(
                 impl_->renew, keys, args,
-                script_completion<renew_result>(std::move(r.h), detail::decode_renew, text_keeper()));
+                script_completion<renew_result>(r.h.take(), detail::decode_renew, text_keeper()));
             continue;
         }
         std::vector<std::string> keys, args;
         keys.reserve(n);
         args.reserve(2 * n);
-        auto hs = std::make_shared<std::vector<asio::any_completion_handler<renew_signature>>>();
+        auto hs = std::make_shared<std::vector<detail::stored_handler<renew_signature>>>();
         hs->reserve(n);
         for (std::size_t i = at; i < at + n; ++i) {
             keys.push_back(std::move(batch[i].key));

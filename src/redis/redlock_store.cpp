@@ -3,6 +3,7 @@
 #include <dlock/redis/redlock_store.hpp>
 
 #include "common/post_completion.hpp"
+#include "common/stored_handler.hpp"
 #include "redis/describe.hpp"
 #include "redis/node_list.hpp"
 #include "redis/redlock_scripts.hpp"
@@ -104,7 +105,7 @@ struct op_base {
     }
 
     asio::any_io_executor ex;
-    asio::any_completion_handler<Signature> handler;
+    detail::stored_handler<Signature> handler;
     asio::cancellation_slot slot;
     std::size_t n;
     std::size_t replies = 0;
@@ -527,7 +528,7 @@ void redlock_store::close()
 void redlock_store::do_connect(asio::any_completion_handler<connect_signature> h)
 {
     struct connect_op {
-        asio::any_completion_handler<connect_signature> h;
+        detail::stored_handler<connect_signature> h;
         std::size_t ok = 0, replies = 0;
         std::string detail;
     };

@@ -4,6 +4,7 @@
 
 #include "common/channel_table.hpp"
 #include "common/post_completion.hpp"
+#include "common/stored_handler.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -182,7 +183,7 @@ void subscriber::close()
 
 struct subscription::state {
     std::deque<event> events;
-    asio::any_completion_handler<void(error_code, event)> waiting;
+    dlock::detail::stored_handler<void(error_code, event)> waiting;
     asio::cancellation_slot slot;
     asio::any_io_executor ex;
 
@@ -232,7 +233,7 @@ void subscription::receive_impl(asio::any_completion_handler<void(error_code, ev
         return post_completion(s.ex, std::move(h), error_code(error::invalid_request), event{});
     }
     s.slot = asio::get_associated_cancellation_slot(h);
-    dlock::detail::assign_handler(s.waiting, std::move(h));
+    s.waiting = std::move(h);
     if (s.slot.is_connected()) {
         std::weak_ptr<state> weak = state_;
         s.slot.assign([weak](asio::cancellation_type) {

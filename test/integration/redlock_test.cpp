@@ -116,6 +116,29 @@ BOOST_AUTO_TEST_CASE(node_lists)
     BOOST_CHECK_THROW(dlock::redlock_store(io.get_executor(), {}), std::invalid_argument);
 }
 
+// async_connect keeps the caller's handler in its fan-out state: it completes once, after
+// every node answered (issue 29: keeping it by move assignment overflowed the stack).
+BOOST_AUTO_TEST_CASE(connect_completes_once_a_quorum_answered)
+{
+    cluster c;
+    c.servers[2]->stop();
+    asio::io_context io;
+    dlock::redlock_store st(io.get_executor(), c.configs());
+    int completions = 0;
+    error_code ec = dlock::error::not_held;
+    st.async_connect([&](error_code e) {
+        ++completions;
+        ec = e;
+        io.stop();
+    });
+    io.run_for(20s);
+    io.restart();
+    io.poll();  // whatever is ready now: no second completion
+    BOOST_TEST(completions == 1);
+    BOOST_TEST(!ec);
+    st.close();
+}
+
 BOOST_AUTO_TEST_CASE(contract_on_three_nodes)
 {
     cluster c;
