@@ -59,7 +59,9 @@ int main(int argc, char** argv)
     args.push_back(name);
     dlock::cli::options o;
     dlock::cli::parse_error err;
-    if (log < 0 || !dlock::cli::parse(args, o, err)) {
+    if (log < 0 || !dlock::cli::parse(
+                                       args, o, err, [](const char*) -> const char* { return nullptr; },
+                                       [](const std::string&, std::string&) { return false; })) {
         std::cerr << "dlock_fault_worker: " << (log < 0 ? "cannot open the log" : err.message) << "\n";
         return 2;
     }
