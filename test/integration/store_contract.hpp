@@ -266,7 +266,7 @@ inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void
 // and another registry takes the name at once after it. `second` may be `first` (a second
 // registry on the same store) or another store on the same servers.
 inline asio::awaitable<void> check_handoff_then_long_hold(dlock::store& first, dlock::store& second,
-                                                          const std::string& name)
+                                                          std::string name)
 {
     const auto lease = std::max<std::chrono::milliseconds>(2s, first.traits().min_ttl);
     dlock::registry ra(first, {.lease = lease}), rb(second, {.lease = lease});
