@@ -549,7 +549,7 @@ BOOST_AUTO_TEST_CASE(a_node_of_a_session_given_up_is_never_adopted)
             }
             BOOST_REQUIRE((co_await queued()) == 2u);
             auto old_session = a_store.session().generation;
-            proxy.stall_replies(3200ms);
+            proxy.stall_replies(2400ms);
             // A gives its session up, opens another when the stall ends and queues again: its
             // old node (alive until the server expires it), B's and its new one wait behind H.
             for (int i = 0; i < 1000 && (a_store.session().generation == old_session ||
