@@ -227,8 +227,8 @@ BOOST_AUTO_TEST_CASE(errors_are_classified)
                error::invalid_request);
     // Issue 29: a request over the server's size limits (a 1 MiB name) is permanent, not a
     // busy server: as etcd answers it past its gRPC limit and past --max-request-bytes.
-    auto big = classify(429, R"({"error":"grpc: received message larger than max (3145799 vs. 2097152)",)"
-                             R"("message":"grpc: received message larger than max (3145799 vs. 2097152)","code":8})");
+    auto big = classify(429, R"j({"error":"grpc: received message larger than max (3145799 vs. 2097152)",)j"
+                             R"j("message":"grpc: received message larger than max (3145799 vs. 2097152)","code":8})j");
     BOOST_TEST(big.code == error::invalid_request);
     BOOST_TEST(!dlock::is_transient(big.code));
     BOOST_TEST(big.text.find("max-request-bytes") != std::string::npos, big.text);
