@@ -73,7 +73,10 @@ struct renew_result {
 /// A store-side view of one name, for operators and tests.
 struct lock_status {
     bool held = false;
-    std::chrono::milliseconds ttl{-1};     ///< remaining lease, -1 if unknown
+    /// Remaining lease, -1 if unknown. Per-session stores: a holder of the asking store's own
+    /// session to the millisecond; etcd tells another client's in whole seconds (reported as
+    /// the middle of that second); ZooKeeper tells no client another session's (-1).
+    std::chrono::milliseconds ttl{-1};
     std::uint64_t fencing_token = 0;       ///< of the current lease if held
     std::uint64_t last_fencing_token = 0;  ///< the highest token issued in the name's counter
     std::string holder{};                  ///< the holder's lease token
@@ -102,6 +105,9 @@ struct grant_notice {
     std::uint64_t fencing_token = 0;
     std::chrono::milliseconds ttl{0};  ///< the lease the store set at the hand-off
     std::string lease_ref{};           ///< as acquire_result::lease_ref
+    /// As acquire_result::session: the session the handed lease lives by (per-session
+    /// stores; 0 otherwise). A hand-off without it could not follow its session's events.
+    std::uint64_t session = 0;
 };
 
 /// How long a store's leases live.

@@ -298,6 +298,10 @@ bool lock_fsm::take_grant(const grant_notice& g, time_point now)
 {
     if (!wait_.queued_since)
         return false;
+    // A per-session lease follows its session's events (on_session): one handed without its
+    // session would never be extended and was lost after one lease (issue 29). Confirm it.
+    if (cfg().per_session && g.session == 0)
+        return false;
     auto deadline = *wait_.queued_since + g.ttl - cfg().drift;
     if (!cfg().watchdog || deadline - now < g.ttl / 2)
         return false;
@@ -307,7 +311,7 @@ bool lock_fsm::take_grant(const grant_notice& g, time_point now)
     auto token = std::move(wait_.token);
     wait_.queued_since.reset();
     end_wait(false);
-    grant_lease(std::move(token), g.lease_ref, g.fencing_token, 0, deadline, now);
+    grant_lease(std::move(token), g.lease_ref, g.fencing_token, g.session, deadline, now);
     return true;
 }
 

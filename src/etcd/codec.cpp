@@ -291,6 +291,16 @@ reply_error classify(unsigned http_status, std::string_view body)
     }
     if (e.text.empty())
         e.text = "etcd: gRPC code " + std::to_string(code);
+    // A request over the server's size limits: the same request can never pass, so it is
+    // no busy server to wait for (issue 29: a 1 MiB name was retried until its bound).
+    bool too_large = e.text.find("larger than max") != std::string::npos ||
+                     e.text.find("request is too large") != std::string::npos;
+    if (too_large && (code == 3 || code == 8)) {
+        e.code = error::invalid_request;
+        e.text += " (the request is larger than the server takes, set by its --max-request-bytes: a lock name "
+                  "this long cannot be used here)";
+        return e;
+    }
     switch (code) {
     case 4:   // DEADLINE_EXCEEDED
     case 8:   // RESOURCE_EXHAUSTED: too many requests
@@ -496,7 +506,7 @@ bool parse_lease(std::string_view body, lease_reply& out, reply_error& err)
         }
     }
     out = {};
-    if (!get_int(*o, "ID", out.id) || !get_int(*o, "TTL", out.ttl))
+    if (!get_int(*o, "ID", out.id) || !get_int(*o, "TTL", out.ttl) || !get_int(*o, "grantedTTL", out.granted_ttl))
         return shape_error(err, "lease: bad ID or TTL");
     if (auto* e = o->if_contains("error"); e && e->is_string() && !e->as_string().empty()) {
         err.code = error::server_error;

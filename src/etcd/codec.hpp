@@ -106,7 +106,8 @@ std::string grant_request(std::int64_t ttl_seconds);
 std::string lease_id_request(std::int64_t id);  ///< keepalive, revoke, timetolive
 struct lease_reply {
     std::int64_t id = 0;
-    std::int64_t ttl = 0;  ///< seconds; <= 0: the lease is gone
+    std::int64_t ttl = 0;          ///< seconds; <= 0: the lease is gone (timetolive: -1; 0 is under a second left)
+    std::int64_t granted_ttl = 0;  ///< timetolive: the lease's full TTL (0 if not said)
 };
 /// Grant and timetolive replies; keepalive's stream message ({"result": ...}) too.
 bool parse_lease(std::string_view body, lease_reply& out, reply_error& err);

@@ -454,7 +454,8 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
             if (!p.predecessor) {
                 // Ours is the first key: the name is ours, its lease the session's.
                 grant_notice g{static_cast<std::uint64_t>(q->mine),
-                               std::min(q->ttl, ms_until(raw_deadline, q->first_send)), q->key};
+                               std::min(q->ttl, ms_until(raw_deadline, q->first_send)), q->key,
+                               static_cast<std::uint64_t>(lease)};
                 auto w = tokened(q->name, q->token);
                 drop_queued(q, std::nullopt);
                 if (w)
@@ -930,13 +931,23 @@ void etcd_store::do_status(const std::string& name, asio::any_completion_handler
                       s.last_fencing_token =
                           std::max(s.last_fencing_token, static_cast<std::uint64_t>(kv.create_revision));
                   s.queued = rr.kvs.size() - 1;
-                  // The holder's remaining lease, for operators: one more request.
+                  // The holder's remaining lease, for operators. This store's own lease: to the
+                  // millisecond, as its keep-alives confirmed it.
+                  if (first.lease != 0 && first.lease == self->lease) {
+                      s.ttl = ms_until(self->raw_deadline - self->drift(), clock_type::now());
+                      return complete(self->ex, h, error_code(), std::move(s));
+                  }
+                  // Another client's: etcd tells whole seconds, rounded down (a 1 s lease always
+                  // reads 0): the middle of that second, no more than the lease granted.
                   self->request(ttl_path, lease_id_request(first.lease),
                                 [self, s, h = std::move(h)](error_code ec, http_reply r) mutable {
                                     lease_reply l;
                                     reply_error err;
-                                    if (!ec && r.status == 200 && parse_lease(r.body, l, err) && l.ttl >= 0)
-                                        s.ttl = std::chrono::seconds(l.ttl);
+                                    if (!ec && r.status == 200 && parse_lease(r.body, l, err) && l.ttl >= 0) {
+                                        s.ttl = std::chrono::seconds(l.ttl) + milliseconds(500);
+                                        if (l.granted_ttl > 0)
+                                            s.ttl = std::min<milliseconds>(s.ttl, std::chrono::seconds(l.granted_ttl));
+                                    }
                                     complete(self->ex, h, error_code(), std::move(s));
                                 });
               });

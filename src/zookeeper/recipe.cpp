@@ -23,10 +23,15 @@ std::uint64_t fnv1a(std::string_view s, std::uint64_t h)
 
 }  // namespace
 
-std::string guid_of(std::string_view token)
+std::string guid_of(std::string_view token, std::int64_t session)
 {
-    // Two 64-bit hashes of the token in the 8-4-4-4-12 shape of Curator's UUIDs.
-    std::uint64_t a = fnv1a(token, 14695981039346656037ull), b = fnv1a(token, 0x9e3779b97f4a7c15ull);
+    // Two 64-bit hashes of the token and session in the 8-4-4-4-12 shape of Curator's UUIDs.
+    char sid[8];
+    for (int i = 0; i < 8; ++i)
+        sid[i] = static_cast<char>(static_cast<std::uint64_t>(session) >> (8 * i));
+    std::string_view s(sid, sizeof sid);
+    std::uint64_t a = fnv1a(s, fnv1a(token, 14695981039346656037ull));
+    std::uint64_t b = fnv1a(s, fnv1a(token, 0x9e3779b97f4a7c15ull));
     static constexpr char hex[] = "0123456789abcdef";
     std::string out;
     out.reserve(36);
@@ -39,9 +44,9 @@ std::string guid_of(std::string_view token)
     return out;
 }
 
-std::string node_prefix(std::string_view token)
+std::string node_prefix(std::string_view token, std::int64_t session)
 {
-    return "_c_" + guid_of(token) + "-" + std::string(lock_name);
+    return "_c_" + guid_of(token, session) + "-" + std::string(lock_name);
 }
 
 std::optional<std::int64_t> sequence_of(std::string_view child)
@@ -87,10 +92,10 @@ std::vector<std::string> contenders(std::vector<std::string> children)
     return out;
 }
 
-position find(const std::vector<std::string>& sorted, std::string_view token)
+position find(const std::vector<std::string>& sorted, std::string_view token, std::int64_t session)
 {
     position p;
-    auto prefix = node_prefix(token);
+    auto prefix = node_prefix(token, session);
     for (std::size_t i = 0; i < sorted.size(); ++i) {
         if (sorted[i].compare(0, prefix.size(), prefix) != 0)
             continue;

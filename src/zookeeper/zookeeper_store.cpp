@@ -28,6 +28,27 @@ namespace recipe = zookeeper::recipe;
 
 namespace {
 
+// The session timeouts the handshake can carry (a signed 32-bit count of milliseconds) and
+// the least the C client can complete a handshake with (it allows a fraction of it).
+constexpr milliseconds max_session_timeout{2'147'483'647};
+constexpr milliseconds min_session_ask{100};
+// A server closes the connection on a request larger than its jute.maxbuffer (1 MiB - 1
+// unless configured): the same request would then fail as a lost connection for ever. A
+// contender's create is its path, node name, token and some 200 bytes of framing.
+constexpr std::size_t max_request = 0xfffff;
+constexpr std::size_t request_overhead = 512;
+
+// Why a name's lock path cannot be sent (empty if it can), for the error text.
+std::string too_long(const std::string& path, std::size_t token_size)
+{
+    auto size = path.size() + 64 + token_size + request_overhead;
+    if (size <= max_request)
+        return {};
+    return "zookeeper: the lock path of " + std::to_string(path.size()) +
+           " bytes makes a request larger than ZooKeeper's servers take (jute.maxbuffer, " +
+           std::to_string(max_request) + " bytes unless configured): a lock name this long cannot be used";
+}
+
 milliseconds ms_until(clock_type::time_point t, clock_type::time_point from)
 {
     return std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(t - from));
@@ -166,6 +187,15 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
     // Host names resolved by Asio: the C client would resolve them with a blocking call.
     void open_session()
     {
+        // The handshake carries the timeout as a 32-bit count of milliseconds: a longer one
+        // cannot even be asked for (it wrapped, and the handshake never completed).
+        if (cfg.session_timeout > max_session_timeout) {
+            set_text("zookeeper: a session timeout of " + std::to_string(cfg.session_timeout.count()) +
+                     " ms is more than ZooKeeper can negotiate (at most " +
+                     std::to_string(max_session_timeout.count()) +
+                     " ms; the servers grant 2 to 20 ticks unless configured)");
+            return fail_session_waiters(error::invalid_lease);
+        }
         auto left = std::make_shared<std::size_t>(cfg.servers.size());
         auto hosts = std::make_shared<std::vector<std::string>>(cfg.servers.size());
         auto failed = std::make_shared<std::string>();
@@ -212,8 +242,11 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
     void start_client(const std::string& hosts)
     {
         std::string err;
+        // Below the floor the C client gives up on the handshake before the servers can
+        // answer (it waits a fraction of the timeout): the floor is asked for instead, and
+        // the servers' grant then shows the timeout asked for is not to be had.
         zk = client::open(
-            ex, hosts, cfg.session_timeout,
+            ex, hosts, std::max(cfg.session_timeout, min_session_ask),
             [w = weak_from_this(), gen = std::make_shared<int>(0)](int state) {
                 if (auto s = w.lock())
                     s->on_state(state);
@@ -243,8 +276,10 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
             if (!session_id && opening) {
                 timeout = zk->negotiated_timeout();
                 if (timeout != cfg.session_timeout) {
+                    auto asked = std::max(cfg.session_timeout, min_session_ask);
                     set_text("zookeeper: a session timeout of " + std::to_string(cfg.session_timeout.count()) +
-                             " ms is outside the servers' bounds (they granted " + std::to_string(timeout.count()) +
+                             " ms is outside the servers' bounds (asked for " + std::to_string(asked.count()) +
+                             " ms, they granted " + std::to_string(timeout.count()) +
                              " ms; the bounds are 2 to 20 ticks unless configured)");
                     drop_client();
                     return fail_session_waiters(error::invalid_lease);
@@ -431,14 +466,15 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
             if (rc != ZOK || self->session_id != q->session)
                 return self->drop_queued(q, watch_event::resync);  // the waiter asks again
             auto sorted = recipe::contenders(std::move(children));
-            auto pos = recipe::find(sorted, q->token);
+            auto pos = recipe::find(sorted, q->token, q->session);
             if (!pos.found)
                 return self->drop_queued(q, watch_event::resync);  // withdrawn or gone
             if (pos.first) {
                 auto& ns = self->nodes[{q->name, q->token}];
                 ns.held = true;
                 grant_notice g{static_cast<std::uint64_t>(ns.czxid),
-                               std::min(q->ttl, ms_until(self->deadline(), clock_type::now())), ns.node};
+                               std::min(q->ttl, ms_until(self->deadline(), clock_type::now())), ns.node,
+                               static_cast<std::uint64_t>(q->session)};
                 auto w = self->tokened(q->name, q->token);
                 self->drop_queued(q, std::nullopt);
                 if (w && ns.czxid)
@@ -515,6 +551,11 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
     void send_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h, bool retried,
                       bool parents_made = false)
     {
+        if (!zk || !session_id) {  // the session went between two steps of this acquire
+            if (!retried)
+                return acquire(req, std::move(h), true);
+            return acquired(req, std::move(h), error::connection_lost, acquire_result{});
+        }
         auto path = path_of(req.name);
         auto key = std::make_pair(req.name, req.token);
         auto sid = session_id;
@@ -563,17 +604,18 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
                 ns.uncertain = false;
             }
             auto sorted = recipe::contenders(std::move(st->children));
-            auto pos = recipe::find(sorted, req.token);
+            auto pos = recipe::find(sorted, req.token, sid);
             acquire_result res;
             if (!pos.found) {
                 self->nodes.erase(key);  // deleted under us (a forced release): nothing of ours is left
                 return self->acquired(req, std::move(*hp), error_code(), res);
             }
             if (ns.node.empty() || ns.czxid == 0) {
-                // Found by its guid after a lost reply: its czxid first.
+                // Found by its guid after a lost reply: its czxid first, and only if this
+                // session owns it (a node of a session given up is never adopted).
                 ns.node = path + "/" + pos.node;
-                return self->zk->exists(ns.node, [self, req, hp, key, retried](int rc, node_stat s) {
-                    if (rc == ZOK)
+                return self->zk->exists(ns.node, [self, req, hp, key, retried, sid](int rc, node_stat s) {
+                    if (rc == ZOK && s.ephemeral_owner == sid && self->session_id == sid)
                         self->nodes[key].czxid = s.czxid;
                     else
                         self->nodes.erase(key);
@@ -610,12 +652,12 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
             st->create_rc = 0;  // ours exists: look where it stands
         } else if (ns.uncertain) {
             // A create whose reply was lost: find it by its guid before creating again.
-            zk->get_children(path, [self = shared_from_this(), req, hp, retried, key, path,
-                                    parents_made](int rc, std::vector<std::string> children) {
+            zk->get_children(path, [self = shared_from_this(), req, hp, retried, key, path, parents_made,
+                                    sid](int rc, std::vector<std::string> children) {
                 if (rc != ZOK && rc != ZNONODE)
                     return self->acquired(req, std::move(*hp), self->to_error(rc, "children of " + path),
                                           acquire_result{});
-                auto pos = recipe::find(recipe::contenders(std::move(children)), req.token);
+                auto pos = recipe::find(recipe::contenders(std::move(children)), req.token, sid);
                 auto& ns = self->nodes[key];
                 ns.uncertain = false;
                 if (pos.found)
@@ -626,7 +668,7 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
             });
             return;
         } else {
-            zk->create(path + "/" + recipe::node_prefix(req.token), req.token, ZOO_EPHEMERAL_SEQUENTIAL,
+            zk->create(path + "/" + recipe::node_prefix(req.token, sid), req.token, ZOO_EPHEMERAL_SEQUENTIAL,
                        [st, evaluate](int rc, std::string node, node_stat s) {
                            st->create_rc = rc;
                            st->node = std::move(node);
@@ -661,11 +703,12 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
             // A create whose reply was lost may have made a node: find it by the guid.
             auto path = path_of(k.name);
             auto hp = std::make_shared<asio::any_completion_handler<bool_signature>>(std::move(h));
-            zk->get_children(path, [self = shared_from_this(), k, key, path, hp](int rc, std::vector<std::string> c) {
+            zk->get_children(path, [self = shared_from_this(), k, key, path, hp,
+                                    sid = session_id](int rc, std::vector<std::string> c) {
                 if (rc != ZOK && rc != ZNONODE)
                     return dlock::detail::post_completion(self->ex, std::move(*hp),
                                                           self->to_error(rc, "children of " + path), false);
-                auto pos = recipe::find(recipe::contenders(std::move(c)), k.token);
+                auto pos = recipe::find(recipe::contenders(std::move(c)), k.token, sid);
                 auto& ns = self->nodes[key];
                 ns.uncertain = false;
                 if (pos.found)
@@ -903,8 +946,13 @@ void zookeeper_store::do_try_acquire(const lease_request& req, asio::any_complet
         return complete(m.ex, h, error_code(error::not_supported), acquire_result{});
     }
     std::string why;
-    if (recipe::lock_path(m.cfg.root, req.name, why).empty()) {
+    auto path = recipe::lock_path(m.cfg.root, req.name, why);
+    if (path.empty()) {
         set_error_text("zookeeper: " + why);
+        return complete(m.ex, h, error_code(error::invalid_name), acquire_result{});
+    }
+    if (auto long_path = too_long(path, req.token.size()); !long_path.empty()) {
+        set_error_text(std::move(long_path));
         return complete(m.ex, h, error_code(error::invalid_name), acquire_result{});
     }
     m.acquire(req, std::move(h), false);
@@ -944,6 +992,10 @@ void zookeeper_store::do_force_release(const std::string& name, asio::any_comple
     auto& m = *impl_;
     if (m.closed)
         return complete(m.ex, h, error_code(error::closed), false);
+    if (auto long_path = too_long(m.path_of(name), 0); !long_path.empty()) {
+        set_error_text(std::move(long_path));
+        return complete(m.ex, h, error_code(error::invalid_name), false);
+    }
     auto hp = std::make_shared<asio::any_completion_handler<bool_signature>>(std::move(h));
     m.ensure_session([self = impl_, name, hp](error_code ec) {
         if (ec)
@@ -971,6 +1023,10 @@ void zookeeper_store::do_status(const std::string& name, asio::any_completion_ha
     auto& m = *impl_;
     if (m.closed)
         return complete(m.ex, h, error_code(error::closed), lock_status{});
+    if (auto long_path = too_long(m.path_of(name), 0); !long_path.empty()) {
+        set_error_text(std::move(long_path));
+        return complete(m.ex, h, error_code(error::invalid_name), lock_status{});
+    }
     auto hp = std::make_shared<asio::any_completion_handler<status_signature>>(std::move(h));
     m.ensure_session([self = impl_, name, hp](error_code ec) {
         if (ec)
@@ -998,6 +1054,10 @@ void zookeeper_store::do_status(const std::string& name, asio::any_completion_ha
                         if (i == 0) {
                             out->holder = std::move(data);
                             out->fencing_token = static_cast<std::uint64_t>(st.czxid);
+                            // A holder of this session has what the session has left; the
+                            // servers tell no client how long another session has (-1).
+                            if (st.ephemeral_owner != 0 && st.ephemeral_owner == self->session_id)
+                                out->ttl = ms_until(self->deadline(), clock_type::now());
                         }
                         out->last_fencing_token =
                             std::max(out->last_fencing_token, static_cast<std::uint64_t>(st.czxid));

@@ -10,6 +10,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <deque>
 #include <future>
@@ -163,6 +164,11 @@ void tcp_proxy::delay_replies(std::chrono::milliseconds d)
     delay_ms_ = d.count();
 }
 
+void tcp_proxy::stall_replies(std::chrono::milliseconds d)
+{
+    stall_until_ = (clock_type::now() + d).time_since_epoch().count();
+}
+
 void tcp_proxy::answer_ok_to_everything()
 {
     answer_ok_ = true;
@@ -270,7 +276,9 @@ asio::awaitable<void> tcp_proxy::relay_replies(std::shared_ptr<session> s)
         auto [ec, n] = co_await s->server.async_read_some(asio::buffer(buf), use_tuple);
         if (ec)
             break;
-        s->push(clock_type::now() + std::chrono::milliseconds(delay_ms_.load()), std::string(buf, n));
+        auto due = clock_type::now() + std::chrono::milliseconds(delay_ms_.load());
+        due = std::max(due, clock_type::time_point(clock_type::duration(stall_until_.load())));
+        s->push(due, std::string(buf, n));
     }
     s->close();
 }

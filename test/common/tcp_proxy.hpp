@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // A fault-injecting TCP proxy in front of a server (redis-server, an etcd member), for
-// tests: it can hold the server's replies back, answer every command itself with +OK, or
-// drop every connection.
+// tests: it can hold the server's replies back (each by a delay, or all until a stall
+// ends), answer every command itself with +OK, or drop every connection.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -42,6 +42,10 @@ public:
     /// Holds each chunk the server sends for `d` before passing it on (requests still go
     /// through at once, so the server acts on them and only the client is kept waiting).
     void delay_replies(std::chrono::milliseconds d);
+    /// Holds back every chunk the server sends from now until `d` from now, then lets them
+    /// all go at once (a stall of a given length, as a paused link or a stuck middlebox;
+    /// requests still go through). New connections meanwhile are stalled the same way.
+    void stall_replies(std::chrono::milliseconds d);
     /// Forwards nothing: answers each complete RESP command with "+OK\r\n".
     void answer_ok_to_everything();
 
@@ -77,6 +81,7 @@ private:
 
     std::atomic<bool> answer_ok_{false};
     std::atomic<std::int64_t> delay_ms_{0};
+    std::atomic<std::int64_t> stall_until_{0};  // steady_clock ticks: replies wait until then
 
     mutable std::mutex mutex_;
     std::condition_variable evals_changed_;

@@ -16,7 +16,8 @@ contract_subject make_contract_subject(boost::asio::io_context& io)
         throw std::runtime_error(err.message);
     auto st = std::make_unique<dlock::etcd_store>(io.get_executor(), cfg);
     auto* raw = st.get();
-    return {cluster, std::move(st), [raw] { raw->close(); }};
+    auto another = [&io, cfg] { return std::make_unique<dlock::etcd_store>(io.get_executor(), cfg); };
+    return {cluster, std::move(st), [raw] { raw->close(); }, another};
 }
 
 }  // namespace dlock::test

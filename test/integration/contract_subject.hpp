@@ -16,6 +16,9 @@ struct contract_subject {
     std::shared_ptr<void> servers;  // whatever the store needs running; stopped when freed
     std::unique_ptr<dlock::store> store;
     std::function<void()> stop;  // closes the store at the end of the suite
+    /// Another store on the same servers (its own session or connections), for scenarios
+    /// between two clients; empty: they use a second registry on `store`.
+    std::function<std::unique_ptr<dlock::store>()> another{};
 };
 
 /// Implemented once per backend, in the source given to dlock_add_contract_test().

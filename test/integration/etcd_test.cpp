@@ -396,6 +396,42 @@ BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error)
         30s);
 }
 
+// Issue 29, items 7 and 8: a 1 MiB name (a registry with a raised max_name_length lets it
+// through) makes a request over the server's limits: a permanent error at once, whose text
+// names the problem, not a busy server retried until the acquire's bound. status() tells a
+// holder's time left, from its own store and from another (etcd's whole seconds read 0 for
+// a lease under 2 s).
+BOOST_AUTO_TEST_CASE(a_name_too_long_fails_at_once_and_status_tells_the_time_left)
+{
+    etcd_cluster c(1);
+    asio::io_context io;
+    dlock::etcd_store store(io.get_executor(), config_of(c.url())), other(io.get_executor(), config_of(c.url()));
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            std::string big(1 << 20, 'n');
+            auto [e1, r1] = co_await store.async_try_acquire(big, "t", 1s, asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST((e1 == dlock::error::invalid_request), e1.message() << " / " << store.last_error_text());
+            BOOST_TEST(!dlock::is_transient(e1));
+            BOOST_TEST(store.last_error_text().find("max-request-bytes") != std::string::npos,
+                       store.last_error_text());
+            dlock::registry reg(store, {.lease = 1s, .max_name_length = 2 << 20});
+            auto [e2, g2] = co_await reg.obtain(big).acquire_for(10s, asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST((e2 == dlock::error::invalid_request), e2.message());
+            // One holds; the holder's store and another read the time left.
+            auto g = co_await reg.obtain("left").acquire();
+            for (auto* st : {&store, &other}) {
+                auto s = co_await st->async_status("dlock:left", asio::use_awaitable);
+                BOOST_TEST(s.held);
+                BOOST_TEST((s.ttl.count() > 0 && s.ttl.count() <= 1000), s.ttl.count());
+            }
+            co_await g.release();
+            store.close();
+            other.close();
+        },
+        60s);
+}
+
 // A lease below the cluster's minimum (set by its election timeout): refused, clearly.
 BOOST_AUTO_TEST_CASE(lease_below_the_cluster_minimum_is_refused)
 {

@@ -3,11 +3,12 @@
 // store through the contract's checks.
 #pragma once
 
-#include <dlock/error.hpp>
-#include <dlock/store.hpp>
+#include <dlock/core.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -258,6 +259,70 @@ inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void
     if (st.traits().direct_handoff)
         co_await check_handoff(st, name + ":handoff");
     stop();
+}
+
+// Issue 29: a lock handed from one registry to another (through the store's own queue where
+// it has one) and then held for several leases stays held: no loss, its release succeeds,
+// and another registry takes the name at once after it. `second` may be `first` (a second
+// registry on the same store) or another store on the same servers.
+inline asio::awaitable<void> check_handoff_then_long_hold(dlock::store& first, dlock::store& second,
+                                                          std::string name)
+{
+    const auto lease = std::max<std::chrono::milliseconds>(2s, first.traits().min_ttl);
+    dlock::registry ra(first, {.lease = lease}), rb(second, {.lease = lease});
+    auto ex = co_await asio::this_coro::executor;
+    auto ga = co_await ra.obtain(name).acquire(asio::use_awaitable);
+    BOOST_REQUIRE(ga);
+    bool b_done = false;
+    boost::system::error_code b_ec;
+    dlock::guard gb;
+    asio::co_spawn(
+        ex,
+        [&]() -> asio::awaitable<void> {
+            auto [ec, g] = co_await rb.obtain(name).acquire_for(20s, asio::as_tuple(asio::use_awaitable));
+            b_ec = ec;
+            gb = std::move(g);
+            b_done = true;
+        },
+        asio::detached);
+    // B asked the store and waits (queued there: its second, queued attempt was refused too).
+    const bool direct = second.traits().direct_handoff;
+    asio::steady_timer t(ex);
+    for (int i = 0; i < 1000 && rb.stats().contended < (direct ? 2u : 1u); ++i) {
+        t.expires_after(5ms);
+        co_await t.async_wait(asio::use_awaitable);
+    }
+    BOOST_REQUIRE(rb.stats().contended >= 1u);
+    BOOST_TEST(!b_done);
+    auto [rel_a] = co_await ga.release(asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!rel_a, rel_a.message());
+    for (int i = 0; i < 2000 && !b_done; ++i) {
+        t.expires_after(5ms);
+        co_await t.async_wait(asio::use_awaitable);
+    }
+    BOOST_REQUIRE(b_done);
+    BOOST_REQUIRE_MESSAGE(!b_ec && gb, "the waiter did not get the name: " << b_ec.message());
+    // Three and a half leases, the loss bound to the wait: it must run to its end.
+    t.expires_after(lease * 7 / 2);
+    auto [waited] =
+        co_await t.async_wait(asio::bind_cancellation_slot(gb.lost_slot(), asio::as_tuple(asio::use_awaitable)));
+    BOOST_TEST(!waited, "the lease was lost " << lease.count() << " ms after a hand-off: " << waited.message());
+    BOOST_TEST(!gb.is_lost());
+    BOOST_TEST(rb.stats().lost == 0u);
+    BOOST_TEST((gb.valid_until() > std::chrono::steady_clock::now()));
+    auto [rel_b] = co_await gb.release(asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!rel_b, rel_b.message());
+    // Freed at the store: the other registry takes it with one attempt.
+    auto [ec_c, gc] = co_await ra.obtain(name).try_acquire(asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!ec_c, ec_c.message());
+    BOOST_TEST(!!gc, "the name stayed held at the store after its holder released it");
+    if (gc)
+        co_await gc.release(asio::as_tuple(asio::use_awaitable));
+    // The releases reach the store before the registries go.
+    for (int i = 0; i < 1000 && ra.in_flight() + rb.in_flight() > 0; ++i) {
+        t.expires_after(5ms);
+        co_await t.async_wait(asio::use_awaitable);
+    }
 }
 
 inline void run_contract(asio::io_context& io, dlock::store& st, std::function<void()> stop)

@@ -498,6 +498,123 @@ BOOST_AUTO_TEST_CASE(a_create_whose_reply_was_lost_is_found_again)
         60s);
 }
 
+// Issue 29, item 1: H holds; A waits through a proxy, B waits directly. The proxy holds A's
+// replies back longer than the session timeout: A's store gives its session up and queues
+// again in a new one once the stall ends, while its old node lives on at the server until
+// that session expires. A must not take that node for its own: A and B never hold at once,
+// and the fencing tokens rise in the order the lock was granted.
+BOOST_AUTO_TEST_CASE(a_node_of_a_session_given_up_is_never_adopted)
+{
+    zk_ensemble z(1);
+    dlock::test::tcp_proxy proxy(z.client_port(0), false);
+    asio::io_context io;
+    const std::string direct = z.url("?session_timeout=2s");
+    const std::string stalled = "zk://127.0.0.1:" + std::to_string(proxy.port()) + "?session_timeout=2s";
+    dlock::zookeeper_store h_store(io.get_executor(), config_of(direct)), b_store(io.get_executor(), config_of(direct)),
+        a_store(io.get_executor(), config_of(stalled));
+    dlock::registry h(h_store, {.lease = 2s}), a(a_store, {.lease = 2s}), b(b_store, {.lease = 2s});
+    int holding = 0, most = 0;
+    std::vector<std::pair<char, std::uint64_t>> grants;  // who, fencing token, in grant order
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            for (auto* st : {&h_store, &a_store, &b_store})
+                co_await st->async_connect(asio::use_awaitable);
+            auto gh = co_await h.obtain("two").acquire();
+            dlock::test::task_group tasks(io.get_executor());
+            asio::steady_timer t(io);
+            auto queued = [&]() -> asio::awaitable<std::size_t> {
+                co_return (co_await h_store.async_status("dlock:two", asio::use_awaitable)).queued;
+            };
+            auto run = [&](dlock::registry& reg, char who) -> asio::awaitable<void> {
+                auto [ec, g] = co_await reg.obtain("two").acquire_for(30s, asio::as_tuple(asio::use_awaitable));
+                BOOST_TEST_REQUIRE(!ec, who << ": " << ec.message());
+                grants.emplace_back(who, g.fencing_token());
+                most = std::max(most, ++holding);
+                asio::steady_timer hold(co_await asio::this_coro::executor, 2500ms);  // the command runs
+                co_await hold.async_wait(asio::use_awaitable);
+                --holding;
+                co_await g.release(asio::as_tuple(asio::use_awaitable));
+            };
+            // A queues first (its second, queued attempt leaves the node that stays), then B.
+            tasks.spawn(run(a, 'A'));
+            for (int i = 0; i < 1000 && (a.stats().contended < 2 || (co_await queued()) < 1); ++i) {
+                t.expires_after(10ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            tasks.spawn(run(b, 'B'));
+            for (int i = 0; i < 1000 && (b.stats().contended < 2 || (co_await queued()) < 2); ++i) {
+                t.expires_after(10ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            BOOST_REQUIRE((co_await queued()) == 2u);
+            auto old_session = a_store.session().generation;
+            proxy.stall_replies(2400ms);
+            // A gives its session up, opens another when the stall ends and queues again: its
+            // old node (alive until the server expires it), B's and its new one wait behind H.
+            for (int i = 0; i < 1000 && (a_store.session().generation == old_session ||
+                                         a_store.session().generation == 0 || (co_await queued()) < 3);
+                 ++i) {
+                t.expires_after(10ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            BOOST_REQUIRE(a_store.session().generation != old_session);
+            co_await gh.release();
+            co_await tasks.join(30s);
+            for (auto* st : {&h_store, &a_store, &b_store})
+                st->close();
+        },
+        60s);
+    BOOST_TEST(most == 1, "A and B held the lock at the same time");
+    BOOST_REQUIRE(grants.size() == 2u);
+    BOOST_TEST(grants[0].first == 'B');  // A's place went with its first session
+    BOOST_TEST(grants[0].second < grants[1].second);
+}
+
+// Issue 29, items 7 and 8: permanent errors fail at once with their own code and a text
+// that names the problem, never as a connection to retry: a session timeout the servers
+// cannot grant (too short for a handshake, or more than the handshake can carry), and a
+// name whose request the servers would refuse by closing the connection. status() of a
+// holder of the asking store's own session tells the time left.
+BOOST_AUTO_TEST_CASE(permanent_errors_fail_at_once)
+{
+    zk_ensemble z(1);
+    asio::io_context io;
+    dlock::zookeeper_store tiny(io.get_executor(), config_of(z.url("?session_timeout=1ms")));
+    dlock::zookeeper_store huge(io.get_executor(), config_of(z.url("?session_timeout=999h")));
+    dlock::zookeeper_store store(io.get_executor(), config_of(z.url("?session_timeout=4s")));
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto [e1, r1] = co_await tiny.async_try_acquire("b", "t", 2s, asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST((e1 == dlock::error::invalid_lease), e1.message() << " / " << tiny.last_error_text());
+            BOOST_TEST(tiny.last_error_text().find("1 ms is outside the servers' bounds") != std::string::npos,
+                       tiny.last_error_text());
+            auto [e2, r2] = co_await huge.async_try_acquire("b", "t", 2s, asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST((e2 == dlock::error::invalid_lease), e2.message() << " / " << huge.last_error_text());
+            BOOST_TEST(huge.last_error_text().find("more than ZooKeeper can negotiate") != std::string::npos,
+                       huge.last_error_text());
+            // A 1 MiB name (a registry with a raised max_name_length lets it through).
+            std::string big(1 << 20, 'n');
+            auto [e3, r3] = co_await store.async_try_acquire(big, "t", 2s, asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST((e3 == dlock::error::invalid_name), e3.message() << " / " << store.last_error_text());
+            BOOST_TEST(store.last_error_text().find("jute.maxbuffer") != std::string::npos, store.last_error_text());
+            dlock::registry reg(store, {.lease = 2s, .max_name_length = 2 << 20});
+            auto [e4, g4] = co_await reg.obtain(big).acquire_for(10s, asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST((e4 == dlock::error::invalid_name), e4.message());
+            // The time left of a holder of this session; unknown (-1) for another session's.
+            auto g = co_await reg.obtain("left").acquire();
+            auto s = co_await store.async_status("dlock:left", asio::use_awaitable);
+            BOOST_TEST(s.held);
+            BOOST_TEST((s.ttl.count() > 2000 && s.ttl.count() <= 4000), s.ttl.count());
+            co_await g.release();
+            tiny.close();
+            huge.close();
+            store.close();
+        },
+        60s);
+}
+
 // Bad input: each a clear error, nothing hangs.
 BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error)
 {

@@ -225,6 +225,23 @@ BOOST_AUTO_TEST_CASE(errors_are_classified)
                error::session_lost);
     BOOST_TEST(classify(400, R"({"code":3,"message":"etcdserver: key is not provided"})").code ==
                error::invalid_request);
+    // Issue 29: a request over the server's size limits (a 1 MiB name) is permanent, not a
+    // busy server: as etcd answers it past its gRPC limit and past --max-request-bytes.
+    auto big = classify(429, R"j({"error":"grpc: received message larger than max (3145799 vs. 2097152)",)j"
+                             R"j("message":"grpc: received message larger than max (3145799 vs. 2097152)","code":8})j");
+    BOOST_TEST(big.code == error::invalid_request);
+    BOOST_TEST(!dlock::is_transient(big.code));
+    BOOST_TEST(big.text.find("max-request-bytes") != std::string::npos, big.text);
+    auto large = classify(400, R"({"error":"etcdserver: request is too large","code":3})");
+    BOOST_TEST(large.code == error::invalid_request);
+    BOOST_TEST(large.text.find("lock name") != std::string::npos, large.text);
+    BOOST_TEST(classify(429, R"({"code":8,"message":"etcdserver: too many requests"})").code == error::server_busy);
+    // A timetolive reply: the lease's full TTL too (a live lease may have 0 whole seconds left).
+    lease_reply lr;
+    reply_error lerr;
+    BOOST_TEST(parse_lease(R"({"header":{},"ID":"7","TTL":"0","grantedTTL":"1"})", lr, lerr));
+    BOOST_TEST(lr.ttl == 0);
+    BOOST_TEST(lr.granted_ttl == 1);
     // Not an etcd gateway: an HTML page, or a 404 from another HTTP server.
     auto other = classify(404, "404 page not found");
     BOOST_TEST(other.code == error::protocol_error);

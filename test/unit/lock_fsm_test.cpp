@@ -13,6 +13,7 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <random>
@@ -1972,6 +1973,84 @@ BOOST_AUTO_TEST_CASE(session_store_confirms_each_lease)
     f().on_release(1, 0, at(2100ms));
     take();
     f().on_release_done(0, ok, false, at(2110ms));
+    check_idle();
+}
+
+// Issue 29: a lease handed over by a per-session store (etcd, ZooKeeper) lives by its
+// session like an acquired one: the session's events move its end. It was granted with
+// session 0, so no event matched it and it was lost one lease after the hand-off.
+BOOST_AUTO_TEST_CASE(a_handed_lease_follows_its_session)
+{
+    cfg.per_session = true;
+    cfg.confirms = true;
+    cfg.inherent_queue = true;
+    make(true);
+    f().on_acquire(1, 10, false, t0);
+    take();
+    f().on_attempt_done(ok, busy(), at(5ms));
+    take();
+    f().on_watch(watch_event::ready, {}, at(6ms));
+    take();
+    f().on_attempt_done(ok, busy(), at(8ms));
+    take();
+    auto g = grant(9, 3000ms, "g");
+    g.session = 5;
+    f().on_watch(watch_event::granted, g, at(300ms));
+    auto v = take();
+    BOOST_TEST(seq_is(v, {act::unwatch, act::cancel_timer, act::set_timer, act::event, act::complete_waiter}));
+    BOOST_TEST(f().valid_until() == at(2974ms));
+    // Three leases on, its session confirmed all along: still held.
+    time_point when = at(300ms);
+    for (int i = 0; i < 9; ++i) {
+        BOOST_REQUIRE(timer.has_value());
+        when = *timer;
+        fire();
+        v = take();
+        if (std::any_of(v.begin(), v.end(), [](auto& a) { return a.t == act::renew; })) {
+            f().on_session(session_event::up, {.generation = 5, .valid_until = when + 2500ms}, when + 1ms);
+            f().on_renew_done(ok, {.owned = true}, when + 1ms);
+            take();
+        }
+        BOOST_TEST(!f().lost());
+    }
+    BOOST_TEST(when > at(9000ms));
+    BOOST_TEST(f().valid_until() == when + 2500ms);
+    BOOST_TEST(stats.lost == 0u);
+    f().on_release(1, 0, when + 10ms);
+    v = take();
+    BOOST_TEST(seq_is(v, {act::event, act::release, act::cancel_timer}));
+    f().on_release_done(0, ok, true, when + 20ms);
+    check_idle();
+}
+
+// A per-session store's grant that does not say its session is confirmed by an attempt,
+// whose reply does.
+BOOST_AUTO_TEST_CASE(a_handed_lease_without_its_session_is_confirmed)
+{
+    cfg.per_session = true;
+    cfg.confirms = true;
+    cfg.inherent_queue = true;
+    make(true);
+    f().on_acquire(1, 10, false, t0);
+    take();
+    f().on_attempt_done(ok, busy(), at(5ms));
+    take();
+    f().on_watch(watch_event::ready, {}, at(6ms));
+    take();
+    f().on_attempt_done(ok, busy(), at(8ms));
+    take();
+    f().on_watch(watch_event::granted, grant(9, 3000ms, "g"), at(300ms));
+    auto v = take();
+    BOOST_TEST(seq_is(v, {act::cancel_timer, act::attempt}));
+    BOOST_TEST(is_attempt(v.at(1), "c:2", true));
+    f().on_attempt_done(ok, won(9, "g", 2800ms, 5), at(310ms));
+    take();
+    f().on_session(session_event::up, {.generation = 5, .valid_until = at(5000ms)}, at(1000ms));
+    take();
+    BOOST_TEST(f().valid_until() == at(5000ms));
+    f().on_release(1, 0, at(1100ms));
+    take();
+    f().on_release_done(0, ok, true, at(1110ms));
     check_idle();
 }
 

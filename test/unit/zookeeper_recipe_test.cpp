@@ -15,15 +15,15 @@ BOOST_AUTO_TEST_SUITE(zookeeper_recipe)
 
 BOOST_AUTO_TEST_CASE(node_names_follow_curators_layout)
 {
-    auto g = recipe::guid_of("0123456789abcdef:42:7");
+    auto g = recipe::guid_of("0123456789abcdef:42:7", 0x10000a1);
     BOOST_TEST(g.size() == 36u);
     BOOST_TEST(g[8] == '-');
     BOOST_TEST(g[13] == '-');
     BOOST_TEST(g[18] == '-');
     BOOST_TEST(g[23] == '-');
-    BOOST_TEST(g == recipe::guid_of("0123456789abcdef:42:7"));  // the same token finds its node again
-    BOOST_TEST(g != recipe::guid_of("0123456789abcdef:42:8"));
-    BOOST_TEST(recipe::node_prefix("t") == "_c_" + recipe::guid_of("t") + "-lock-");
+    BOOST_TEST(g == recipe::guid_of("0123456789abcdef:42:7", 0x10000a1));  // the same token finds its node again
+    BOOST_TEST(g != recipe::guid_of("0123456789abcdef:42:8", 0x10000a1));
+    BOOST_TEST(recipe::node_prefix("t", 5) == "_c_" + recipe::guid_of("t", 5) + "-lock-");
 }
 
 BOOST_AUTO_TEST_CASE(sequences_and_order)
@@ -34,22 +34,41 @@ BOOST_AUTO_TEST_CASE(sequences_and_order)
     BOOST_TEST(!recipe::sequence_of("_c_x-lock-"));
     BOOST_TEST(!recipe::sequence_of("_c_x-lock-12a"));
     // Ordered by sequence, not by name (the guids sort anyhow); other children ignored.
-    auto a = recipe::node_prefix("a") + "0000000010";
-    auto b = recipe::node_prefix("b") + "0000000002";
+    auto a = recipe::node_prefix("a", 1) + "0000000010";
+    auto b = recipe::node_prefix("b", 1) + "0000000002";
     auto c = "_c_ffffffff-ffff-ffff-ffff-ffffffffffff-lock-0000000005";  // a Curator client
     auto sorted = recipe::contenders({a, "junk", b, c});
     BOOST_REQUIRE(sorted.size() == 3u);
     BOOST_TEST(sorted[0] == b);
     BOOST_TEST(sorted[1] == c);
     BOOST_TEST(sorted[2] == a);
-    auto pa = recipe::find(sorted, "a");
+    auto pa = recipe::find(sorted, "a", 1);
     BOOST_TEST(pa.found);
     BOOST_TEST(!pa.first);
     BOOST_TEST(pa.predecessor == c);  // a waiter watches the node just before its own
-    auto pb = recipe::find(sorted, "b");
+    auto pb = recipe::find(sorted, "b", 1);
     BOOST_TEST(pb.first);
     BOOST_TEST(pb.predecessor.empty());
-    BOOST_TEST(!recipe::find(sorted, "z").found);
+    BOOST_TEST(!recipe::find(sorted, "z", 1).found);
+}
+
+// Issue 29: a store that gave its session up queues the same token again in a new session,
+// while the old session's node may live on at the servers until they expire it. That node
+// is not the new session's: found as its own, it handed the lock to two holders at once.
+BOOST_AUTO_TEST_CASE(a_node_of_a_session_given_up_is_not_found_by_a_new_one)
+{
+    const std::int64_t old_session = 0x1000001a2b30000, new_session = 0x1000001a2b30001;
+    BOOST_TEST(recipe::guid_of("tok", old_session) != recipe::guid_of("tok", new_session));
+    auto stale = recipe::node_prefix("tok", old_session) + "0000000001";
+    auto other = recipe::node_prefix("other", 7) + "0000000002";
+    auto mine = recipe::node_prefix("tok", new_session) + "0000000003";
+    auto sorted = recipe::contenders({mine, other, stale});
+    auto p = recipe::find(sorted, "tok", new_session);
+    BOOST_TEST(p.found);
+    BOOST_TEST(p.node == mine);
+    BOOST_TEST(!p.first);  // the stale node and the other waiter come first
+    BOOST_TEST(p.predecessor == other);
+    BOOST_TEST(!recipe::find({other, stale}, "tok", new_session).found);  // not yet created here
 }
 
 BOOST_AUTO_TEST_CASE(lock_paths)
