@@ -634,6 +634,10 @@ void lock_fsm::on_release(std::uint64_t hold, std::uint64_t release_id, time_poi
     }
     holder_ = 0;
     if (lost) {
+        // Lost here is not always gone there (a paused process, a session that lives on):
+        // delete it if it is still ours, or the name stays held for others until it expires.
+        if (lease_)
+            background_release(lease_->token, lease_->ref);
         drop_lease();
         push({.t = act::complete_release, .id = release_id, .ec = error::lock_lost});
         return schedule(now);
