@@ -10,5 +10,5 @@ BOOST_AUTO_TEST_CASE(store_contract)
     auto subject = dlock::test::make_contract_subject(io);
     BOOST_TEST_REQUIRE(subject.store != nullptr);
     dlock::test::run_contract(
-        io, *subject.store, subject.stop ? subject.stop : [] {});
+        io, *subject.store, subject.stop ? subject.stop : [] {}, subject.other.get(), subject.keys_of);
 }

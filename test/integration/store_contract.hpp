@@ -152,7 +152,82 @@ inline asio::awaitable<void> check_handoff(dlock::store& st, const std::string& 
     st.unwatch(w);
 }
 
-inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void()> stop)
+// The server's keys of one name (empty: the store cannot list them).
+using keys_of_fn = std::function<std::vector<std::string>(const std::string& name)>;
+
+// One name, two primitives, two clients of one server: whoever holds the name as one kind,
+// the other client's ask for another kind is refused with kind_mismatch, and the store's
+// text names the kind in use; once released, the other kind works, and no key is left.
+// `mx` takes the mutex; `other` (a second client, or `mx` itself for a store without a
+// server) the read-write lock and the semaphore. Skipped where neither serves them.
+inline asio::awaitable<void> check_kinds(dlock::store& mx, dlock::store& other, const keys_of_fn& keys_of,
+                                         const std::string& name)
+{
+    constexpr unsigned set_kinds = static_cast<unsigned>(dlock::lease_kind::read) |
+                                   static_cast<unsigned>(dlock::lease_kind::write) |
+                                   static_cast<unsigned>(dlock::lease_kind::permit);
+    dlock::store* sets = (other.traits().kinds & set_kinds) == set_kinds ? &other
+                         : (mx.traits().kinds & set_kinds) == set_kinds  ? &mx
+                                                                         : nullptr;
+    if (!sets)
+        co_return;  // only mutexes here: nothing to mix up
+    auto tuple = asio::as_tuple(asio::use_awaitable);
+    auto req = [&](const char* token, dlock::lease_kind kind, unsigned capacity = 1) {
+        return dlock::lease_request{name, token, 5s, kind, capacity, false};
+    };
+    auto refused = [&](dlock::store& st, dlock::lease_request r, const char* in_use) -> asio::awaitable<void> {
+        auto [ec, got] = co_await st.async_try_acquire(r, tuple);
+        BOOST_TEST(ec == dlock::error::kind_mismatch, r.token << ": " << ec.message());
+        BOOST_TEST(!got.acquired);
+        BOOST_TEST(st.last_error_text().find(in_use) != std::string::npos, r.token << ": " << st.last_error_text());
+    };
+    auto left = [&] { return keys_of ? keys_of(name) : std::vector<std::string>{}; };
+
+    // Held as a mutex: neither side of a read-write lock nor a semaphore's permit.
+    BOOST_TEST_REQUIRE((co_await mx.async_try_acquire(req("kind-m", dlock::lease_kind::mutex), asio::use_awaitable))
+                           .acquired);
+    co_await refused(*sets, req("kind-r", dlock::lease_kind::read), "a mutex");
+    co_await refused(*sets, req("kind-w", dlock::lease_kind::write), "a mutex");
+    co_await refused(*sets, req("kind-p", dlock::lease_kind::permit, 2), "a mutex");
+    BOOST_TEST((co_await mx.async_release(dlock::lease_key{name, "kind-m"}, asio::use_awaitable)));
+    BOOST_TEST(left().empty());
+
+    // Held as a semaphore of 2: not a mutex, not a read-write lock, not a semaphore of 3.
+    auto p = co_await sets->async_try_acquire(req("kind-p", dlock::lease_kind::permit, 2), asio::use_awaitable);
+    BOOST_TEST_REQUIRE(p.acquired);
+    co_await refused(mx, req("kind-m", dlock::lease_kind::mutex), "a semaphore of 2 permits");
+    co_await refused(mx, req("kind-m", dlock::lease_kind::mutex), "a semaphore of 2 permits");  // still, and twice
+    if ((mx.traits().kinds & set_kinds) == set_kinds) {
+        co_await refused(mx, req("kind-r", dlock::lease_kind::read), "a semaphore of 2 permits");
+        co_await refused(mx, req("kind-p3", dlock::lease_kind::permit, 3), "a semaphore of 2 permits");
+    }
+    BOOST_TEST((co_await sets->async_release(dlock::lease_key{name, "kind-p", {}, dlock::lease_kind::permit},
+                                             asio::use_awaitable)));
+    BOOST_TEST(left().empty());
+
+    // Held as a read-write lock (by a reader): not a mutex, not a semaphore.
+    BOOST_TEST_REQUIRE(
+        (co_await sets->async_try_acquire(req("kind-r", dlock::lease_kind::read), asio::use_awaitable)).acquired);
+    co_await refused(mx, req("kind-m", dlock::lease_kind::mutex), "a read-write lock");
+    if ((mx.traits().kinds & set_kinds) == set_kinds)
+        co_await refused(mx, req("kind-p", dlock::lease_kind::permit, 2), "a read-write lock");
+    BOOST_TEST((co_await sets->async_release(dlock::lease_key{name, "kind-r", {}, dlock::lease_kind::read},
+                                             asio::use_awaitable)));
+    BOOST_TEST(left().empty());
+
+    // Free again: any kind may have it, the mutex first.
+    auto m = co_await mx.async_try_acquire(req("kind-m", dlock::lease_kind::mutex), asio::use_awaitable);
+    BOOST_TEST(m.acquired);
+    BOOST_TEST((co_await mx.async_release(dlock::lease_key{name, "kind-m"}, asio::use_awaitable)));
+    auto w = co_await sets->async_try_acquire(req("kind-w", dlock::lease_kind::write), asio::use_awaitable);
+    BOOST_TEST(w.acquired);
+    BOOST_TEST((co_await sets->async_release(dlock::lease_key{name, "kind-w", {}, dlock::lease_kind::write},
+                                             asio::use_awaitable)));
+    BOOST_TEST(left().empty(), "left behind: " << left().size() << " keys");
+}
+
+inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void()> stop, dlock::store* other = nullptr,
+                                            keys_of_fn keys_of = {})
 {
     const std::string name = "contract:" + std::to_string(::getpid());
     std::vector<dlock::watch_event> events;
@@ -234,6 +309,7 @@ inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void
         co_await check_unwatch(st, name + ":unwatch");
         if (st.traits().direct_handoff)
             co_await check_handoff(st, name + ":handoff");
+        co_await check_kinds(st, other ? *other : st, keys_of, name + ":kinds");
         co_return stop();
     }
     // Expiry: a short lease ends by itself (the shortest the store takes; a store with a
@@ -257,13 +333,17 @@ inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void
     co_await check_unwatch(st, name + ":unwatch");
     if (st.traits().direct_handoff)
         co_await check_handoff(st, name + ":handoff");
+    co_await check_kinds(st, other ? *other : st, keys_of, name + ":kinds");
     stop();
 }
 
-inline void run_contract(asio::io_context& io, dlock::store& st, std::function<void()> stop)
+// `other`: a second client of the same server (none: `st` plays both, as the memory store
+// must); `keys_of`: the server's keys of a name, to check that nothing is left behind.
+inline void run_contract(asio::io_context& io, dlock::store& st, std::function<void()> stop,
+                         dlock::store* other = nullptr, keys_of_fn keys_of = {})
 {
     bool finished = false;
-    asio::co_spawn(io, check_contract(st, std::move(stop)), [&](std::exception_ptr e) {
+    asio::co_spawn(io, check_contract(st, std::move(stop), other, std::move(keys_of)), [&](std::exception_ptr e) {
         finished = true;
         if (e)
             std::rethrow_exception(e);
