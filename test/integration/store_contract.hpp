@@ -160,69 +160,79 @@ using keys_of_fn = std::function<std::vector<std::string>(const std::string& nam
 // text names the kind in use; once released, the other kind works, and no key is left.
 // `mx` takes the mutex; `other` (a second client, or `mx` itself for a store without a
 // server) the read-write lock and the semaphore. Skipped where neither serves them.
+// (Requests and keys are named locals: g++ 12 mishandles aggregate temporaries that live
+// across a co_await.)
+inline asio::awaitable<bool> refused_as(dlock::store& st, const dlock::lease_request& r, const std::string& in_use)
+{
+    auto [ec, got] = co_await st.async_try_acquire(r, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == dlock::error::kind_mismatch, r.token << ": " << ec.message());
+    BOOST_TEST(!got.acquired);
+    BOOST_TEST(st.last_error_text().find(in_use) != std::string::npos, r.token << ": " << st.last_error_text());
+    co_return ec == dlock::error::kind_mismatch && !got.acquired;
+}
+
 inline asio::awaitable<void> check_kinds(dlock::store& mx, dlock::store& other, const keys_of_fn& keys_of,
                                          const std::string& name)
 {
-    constexpr unsigned set_kinds = static_cast<unsigned>(dlock::lease_kind::read) |
-                                   static_cast<unsigned>(dlock::lease_kind::write) |
-                                   static_cast<unsigned>(dlock::lease_kind::permit);
+    using dlock::lease_kind;
+    constexpr unsigned set_kinds = static_cast<unsigned>(lease_kind::read) |
+                                   static_cast<unsigned>(lease_kind::write) |
+                                   static_cast<unsigned>(lease_kind::permit);
     dlock::store* sets = (other.traits().kinds & set_kinds) == set_kinds ? &other
                          : (mx.traits().kinds & set_kinds) == set_kinds  ? &mx
                                                                          : nullptr;
     if (!sets)
         co_return;  // only mutexes here: nothing to mix up
-    auto tuple = asio::as_tuple(asio::use_awaitable);
-    auto req = [&](const char* token, dlock::lease_kind kind, unsigned capacity = 1) {
-        return dlock::lease_request{name, token, 5s, kind, capacity, false};
-    };
-    auto refused = [&](dlock::store& st, dlock::lease_request r, const char* in_use) -> asio::awaitable<void> {
-        auto [ec, got] = co_await st.async_try_acquire(r, tuple);
-        BOOST_TEST(ec == dlock::error::kind_mismatch, r.token << ": " << ec.message());
-        BOOST_TEST(!got.acquired);
-        BOOST_TEST(st.last_error_text().find(in_use) != std::string::npos, r.token << ": " << st.last_error_text());
-    };
+    const bool mx_sets = (mx.traits().kinds & set_kinds) == set_kinds;
     auto left = [&] { return keys_of ? keys_of(name) : std::vector<std::string>{}; };
+    const dlock::lease_request m{name, "kind-m", 5s, lease_kind::mutex, 1, false};
+    const dlock::lease_request rd{name, "kind-r", 5s, lease_kind::read, 1, false};
+    const dlock::lease_request wr{name, "kind-w", 5s, lease_kind::write, 1, false};
+    const dlock::lease_request p2{name, "kind-p", 5s, lease_kind::permit, 2, false};
+    const dlock::lease_request p3{name, "kind-p3", 5s, lease_kind::permit, 3, false};
+    const dlock::lease_key m_key{name, "kind-m", {}, lease_kind::mutex};
+    const dlock::lease_key rd_key{name, "kind-r", {}, lease_kind::read};
+    const dlock::lease_key wr_key{name, "kind-w", {}, lease_kind::write};
+    const dlock::lease_key p2_key{name, "kind-p", {}, lease_kind::permit};
+    const std::string as_mutex = "a mutex", as_sem = "a semaphore of 2 permits", as_rw = "a read-write lock";
 
     // Held as a mutex: neither side of a read-write lock nor a semaphore's permit.
-    BOOST_TEST_REQUIRE((co_await mx.async_try_acquire(req("kind-m", dlock::lease_kind::mutex), asio::use_awaitable))
-                           .acquired);
-    co_await refused(*sets, req("kind-r", dlock::lease_kind::read), "a mutex");
-    co_await refused(*sets, req("kind-w", dlock::lease_kind::write), "a mutex");
-    co_await refused(*sets, req("kind-p", dlock::lease_kind::permit, 2), "a mutex");
-    BOOST_TEST((co_await mx.async_release(dlock::lease_key{name, "kind-m"}, asio::use_awaitable)));
+    auto held = co_await mx.async_try_acquire(m, asio::use_awaitable);
+    BOOST_TEST_REQUIRE(held.acquired);
+    co_await refused_as(*sets, rd, as_mutex);
+    co_await refused_as(*sets, wr, as_mutex);
+    co_await refused_as(*sets, p2, as_mutex);
+    BOOST_TEST((co_await mx.async_release(m_key, asio::use_awaitable)));
     BOOST_TEST(left().empty());
 
     // Held as a semaphore of 2: not a mutex, not a read-write lock, not a semaphore of 3.
-    auto p = co_await sets->async_try_acquire(req("kind-p", dlock::lease_kind::permit, 2), asio::use_awaitable);
+    auto p = co_await sets->async_try_acquire(p2, asio::use_awaitable);
     BOOST_TEST_REQUIRE(p.acquired);
-    co_await refused(mx, req("kind-m", dlock::lease_kind::mutex), "a semaphore of 2 permits");
-    co_await refused(mx, req("kind-m", dlock::lease_kind::mutex), "a semaphore of 2 permits");  // still, and twice
-    if ((mx.traits().kinds & set_kinds) == set_kinds) {
-        co_await refused(mx, req("kind-r", dlock::lease_kind::read), "a semaphore of 2 permits");
-        co_await refused(mx, req("kind-p3", dlock::lease_kind::permit, 3), "a semaphore of 2 permits");
+    co_await refused_as(mx, m, as_sem);
+    co_await refused_as(mx, m, as_sem);  // still, and nothing changed by the first refusal
+    if (mx_sets) {
+        co_await refused_as(mx, rd, as_sem);
+        co_await refused_as(mx, p3, as_sem);
     }
-    BOOST_TEST((co_await sets->async_release(dlock::lease_key{name, "kind-p", {}, dlock::lease_kind::permit},
-                                             asio::use_awaitable)));
+    BOOST_TEST((co_await sets->async_release(p2_key, asio::use_awaitable)));
     BOOST_TEST(left().empty());
 
     // Held as a read-write lock (by a reader): not a mutex, not a semaphore.
-    BOOST_TEST_REQUIRE(
-        (co_await sets->async_try_acquire(req("kind-r", dlock::lease_kind::read), asio::use_awaitable)).acquired);
-    co_await refused(mx, req("kind-m", dlock::lease_kind::mutex), "a read-write lock");
-    if ((mx.traits().kinds & set_kinds) == set_kinds)
-        co_await refused(mx, req("kind-p", dlock::lease_kind::permit, 2), "a read-write lock");
-    BOOST_TEST((co_await sets->async_release(dlock::lease_key{name, "kind-r", {}, dlock::lease_kind::read},
-                                             asio::use_awaitable)));
+    auto r = co_await sets->async_try_acquire(rd, asio::use_awaitable);
+    BOOST_TEST_REQUIRE(r.acquired);
+    co_await refused_as(mx, m, as_rw);
+    if (mx_sets)
+        co_await refused_as(mx, p2, as_rw);
+    BOOST_TEST((co_await sets->async_release(rd_key, asio::use_awaitable)));
     BOOST_TEST(left().empty());
 
-    // Free again: any kind may have it, the mutex first.
-    auto m = co_await mx.async_try_acquire(req("kind-m", dlock::lease_kind::mutex), asio::use_awaitable);
-    BOOST_TEST(m.acquired);
-    BOOST_TEST((co_await mx.async_release(dlock::lease_key{name, "kind-m"}, asio::use_awaitable)));
-    auto w = co_await sets->async_try_acquire(req("kind-w", dlock::lease_kind::write), asio::use_awaitable);
+    // Free again: any kind may have it.
+    auto again = co_await mx.async_try_acquire(m, asio::use_awaitable);
+    BOOST_TEST(again.acquired);
+    BOOST_TEST((co_await mx.async_release(m_key, asio::use_awaitable)));
+    auto w = co_await sets->async_try_acquire(wr, asio::use_awaitable);
     BOOST_TEST(w.acquired);
-    BOOST_TEST((co_await sets->async_release(dlock::lease_key{name, "kind-w", {}, dlock::lease_kind::write},
-                                             asio::use_awaitable)));
+    BOOST_TEST((co_await sets->async_release(wr_key, asio::use_awaitable)));
     BOOST_TEST(left().empty(), "left behind: " << left().size() << " keys");
 }
 
