@@ -9,6 +9,7 @@ namespace dlock::cli {
 namespace exit_status {
 inline constexpr int ok = 0;
 inline constexpr int usage = 2;             ///< bad flag, duration, URL or config file
+inline constexpr int kind_mismatch = 65;    ///< NAME is in use as another primitive: other flags (EX_DATAERR)
 inline constexpr int unavailable = 69;      ///< server unreachable, wrong password, store error
 inline constexpr int conflict = 75;         ///< lock not had within --wait (see --conflict-exit-code)
 inline constexpr int lease_lost = 76;       ///< the lease was lost; the command was terminated

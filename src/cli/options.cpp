@@ -559,9 +559,10 @@ Options:
 SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to COMMAND; the lock is released after it
 exits. If dlock itself is killed, COMMAND gets SIGTERM and the lock frees itself after the lease.
 
-Exit status: COMMAND's own, or 2 bad usage, 69 server unreachable or refused us,
-75 lock busy (--conflict-exit-code), 76 lease lost (COMMAND was terminated),
-126 COMMAND not executable, 127 COMMAND not found.
+Exit status: COMMAND's own, or 2 bad usage, 65 NAME is in use as another primitive
+(a mutex, a read-write lock, a semaphore of another N: the message says which flags),
+69 server unreachable or refused us, 75 lock busy (--conflict-exit-code), 76 lease lost
+(COMMAND was terminated), 126 COMMAND not executable, 127 COMMAND not found.
 )";
     if (topic == "status")
         return R"(usage: dlock status [--url URL] [--cluster] [--no-scripting] [--config FILE] [--prefix P] [--json] NAME

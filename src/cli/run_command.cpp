@@ -156,6 +156,27 @@ asio::awaitable<void> drain(registry& reg)
     co_await (reg.async_drain(use_tuple) || bound.async_wait(use_tuple));
 }
 
+// What NAME is at the store, and the flags that ask for that, after a kind_mismatch:
+// "'x' is held as a read-write lock: use --shared or --exclusive". Without a clear answer
+// (the holder left meanwhile, a store that cannot tell), the store's own text.
+asio::awaitable<std::string> kind_advice(const options& o, store& st)
+{
+    auto [ec, s] = co_await st.async_status(store_name(o), use_tuple);
+    bool in_use = !ec && (s.held || s.queued > 0);
+    std::string what = "'" + o.name + "' is " + (s.held ? "held" : "in use") + " as ";
+    if (in_use && s.kind == lease_kind::permit && s.capacity > 0 && s.capacity != o.permits)
+        co_return what + "a semaphore of " + std::to_string(s.capacity) + " permits: use --permits " +
+            std::to_string(s.capacity);
+    if (in_use && s.kind == lease_kind::read && (o.permits > 0 || !(o.shared || o.exclusive)))
+        co_return what + "a read-write lock: use --shared or --exclusive";
+    if (in_use && s.kind == lease_kind::mutex && (o.permits > 0 || o.shared || o.exclusive))
+        co_return what + "a mutex: use neither --shared, --exclusive nor --permits";
+    std::string text = st.last_error_text();
+    if (text.rfind("dlock: ", 0) == 0)
+        text.erase(0, 7);
+    co_return "cannot acquire '" + o.name + "': " + (text.empty() ? make_error_code(error::kind_mismatch).message() : text);
+}
+
 // Blocks the signals dlock handles (so only the signalfd sees them) except those the
 // caller ignored (nohup, `cmd &`): those stay ignored, for dlock and for the command.
 struct signal_setup {
@@ -237,6 +258,11 @@ asio::awaitable<int> run_command(const options& o, store& st)
         co_await drain(reg);
         std::cerr << "dlock: '" << o.name << "' is held elsewhere; not acquired" << describe_wait(o) << "\n";
         co_return o.conflict_exit_code;
+    }
+    if (ec == error::kind_mismatch) {
+        co_await drain(reg);
+        std::cerr << "dlock: " << co_await kind_advice(o, st) << "\n";
+        co_return exit_status::kind_mismatch;
     }
     if (ec) {
         bool usage = ec == error::invalid_name || ec == error::invalid_lease;

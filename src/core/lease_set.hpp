@@ -49,6 +49,9 @@ public:
     /// Nothing held, nobody queued: the set may be forgotten.
     bool empty(time_point now);
     std::size_t queued() const noexcept { return queue_.size(); }
+    /// read (a read-write lock) or permit (a semaphore of capacity() permits).
+    lease_kind kind() const noexcept { return what_; }
+    unsigned capacity() const noexcept { return capacity_; }
 
 private:
     struct holder {

@@ -3,6 +3,7 @@
 #include <dlock/memory_store.hpp>
 
 #include "common/post_completion.hpp"
+#include "core/kind_text.hpp"
 #include "core/lease_policy.hpp"
 #include "core/lease_set.hpp"
 
@@ -130,6 +131,25 @@ struct memory_store::impl : std::enable_shared_from_this<impl> {
             sets.erase(it);
     }
 
+    // The name as a mutex: held, or queued for by a waiter still watching (as the Redis
+    // scripts see the lock hash or the mutex queue).
+    bool mutex_in_use(const std::string& name)
+    {
+        if (find(name))
+            return true;
+        auto q = queues.find(name);
+        return q != queues.end() &&
+               std::any_of(q->second.begin(), q->second.end(), [&](auto& e) { return listening(name, e.first); });
+    }
+    // The name as a read-write lock or a semaphore, holding or queueing anyone (an idle set
+    // is forgotten here).
+    detail::lease_set* set_in_use(const std::string& name)
+    {
+        tidy(name);
+        auto it = sets.find(name);
+        return it == sets.end() ? nullptr : &it->second;
+    }
+
     // An injected failure, if one is armed.
     bool fail(error_code& ec)
     {
@@ -207,23 +227,30 @@ void memory_store::do_try_acquire(const lease_request& req, asio::any_completion
     } else if (s.fail(ec)) {
         set_error_text(s.fail_text);
     } else if (req.kind != lease_kind::mutex) {
+        s.tidy(req.name);  // a set whose leases all ended is no longer what the name is
         auto it = s.sets.find(req.name);
-        if (req.kind == lease_kind::permit && req.capacity == 0)
+        if (req.kind == lease_kind::permit && req.capacity == 0) {
             ec = error::invalid_option;  // a semaphore of nothing
-        else if (s.find(req.name))
-            ec = error::kind_mismatch;  // a mutex's name
-        else if (it == s.sets.end())
+        } else if (s.mutex_in_use(req.name)) {
+            ec = error::kind_mismatch;
+            set_error_text(detail::kind_in_use_text(lease_kind::mutex));
+        } else if (it == s.sets.end()) {
             it = s.sets.emplace(req.name, detail::lease_set(req.kind, req.capacity)).first;
-        if (!ec)
+        }
+        if (!ec) {
             ec = it->second.check(req);
+            if (ec)
+                set_error_text(detail::kind_in_use_text(it->second.kind(), it->second.capacity()));
+        }
         if (!ec) {
             auto q = req;
             q.queue = req.queue && s.direct;
             r = it->second.acquire(q, clock_type::now(), s.fence_counter, s.live_in(req.name), s.grant_in(req.name));
         }
         s.tidy(req.name);
-    } else if (s.sets.count(req.name)) {
+    } else if (auto* set = s.set_in_use(req.name)) {
         ec = error::kind_mismatch;  // a read-write lock's or a semaphore's name
+        set_error_text(detail::kind_in_use_text(set->kind(), set->capacity()));
     } else if (auto* l = s.find(req.name); !l) {
         auto& n = s.leases[req.name];
         n = {req.token, ++s.fence_counter, clock_type::now() + req.ttl};

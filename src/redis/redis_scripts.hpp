@@ -9,9 +9,16 @@ namespace dlock::scripts {
 // hand-off) -> refresh and return the same token. Else -> report the holder's remaining
 // lease, and with ARGV[3] queue the token for a direct hand-off at the holder's release.
 // The queue outlives the holder's lease by one waiter lease: a live waiter retries (and
-// re-queues) by then, so only a dead one's entry can vanish.
+// re-queues) by then, so only a dead one's entry can vanish. A name held or queued as a
+// read-write lock or a semaphore has the field `set` in this hash (set_scripts.hpp):
+// -> {-1, its value} (0: a read-write lock; N: a semaphore of N permits), nothing changed.
+// Read by the same HMGET that reads the owner: the mutex pays no extra command for it.
 inline constexpr const char* acquire = R"lua(
-local owner = redis.call('HGET', KEYS[1], 'owner')
+local v = redis.call('HMGET', KEYS[1], 'owner', 'set')
+local owner = v[1]
+if v[2] then
+  return {-1, tonumber(v[2])}
+end
 if not owner then
   local fence = redis.call('INCR', KEYS[2])
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'fence', fence)

@@ -114,10 +114,11 @@ struct redis_store::impl {
     redis::script set_renew{std::string(scripts::set_prelude) + scripts::set_renew};
     redis::script set_release{std::string(scripts::set_prelude) + scripts::set_release};
     redis::script set_status{std::string(scripts::set_prelude) + scripts::set_status};
-    std::array<std::string, 5> set_keys(const std::string& name) const
+    // The set's keys, then the mutex's lock hash (where the name's kind is marked) and queue.
+    std::array<std::string, 7> set_keys(const std::string& name) const
     {
         auto k = names(name);
-        return {k.holders(), k.info(), k.fence(), k.set_queue(), k.set_queue_ttl()};
+        return {k.holders(), k.info(), k.fence(), k.set_queue(), k.set_queue_ttl(), k.lock(), k.queue()};
     }
 
     redis::detail::keys names(const std::string& name) const { return {ns, name}; }
@@ -288,11 +289,8 @@ void redis_store::do_try_acquire(const lease_request& req, asio::any_completion_
                                         std::to_string(req.kind == lease_kind::permit ? req.capacity : 0),
                                         k.grant_prefix(),
                                         req.queue ? "1" : "0"};
-        auto decode = [ttl = req.ttl](const reply& r, acquire_result& out) -> error_code {
-            if (r.type == redis::reply_type::array && !r.elements.empty() &&
-                r.elements[0].type == redis::reply_type::integer && r.elements[0].integer == -1)
-                return error::kind_mismatch;
-            return detail::decode_acquire(r, ttl, out);
+        auto decode = [ttl = req.ttl](const reply& r, acquire_result& out, auto& keep) -> error_code {
+            return detail::decode_acquire(r, ttl, out, keep);
         };
         return impl_->conn.async_eval(impl_->set_acquire, impl_->set_keys(req.name), args,
                                       script_completion<acquire_result>(std::move(h), decode, text_keeper()));
@@ -311,7 +309,9 @@ void redis_store::do_try_acquire(const lease_request& req, asio::any_completion_
     args.add(token).add(static_cast<long long>(ttl.count()));
     if (queue)
         args.add("1");
-    auto decode = [ttl](const reply& r, acquire_result& out) { return detail::decode_acquire(r, ttl, out); };
+    auto decode = [ttl](const reply& r, acquire_result& out, auto& keep) -> error_code {
+        return detail::decode_acquire(r, ttl, out, keep);
+    };
     if (impl_->wait_replicas <= 0)
         return impl_->conn.async_eval(impl_->acquire, std::move(args),
                                       script_completion<acquire_result>(std::move(h), decode, text_keeper()));

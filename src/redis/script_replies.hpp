@@ -8,6 +8,7 @@
 #include <dlock/redis/reply.hpp>
 #include <dlock/store.hpp>
 
+#include "core/kind_text.hpp"
 #include "redis/reply_errors.hpp"
 
 #include <boost/system/error_code.hpp>
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 namespace dlock::detail {
 
@@ -57,9 +59,20 @@ inline bool as_int(const redis::reply& r, long long& out)
     return true;
 }
 
+/// The acquire scripts' {-1, what}: the name is in use as another primitive; `what` is
+/// -1 for a mutex, 0 for a read-write lock, N for a semaphore of N permits.
+inline std::string script_kind_text(long long what)
+{
+    if (what < 0)
+        return kind_in_use_text(lease_kind::mutex);
+    return what == 0 ? kind_in_use_text(lease_kind::read)
+                     : kind_in_use_text(lease_kind::permit, static_cast<unsigned long long>(what));
+}
+
 /// The acquire script: {1, fencing token} when taken (the lease is `ttl`), {0, holder's
-/// PTTL} when not. Another shape is error::invalid_request; a token below 1 (the counter
-/// starts at 1 and only grows) is error::protocol_error, never a huge unsigned.
+/// PTTL} when not, {-1, what} for a name in use as another primitive (error::kind_mismatch).
+/// Another shape is error::invalid_request; a token below 1 (the counter starts at 1 and
+/// only grows) is error::protocol_error, never a huge unsigned.
 inline boost::system::error_code decode_acquire(const redis::reply& r, std::chrono::milliseconds ttl,
                                                 acquire_result& out)
 {
@@ -68,6 +81,8 @@ inline boost::system::error_code decode_acquire(const redis::reply& r, std::chro
           as_int(r.elements[1], value)))
         return error::invalid_request;
     out = acquire_result{};
+    if (flag == -1)
+        return error::kind_mismatch;
     out.acquired = flag == 1;
     if (out.acquired) {
         if (value < 1)
@@ -78,6 +93,17 @@ inline boost::system::error_code decode_acquire(const redis::reply& r, std::chro
         out.holder_ttl = std::chrono::milliseconds(value < 0 ? -1 : value);
     }
     return {};
+}
+
+/// decode_acquire, and a kind_mismatch's text naming what the name is goes to `keep`.
+template <class Keep>
+boost::system::error_code decode_acquire(const redis::reply& r, std::chrono::milliseconds ttl, acquire_result& out,
+                                         Keep& keep)
+{
+    auto ec = decode_acquire(r, ttl, out);
+    if (ec == error::kind_mismatch)
+        keep(script_kind_text(r.elements[1].integer));
+    return ec;
 }
 
 /// The renew script: 0 not ours, 1 ours, 2 ours and contended.
@@ -153,10 +179,12 @@ template <class Result, class Decode, class Keep>
 boost::system::error_code finish_script(boost::system::error_code ec, const redis::reply& r, Result& out,
                                         Decode&& decode, Keep&& keep)
 {
-    if (!ec)
-        ec = decode(r, out);
-    else
+    if (ec)
         ec = script_failure(ec, r, keep);
+    else if constexpr (std::is_invocable_v<Decode&, const redis::reply&, Result&, Keep&>)
+        ec = decode(r, out, keep);  // a decoder with something to say (kind_mismatch's text)
+    else
+        ec = decode(r, out);
     if (ec)
         out = Result{};  // a half-decoded reply says nothing
     return ec;

@@ -3,14 +3,19 @@
 // of src/core/lease_set.hpp, step by step. Leases are judged by the server's clock (TIME).
 // KEYS (every script): holders (zset token -> expiry ms), info (hash token -> fence, plus
 // ~cap: a semaphore's permits, ~w: the writer, ~c: the last refusal's time), fence
-// counter, queue (list of tokens), queue-ttl (hash token -> "ttl kind").
+// counter, queue (list of tokens), queue-ttl (hash token -> "ttl kind"), the mutex's lock
+// hash and the mutex's queue. The name's kind: while a set holds or queues anyone, the
+// mutex's lock hash holds the field `set` ("0": a read-write lock, "N": a semaphore of N)
+// and nothing else, with the set's expiry; the mutex's acquire (redis_scripts.hpp, and the
+// no-scripting transactions) refuses such a name, and these scripts refuse a name whose
+// lock hash has an owner or whose mutex queue exists.
 #pragma once
 
 namespace dlock::scripts {
 
 // What every script of a set starts with (the store puts it in front of each body).
 inline constexpr const char* set_prelude = R"lua(
-local H, I, F, Q, QT = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local H, I, F, Q, QT, L, MQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local t0 = redis.call('TIME')
 local now = tonumber(t0[1]) * 1000 + math.floor(tonumber(t0[2]) / 1000)
 local function purge()
@@ -68,27 +73,40 @@ local function serve(me, gp)
   return mine
 end
 -- The keys live as long as the longest lease or the queue; nothing is left once both end.
+-- So does the kind's mark in the lock hash (never a mutex's hash: that has no `set`).
 local function keep()
   local last = redis.call('ZRANGE', H, -1, -1, 'WITHSCORES')
   local left = -1
   if #last > 0 then left = tonumber(last[2]) - now end
   local q = redis.call('PTTL', Q)
   if q > left then left = q end
+  local marked = redis.call('HEXISTS', L, 'set') == 1
   if left > 0 then
     redis.call('PEXPIRE', H, left)
     redis.call('PEXPIRE', I, left)
+    if marked then redis.call('PEXPIRE', L, left) end
   else
     redis.call('DEL', H, I)
+    if marked then redis.call('DEL', L) end
   end
 end
 purge()
 )lua";
 
 // ARGV: token, ttl_ms, kind ('r', 'w', 'p'), permits, grant channel prefix, "1" to queue.
-// -> {1, fence} taken; {0, soonest holder's remaining ms or -1} refused; {-1, permits}: the
-// name is another primitive or a semaphore of another size.
+// -> {1, fence} taken; {0, soonest holder's remaining ms or -1} refused; {-1, what the name
+// is}: another primitive or a semaphore of another size (-1: a mutex, held or queued; 0: a
+// read-write lock; N: a semaphore of N permits).
 inline constexpr const char* set_acquire = R"lua(
 local tok, ttl, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local want = '0'
+if kind == 'p' then want = ARGV[4] end
+local mark = redis.call('HMGET', L, 'owner', 'set')
+if mark[2] then
+  if mark[2] ~= want then return {-1, tonumber(mark[2])} end
+elseif mark[1] or redis.call('EXISTS', MQ) == 1 then
+  return {-1, -1}
+end
 local cap = redis.call('HGET', I, '~cap')
 if kind == 'p' then
   if cap and cap ~= ARGV[4] then return {-1, tonumber(cap)} end
@@ -99,6 +117,8 @@ if kind == 'p' then
 elseif cap then
   return {-1, tonumber(cap)}
 end
+-- Marked before anything is taken or queued; keep() gives the mark the set's expiry.
+if not mark[2] then redis.call('HSET', L, 'set', want) end
 local f = redis.call('HGET', I, tok)
 if f and redis.call('ZSCORE', H, tok) then
   redis.call('ZADD', H, now + ttl, tok)

@@ -3,6 +3,8 @@
 
 #include <dlock/error.hpp>
 
+#include "core/kind_text.hpp"
+
 #include <charconv>
 
 namespace dlock::redis::tx {
@@ -66,7 +68,7 @@ request read_acquire(const names& k)
     request r;
     r.push("UNWATCH");  // a previous read whose plan wrote nothing left its WATCH behind
     r.push("WATCH", k.lock, k.fence);
-    r.push("HMGET", k.lock, "owner", "fence", "contended");
+    r.push("HMGET", k.lock, "owner", "fence", "contended", "set");
     r.push("PTTL", k.lock);
     r.push("GET", k.fence);
     return r;
@@ -76,13 +78,21 @@ plan<acquire_result> plan_acquire(const response& reads, const names& k, const s
                                   std::chrono::milliseconds ttl)
 {
     plan<acquire_result> p;
-    const reply* f = fields(reads, 2, 3);
+    const reply* f = fields(reads, 2, 4);
     long long pttl = 0, counter = 0;
     if (!f || reads.size() != 5 || !as_int(reads[3], pttl) || !as_number(reads[4], counter)) {
         p.ec = error::invalid_request;
         return p;
     }
     const reply& owner = f->elements[0];
+    if (long long permits = 0; !f->elements[3].is_nil()) {
+        // A read-write lock's or a semaphore's name (set_scripts.hpp marks it): "0" or N.
+        p.ec = as_number(f->elements[3], permits) ? error::kind_mismatch : error::invalid_request;
+        if (p.ec == error::kind_mismatch)
+            p.why = permits == 0 ? dlock::detail::kind_in_use_text(lease_kind::read)
+                                 : dlock::detail::kind_in_use_text(lease_kind::permit, static_cast<unsigned long long>(permits));
+        return p;
+    }
     if (owner.is_nil()) {
         // Free. The counter is watched: if the INCR runs, it gives exactly counter + 1.
         p.new_fence = counter + 1;
@@ -229,7 +239,7 @@ request force_release(const names& k)
 {
     request r;
     r.push("MULTI");
-    r.push("UNLINK", k.lock);
+    r.push("HDEL", k.lock, "owner", "fence", "contended", "queued", "value");
     r.push("PUBLISH", k.released, "released");
     r.push("EXEC");
     return r;
@@ -240,10 +250,10 @@ error_code decode_force_release(const response& written, bool& out)
     const reply* exec = nullptr;
     error_code ec;
     auto o = exec_reply(written, 2, exec, ec);
-    long long unlinked = 0;
-    if (o != outcome::committed || !as_int(exec->elements[0], unlinked))
+    long long fields = 0;
+    if (o != outcome::committed || !as_int(exec->elements[0], fields))
         return error::invalid_request;
-    out = unlinked == 1;
+    out = fields > 0;  // a lease's hash has at least its owner and fence
     return {};
 }
 

@@ -20,7 +20,8 @@ namespace dlock::redis::tx {
 
 /// The keys and channel of one name (redis::detail::keys gives them).
 struct names {
-    std::string lock;      ///< hash {owner, fence[, contended]}; the lease is its PX expiry
+    std::string lock;      ///< hash {owner, fence[, contended]}; the lease is its PX expiry; or {set}:
+                           ///< the name is a read-write lock's or a semaphore's (set_scripts.hpp)
     std::string fence;     ///< the fencing counter (never expires)
     std::string released;  ///< the channel a release publishes `released` on
     std::string queue;     ///< the Lua mode's hand-off queue (status only: its length)
@@ -29,7 +30,8 @@ struct names {
 /// What the reads decided.
 template <class Result>
 struct plan {
-    boost::system::error_code ec;  ///< the reads had an unexpected shape
+    boost::system::error_code ec;  ///< the reads had an unexpected shape, or the name is another kind
+    std::string why;               ///< with ec: the store's text of it (kind_mismatch: what the name is)
     bool done = false;             ///< `result` is final: nothing to write
     Result result{};               ///< final if `done`, else the result once `write` commits
     request write;                 ///< MULTI ... EXEC (empty if done)
@@ -43,11 +45,12 @@ enum class outcome {
     failed,     ///< the replies have an unexpected shape (`ec` says which)
 };
 
-/// acquire: UNWATCH; WATCH lock fence; HMGET lock owner fence contended; PTTL lock; GET fence.
+/// acquire: UNWATCH; WATCH lock fence; HMGET lock owner fence contended set; PTTL lock; GET fence.
 request read_acquire(const names& k);
 /// Free: INCR fence (watched, so it gives counter + 1), HSET owner/fence, PEXPIRE. Ours:
 /// PEXPIRE, same fence. Another owner's: HSET contended (unless already set) and report
-/// its PTTL. `ttl` is the lease asked for.
+/// its PTTL. Marked `set` by a read-write lock or a semaphore: error::kind_mismatch, done.
+/// `ttl` is the lease asked for.
 plan<acquire_result> plan_acquire(const response& reads, const names& k, const std::string& token,
                                   std::chrono::milliseconds ttl);
 /// The EXEC of plan_acquire's write; fills `out` when committed.
@@ -64,7 +67,9 @@ outcome finish_renew(const response& written, renew_result& out, boost::system::
 plan<bool> plan_release(const response& reads, const names& k, const std::string& token);
 outcome finish_release(const response& written, bool& out, boost::system::error_code& ec);
 
-/// The operator's override, one request and no WATCH: MULTI; UNLINK lock; PUBLISH released; EXEC.
+/// The operator's override, one request and no WATCH: MULTI; HDEL lock's lease fields;
+/// PUBLISH released; EXEC. HDEL, not UNLINK: a read-write lock's or a semaphore's mark in
+/// the hash (its `set` field) stays while they hold the name.
 request force_release(const names& k);
 /// true if a lease was freed.
 boost::system::error_code decode_force_release(const response& written, bool& out);

@@ -87,6 +87,8 @@ struct runner::state : std::enable_shared_from_this<state> {
             if (ec)
                 co_return std::pair{failure(ec, reads), Result{}};
             auto p = plan(reads);
+            if (p.ec && !p.why.empty())
+                keep(std::move(p.why));
             if (p.ec || p.done)
                 co_return std::pair{p.ec, p.ec ? Result{} : p.result};
             auto [wec, written] = co_await conn.async_exec_pinned(p.write, gen, asio::as_tuple(asio::use_awaitable));

@@ -145,8 +145,8 @@ BOOST_AUTO_TEST_CASE(readers_share_and_permits_count)
     BOOST_TEST_REQUIRE(next_line(*p2) == "held");
     BOOST_TEST(dlock_cli({"run", "--url", srv.url(), "--permits", "2", "--wait", "0", "pool", "--", "true"}).status == 75);
     auto other_n = dlock_cli({"run", "--url", srv.url(), "--permits", "3", "--wait", "0", "pool", "--", "true"});
-    BOOST_TEST(other_n.status != 0);
-    BOOST_TEST(has(other_n.out, "another number of permits"));
+    BOOST_TEST(other_n.status == 65);
+    BOOST_TEST(has(other_n.out, "'pool' is held as a semaphore of 2 permits: use --permits 2"), other_n.out);
     auto s = status_json(srv, "pool");
     BOOST_TEST(s["kind"].as_string() == "semaphore");
     BOOST_TEST(s["holders"].as_int64() == 2);
@@ -166,6 +166,66 @@ BOOST_AUTO_TEST_CASE(readers_share_and_permits_count)
     }
     BOOST_TEST(status_json(srv, "pool")["held"].as_bool() == false);
     BOOST_TEST(dlock_cli({"run", "--url", srv.url(), "--exclusive", "--wait", "0", "doc", "--", "true"}).status == 0);
+}
+
+// One name, one primitive, across processes: while readers hold NAME, the plain form (a
+// mutex) must not run, waiting or not; it exits 65 and names the flags to use. And the
+// other ways round.
+BOOST_AUTO_TEST_CASE(a_name_held_as_another_primitive_is_refused_with_the_flags_to_use)
+{
+    redis_server srv;
+    const std::string rw_advice = "'x' is held as a read-write lock: use --shared or --exclusive";
+    auto reader = start_dlock({"run", "--url", srv.url(), "--shared", "x", "--", "/bin/sh", "-c", holder_script});
+    BOOST_TEST_REQUIRE(next_line(*reader) == "held");
+    auto plain = dlock_cli({"run", "--url", srv.url(), "--wait", "0", "x", "--", "/bin/echo", "ran"});
+    BOOST_TEST(plain.status == 65, plain.out);
+    BOOST_TEST(!has(plain.out, "ran"));
+    BOOST_TEST(has(plain.out, rw_advice), plain.out);
+    auto waiting = dlock_cli({"run", "--url", srv.url(), "x", "--", "/bin/echo", "ran"});  // refused, not waiting
+    BOOST_TEST(waiting.status == 65, waiting.out);
+    BOOST_TEST(has(waiting.out, rw_advice), waiting.out);
+    auto permits = dlock_cli({"run", "--url", srv.url(), "--permits", "2", "--wait", "0", "x", "--", "true"});
+    BOOST_TEST(permits.status == 65, permits.out);
+    BOOST_TEST(has(permits.out, rw_advice), permits.out);
+    // Redis without scripting takes only mutexes, and refuses this name all the same.
+    auto noscript = dlock_cli({"run", "--url", srv.url(), "--no-scripting", "--wait", "0", "x", "--", "true"});
+    BOOST_TEST(noscript.status == 65, noscript.out);
+    BOOST_TEST(has(noscript.out, "in use as a read-write lock"), noscript.out);
+    BOOST_TEST(dlock_cli({"run", "--url", srv.url(), "--shared", "--wait", "0", "x", "--", "true"}).status == 0);
+    reader->signal(SIGTERM);
+    BOOST_TEST(next_line(*reader) == "got-term");
+    BOOST_TEST(reader->wait() == 3);
+
+    // Held as a mutex: neither side of a read-write lock nor a permit.
+    auto holder = start_dlock({"run", "--url", srv.url(), "x", "--", "/bin/sh", "-c", holder_script});
+    BOOST_TEST_REQUIRE(next_line(*holder) == "held");
+    for (auto flags : {std::vector<std::string>{"--shared"}, {"--exclusive"}, {"--permits", "3"}}) {
+        std::vector<std::string> args{"run", "--url", srv.url(), "--wait", "0"};
+        args.insert(args.end(), flags.begin(), flags.end());
+        args.insert(args.end(), {"x", "--", "true"});
+        auto r = dlock_cli(args);
+        BOOST_TEST(r.status == 65, flags[0] << ": " << r.out);
+        BOOST_TEST(has(r.out, "'x' is held as a mutex: use neither --shared, --exclusive nor --permits"), r.out);
+    }
+    holder->signal(SIGTERM);
+    BOOST_TEST(next_line(*holder) == "got-term");
+    BOOST_TEST(holder->wait() == 3);
+
+    // Held as a semaphore: the plain form is told its N.
+    auto permit = start_dlock({"run", "--url", srv.url(), "--permits", "2", "x", "--", "/bin/sh", "-c", holder_script});
+    BOOST_TEST_REQUIRE(next_line(*permit) == "held");
+    auto as_mutex = dlock_cli({"run", "--url", srv.url(), "--wait", "0", "x", "--", "true"});
+    BOOST_TEST(as_mutex.status == 65, as_mutex.out);
+    BOOST_TEST(has(as_mutex.out, "'x' is held as a semaphore of 2 permits: use --permits 2"), as_mutex.out);
+    permit->signal(SIGTERM);
+    BOOST_TEST(next_line(*permit) == "got-term");
+    BOOST_TEST(permit->wait() == 3);
+
+    // All gone: the plain form runs, and no key of the name is left.
+    auto free = dlock_cli({"run", "--url", srv.url(), "--wait", "0", "x", "--", "/bin/echo", "ran"});
+    BOOST_TEST(free.status == 0, free.out);
+    BOOST_TEST(has(free.out, "ran"));
+    BOOST_TEST(srv.keys("*:x").empty());
 }
 
 BOOST_AUTO_TEST_CASE(a_lease_lost_mid_command_stops_it)

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <stdexcept>
 
 namespace dlock::test {
@@ -263,6 +264,16 @@ std::string redis_server::cli(const std::vector<std::string>& args) const
         argv.insert(argv.end(), {"--no-auth-warning", "-a", opts_.password});
     argv.insert(argv.end(), args.begin(), args.end());
     return run_capture(argv);
+}
+
+std::vector<std::string> redis_server::keys(const std::string& pattern) const
+{
+    std::istringstream in(cli({"KEYS", pattern}));
+    std::vector<std::string> out;
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty())
+            out.push_back(line);
+    return out;
 }
 
 }  // namespace dlock::test

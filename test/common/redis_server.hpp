@@ -55,6 +55,8 @@ public:
 
     /// Runs redis-cli against this server and returns its trimmed stdout.
     std::string cli(const std::vector<std::string>& args) const;
+    /// The keys matching a KEYS pattern (for tests that check nothing is left behind).
+    std::vector<std::string> keys(const std::string& pattern) const;
 
 private:
     void make_certs();

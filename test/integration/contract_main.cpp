@@ -60,5 +60,5 @@ BOOST_AUTO_TEST_CASE(store_contract)
     BOOST_TEST_REQUIRE(s.subject.store != nullptr);
     s.io.restart();
     dlock::test::run_contract(
-        s.io, *s.subject.store, s.subject.stop ? s.subject.stop : [] {});
+        s.io, *s.subject.store, s.subject.stop ? s.subject.stop : [] {}, s.subject.other.get(), s.subject.keys_of);
 }

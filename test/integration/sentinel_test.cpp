@@ -160,7 +160,14 @@ BOOST_AUTO_TEST_CASE(contract_through_sentinel)
     sentinel_setup s;
     asio::io_context io;
     dlock::redis_store st(io.get_executor(), s.config());
-    dlock::test::run_contract(io, st, [&] { st.close(); });
+    dlock::redis_store other(io.get_executor(), s.config());  // a second client, for the kinds
+    dlock::test::run_contract(
+        io, st,
+        [&] {
+            st.close();
+            other.close();
+        },
+        &other);
 }
 
 BOOST_AUTO_TEST_CASE(wait_replicas_gives_the_lease_back_when_too_few_acknowledge)

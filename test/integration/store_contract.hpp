@@ -153,7 +153,92 @@ inline asio::awaitable<void> check_handoff(dlock::store& st, const std::string& 
     st.unwatch(w);
 }
 
-inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void()> stop)
+// The server's keys of one name (empty: the store cannot list them).
+using keys_of_fn = std::function<std::vector<std::string>(const std::string& name)>;
+
+// One name, two primitives, two clients of one server: whoever holds the name as one kind,
+// the other client's ask for another kind is refused with kind_mismatch, and the store's
+// text names the kind in use; once released, the other kind works, and no key is left.
+// `mx` takes the mutex; `other` (a second client, or `mx` itself for a store without a
+// server) the read-write lock and the semaphore. Skipped where neither serves them.
+// (Requests and keys are named locals: g++ 12 mishandles aggregate temporaries that live
+// across a co_await.)
+inline asio::awaitable<bool> refused_as(dlock::store& st, const dlock::lease_request& r, const std::string& in_use)
+{
+    auto [ec, got] = co_await st.async_try_acquire(r, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == dlock::error::kind_mismatch, r.token << ": " << ec.message());
+    BOOST_TEST(!got.acquired);
+    BOOST_TEST(st.last_error_text().find(in_use) != std::string::npos, r.token << ": " << st.last_error_text());
+    co_return ec == dlock::error::kind_mismatch && !got.acquired;
+}
+
+inline asio::awaitable<void> check_kinds(dlock::store& mx, dlock::store& other, const keys_of_fn& keys_of,
+                                         const std::string& name)
+{
+    using dlock::lease_kind;
+    constexpr unsigned set_kinds = static_cast<unsigned>(lease_kind::read) |
+                                   static_cast<unsigned>(lease_kind::write) |
+                                   static_cast<unsigned>(lease_kind::permit);
+    dlock::store* sets = (other.traits().kinds & set_kinds) == set_kinds ? &other
+                         : (mx.traits().kinds & set_kinds) == set_kinds  ? &mx
+                                                                         : nullptr;
+    if (!sets)
+        co_return;  // only mutexes here: nothing to mix up
+    const bool mx_sets = (mx.traits().kinds & set_kinds) == set_kinds;
+    auto left = [&] { return keys_of ? keys_of(name) : std::vector<std::string>{}; };
+    const dlock::lease_request m{name, "kind-m", 5s, lease_kind::mutex, 1, false};
+    const dlock::lease_request rd{name, "kind-r", 5s, lease_kind::read, 1, false};
+    const dlock::lease_request wr{name, "kind-w", 5s, lease_kind::write, 1, false};
+    const dlock::lease_request p2{name, "kind-p", 5s, lease_kind::permit, 2, false};
+    const dlock::lease_request p3{name, "kind-p3", 5s, lease_kind::permit, 3, false};
+    const dlock::lease_key m_key{name, "kind-m", {}, lease_kind::mutex};
+    const dlock::lease_key rd_key{name, "kind-r", {}, lease_kind::read};
+    const dlock::lease_key wr_key{name, "kind-w", {}, lease_kind::write};
+    const dlock::lease_key p2_key{name, "kind-p", {}, lease_kind::permit};
+    const std::string as_mutex = "a mutex", as_sem = "a semaphore of 2 permits", as_rw = "a read-write lock";
+
+    // Held as a mutex: neither side of a read-write lock nor a semaphore's permit.
+    auto held = co_await mx.async_try_acquire(m, asio::use_awaitable);
+    BOOST_TEST_REQUIRE(held.acquired);
+    co_await refused_as(*sets, rd, as_mutex);
+    co_await refused_as(*sets, wr, as_mutex);
+    co_await refused_as(*sets, p2, as_mutex);
+    BOOST_TEST((co_await mx.async_release(m_key, asio::use_awaitable)));
+    BOOST_TEST(left().empty());
+
+    // Held as a semaphore of 2: not a mutex, not a read-write lock, not a semaphore of 3.
+    auto p = co_await sets->async_try_acquire(p2, asio::use_awaitable);
+    BOOST_TEST_REQUIRE(p.acquired);
+    co_await refused_as(mx, m, as_sem);
+    co_await refused_as(mx, m, as_sem);  // still, and nothing changed by the first refusal
+    if (mx_sets) {
+        co_await refused_as(mx, rd, as_sem);
+        co_await refused_as(mx, p3, as_sem);
+    }
+    BOOST_TEST((co_await sets->async_release(p2_key, asio::use_awaitable)));
+    BOOST_TEST(left().empty());
+
+    // Held as a read-write lock (by a reader): not a mutex, not a semaphore.
+    auto r = co_await sets->async_try_acquire(rd, asio::use_awaitable);
+    BOOST_TEST_REQUIRE(r.acquired);
+    co_await refused_as(mx, m, as_rw);
+    if (mx_sets)
+        co_await refused_as(mx, p2, as_rw);
+    BOOST_TEST((co_await sets->async_release(rd_key, asio::use_awaitable)));
+    BOOST_TEST(left().empty());
+
+    // Free again: any kind may have it.
+    auto again = co_await mx.async_try_acquire(m, asio::use_awaitable);
+    BOOST_TEST(again.acquired);
+    BOOST_TEST((co_await mx.async_release(m_key, asio::use_awaitable)));
+    auto w = co_await sets->async_try_acquire(wr, asio::use_awaitable);
+    BOOST_TEST(w.acquired);
+    BOOST_TEST((co_await sets->async_release(wr_key, asio::use_awaitable)));
+    BOOST_TEST(left().empty(), "left behind: " << left().size() << " keys");
+}
+
+inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void()> stop, dlock::store* other = nullptr,
+                                            keys_of_fn keys_of = {})
 {
     const std::string name = "contract:" + std::to_string(::getpid());
     std::vector<dlock::watch_event> events;
@@ -235,6 +320,7 @@ inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void
         co_await check_unwatch(st, name + ":unwatch");
         if (st.traits().direct_handoff)
             co_await check_handoff(st, name + ":handoff");
+        co_await check_kinds(st, other ? *other : st, keys_of, name + ":kinds");
         co_return stop();
     }
     // Expiry: a short lease ends by itself (the shortest the store takes; a store with a
@@ -258,6 +344,7 @@ inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void
     co_await check_unwatch(st, name + ":unwatch");
     if (st.traits().direct_handoff)
         co_await check_handoff(st, name + ":handoff");
+    co_await check_kinds(st, other ? *other : st, keys_of, name + ":kinds");
     stop();
 }
 
@@ -325,10 +412,13 @@ inline asio::awaitable<void> check_handoff_then_long_hold(dlock::store& first, d
     }
 }
 
-inline void run_contract(asio::io_context& io, dlock::store& st, std::function<void()> stop)
+// `other`: a second client of the same server (none: `st` plays both, as the memory store
+// must); `keys_of`: the server's keys of a name, to check that nothing is left behind.
+inline void run_contract(asio::io_context& io, dlock::store& st, std::function<void()> stop,
+                         dlock::store* other = nullptr, keys_of_fn keys_of = {})
 {
     bool finished = false;
-    asio::co_spawn(io, check_contract(st, std::move(stop)), [&](std::exception_ptr e) {
+    asio::co_spawn(io, check_contract(st, std::move(stop), other, std::move(keys_of)), [&](std::exception_ptr e) {
         finished = true;
         if (e)
             std::rethrow_exception(e);

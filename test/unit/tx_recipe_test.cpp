@@ -46,10 +46,12 @@ reply err(std::string s)
 
 const tx::names k{"{a}dlock:lock:n", "{a}dlock:fence", "{a}dlock:released:n", "{a}dlock:queue:n"};
 
-// The replies of read_acquire: owner, fence, contended; PTTL; the counter.
-response acquire_reads(reply owner, reply fence, reply contended, long long pttl, reply counter)
+// The replies of read_acquire: owner, fence, contended, set (a read-write lock's or a
+// semaphore's mark); PTTL; the counter.
+response acquire_reads(reply owner, reply fence, reply contended, long long pttl, reply counter, reply set = nil())
 {
-    return {ok(), ok(), arr({std::move(owner), std::move(fence), std::move(contended)}), num(pttl), std::move(counter)};
+    return {ok(),       ok(), arr({std::move(owner), std::move(fence), std::move(contended), std::move(set)}),
+            num(pttl), std::move(counter)};
 }
 
 // MULTI's OK, n QUEUED, then EXEC's reply.
@@ -95,6 +97,21 @@ BOOST_AUTO_TEST_CASE(free_name_takes_counter_plus_one)
     // An INCR that does not give counter + 1 under WATCH is not believed.
     BOOST_TEST((tx::finish_acquire(written(3, arr({num(50), num(2), num(1)})), p, none, ec) == tx::outcome::failed));
     BOOST_TEST(ec == dlock::error::protocol_error);
+}
+
+// A name a read-write lock or a semaphore holds or queues for is marked in the lock hash:
+// refused with kind_mismatch, nothing written, and the text names what it is.
+BOOST_AUTO_TEST_CASE(a_name_marked_as_another_kind_is_refused)
+{
+    auto rw = tx::plan_acquire(acquire_reads(nil(), nil(), nil(), 800, str("3"), str("0")), k, "me", 5s);
+    BOOST_TEST(rw.ec == dlock::error::kind_mismatch);
+    BOOST_TEST(rw.write.size() == 0u);
+    BOOST_TEST(rw.why == "dlock: the name is in use as a read-write lock");
+    auto sem = tx::plan_acquire(acquire_reads(nil(), nil(), nil(), 800, str("3"), str("4")), k, "me", 5s);
+    BOOST_TEST(sem.ec == dlock::error::kind_mismatch);
+    BOOST_TEST(sem.why == "dlock: the name is in use as a semaphore of 4 permits");
+    auto bad = tx::plan_acquire(acquire_reads(nil(), nil(), nil(), 800, str("3"), str("x")), k, "me", 5s);
+    BOOST_TEST(bad.ec == dlock::error::invalid_request);
 }
 
 BOOST_AUTO_TEST_CASE(no_counter_yet_starts_at_one)
@@ -194,7 +211,13 @@ BOOST_AUTO_TEST_CASE(status_and_force_release_decode)
     bool freed = false;
     BOOST_TEST(!tx::decode_force_release(written(2, arr({num(1), num(0)})), freed));
     BOOST_TEST(freed);
+    BOOST_TEST(!tx::decode_force_release(written(2, arr({num(0), num(0)})), freed));
+    BOOST_TEST(!freed);
     BOOST_TEST(tx::decode_force_release({ok()}, freed) == dlock::error::invalid_request);
+    // The lease's fields go, not the hash: a read-write lock's or a semaphore's mark stays.
+    auto force = tx::force_release(k).payload();
+    BOOST_TEST(force.find("HDEL") != std::string::npos);
+    BOOST_TEST(force.find("UNLINK") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(first_error_finds_the_refused_command)
