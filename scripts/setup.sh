@@ -14,13 +14,14 @@ packages=(
   libhiredis-dev libssl-dev openssl
   redis-server redis-tools
 )
-# The tests' own servers, one line per store.
+# The tests' own servers, one line per store; python3 for the docs' link check.
 test_packages=(
   etcd-server etcd-client
   memcached
   postgresql libpq-dev
   mariadb-server libmariadb-dev
   zookeeper libzookeeper-st-dev default-jdk-headless libcurator-recipes-java libslf4j-java
+  python3
 )
 
 case ${1:-} in
