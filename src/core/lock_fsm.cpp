@@ -88,11 +88,12 @@ void lock_fsm::observe(time_point now)
         mark_lost();
 }
 
-void lock_fsm::mark_lost()
+void lock_fsm::mark_lost(bool gone)
 {
     if (!lease_ || lease_->lost)
         return;
     lease_->lost = true;
+    lease_->gone = gone;
     ++ctx_.stats.lost;
     emit(lock_event_kind::lost, lease_->fence);
     push({.t = act::lost});
@@ -604,7 +605,7 @@ void lock_fsm::on_renew_done(error_code ec, const renew_result& res, time_point 
         return arm_lease_timer();
     }
     if (!res.owned) {
-        mark_lost();
+        mark_lost(true);
         return schedule(now);
     }
     renew_backoff_.reset();
@@ -634,9 +635,9 @@ void lock_fsm::on_release(std::uint64_t hold, std::uint64_t release_id, time_poi
     }
     holder_ = 0;
     if (lost) {
-        // Lost here is not always gone there (a paused process, a session that lives on):
-        // delete it if it is still ours, or the name stays held for others until it expires.
-        if (lease_)
+        // Lost here by its local end is not always gone there (a paused process, a session
+        // that lives on): delete it if still ours, or the name stays held until it expires.
+        if (lease_ && !lease_->gone)
             background_release(lease_->token, lease_->ref);
         drop_lease();
         push({.t = act::complete_release, .id = release_id, .ec = error::lock_lost});
@@ -737,7 +738,7 @@ void lock_fsm::on_session(session_event ev, const session_info& info, time_point
         arm_lease_timer();
         break;
     case session_event::lost:
-        mark_lost();
+        mark_lost(true);
         schedule(now);
         break;
     }

@@ -172,6 +172,7 @@ private:
         time_point next_renew;
         bool suspect = false;
         bool lost = false;
+        bool gone = false;  // lost, and the store said so (not ours, session ended)
     };
     struct renew_state {
         std::string token;
@@ -224,7 +225,7 @@ private:
     void grant_lease(std::string token, std::string ref, std::uint64_t fence, std::uint64_t session,
                      time_point deadline, time_point now);
     bool take_grant(const grant_notice& g, time_point now);
-    void mark_lost();
+    void mark_lost(bool gone = false);
     void drop_lease();
     void arm_lease_timer();
     void start_renew(time_point now);
