@@ -8,6 +8,7 @@
 #include "common/etcd_cluster.hpp"
 #include "common/redis_server.hpp"
 #include "common/tcp_proxy.hpp"
+#include "integration/cli_handoff.hpp"
 #include "integration/mutual_exclusion.hpp"
 #include "integration/support.hpp"
 
@@ -75,6 +76,13 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
     }
     auto r = dlock::test::check_count_log(counter, log, processes, processes * coroutines * sections);
     BOOST_TEST(r.switches > 3u, "process switches: " << r.switches);
+}
+
+// Issue 29 item 2: a lock handed to another process is held for several leases.
+BOOST_AUTO_TEST_CASE(a_lock_handed_to_another_run_is_held_to_its_end)
+{
+    etcd_cluster c(1);
+    dlock::test::check_cli_handoff_then_long_hold(cli_path(), c.url(), "handed");
 }
 
 // `etcdctl lock NAME -- cmd` and `dlock run --prefix '' NAME -- cmd` exclude each other: each

@@ -10,6 +10,7 @@
 #include "common/redis_server.hpp"
 #include "common/tcp_proxy.hpp"
 #include "common/zk_ensemble.hpp"
+#include "integration/cli_handoff.hpp"
 #include "integration/mutual_exclusion.hpp"
 #include "integration/support.hpp"
 
@@ -401,6 +402,13 @@ BOOST_AUTO_TEST_CASE(a_waiter_whose_predecessor_goes_keeps_its_place)
 }
 
 #ifdef DLOCK_CLI_PATH
+// Issue 29 item 2: a lock handed to another process is held for several sessions' length.
+BOOST_AUTO_TEST_CASE(a_lock_handed_to_another_run_is_held_to_its_end)
+{
+    zk_ensemble z(1);
+    dlock::test::check_cli_handoff_then_long_hold(DLOCK_CLI_PATH, z.url("?session_timeout=2s"), "handed");
+}
+
 // The tool on ZooKeeper: `dlock run` runs under the lock, `status` shows the holder and its
 // czxid, and `release --force` deletes the holder's node, which its watchdog then notices.
 BOOST_AUTO_TEST_CASE(the_tool_runs_reports_and_forces_a_release)
