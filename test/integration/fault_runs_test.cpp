@@ -42,40 +42,44 @@ std::string via(std::string url, std::uint16_t from, std::uint16_t to)
     return url.replace(at + 1, std::to_string(from).size(), std::to_string(to));
 }
 
-// Holds every reply back for `d`, then relays again: a stalled network, not a closed one.
-fault stall(tcp_proxy& p, std::chrono::milliseconds d)
+// Three workers' tool options, the first through the proxy.
+std::vector<std::vector<std::string>> three_workers(const std::string& proxied, const std::string& direct,
+                                                    const std::vector<std::string>& extra = {})
 {
-    return {"stall the proxied worker's replies for " + std::to_string(d.count()) + " ms", [&p, d] {
-                p.delay_replies(d);
+    std::vector<std::vector<std::string>> w{{"--url", proxied}, {"--url", direct}, {"--url", direct}};
+    for (auto& o : w)
+        o.insert(o.end(), extra.begin(), extra.end());
+    return w;
+}
+
+// `stop`, `d` later `go`: a process or a network paused, not ended.
+fault paused(std::string what, std::function<void()> stop, std::function<void()> go, std::chrono::milliseconds d)
+{
+    return {what + " for " + std::to_string(d.count()) + " ms", [stop = std::move(stop), go = std::move(go), d] {
+                stop();
                 std::this_thread::sleep_for(d);  // the fault's length
-                p.pass_through();
+                go();
             }};
 }
 
-fault drop(tcp_proxy& p)
+// The proxy's faults: every reply held back for `d` (a stall longer than the lease or
+// session), and every connection dropped.
+void add_proxy_faults(std::vector<fault>& faults, tcp_proxy& p, std::chrono::milliseconds d)
 {
-    return {"drop the proxied worker's connections", [&p] { p.drop_connections(); }};
+    faults.push_back(paused("stall the proxied worker's replies", [&p, d] { p.delay_replies(d); },
+                            [&p] { p.pass_through(); }, d));
+    faults.push_back({"drop the proxied worker's connections", [&p] { p.drop_connections(); }});
 }
 
 void redis_run(const std::string& name, std::vector<std::string> extra)
 {
     dlock::test::redis_server srv({.appendonly = true});  // fsync always: a restart keeps the leases
     tcp_proxy proxy(srv.port());
-    auto opts = [&](const std::string& url) {
-        std::vector<std::string> o{"--url", url};
-        o.insert(o.end(), extra.begin(), extra.end());
-        return o;
-    };
-    fault_run run(name, 1000ms, 150ms, {opts(proxy.url()), opts(srv.url()), opts(srv.url())});
+    fault_run run(name, 1000ms, 150ms, three_workers(proxy.url(), srv.url(), extra));
     auto faults = run.worker_faults();
     faults.push_back({"kill and restart the server", [&] { srv.restart(); }});
-    faults.push_back({"pause the server for 1.5 leases", [&] {
-                          srv.pause();
-                          std::this_thread::sleep_for(1500ms);
-                          srv.resume();
-                      }});
-    faults.push_back(stall(proxy, 1500ms));
-    faults.push_back(drop(proxy));
+    faults.push_back(paused("pause the server", [&] { srv.pause(); }, [&] { srv.resume(); }, 1500ms));
+    add_proxy_faults(faults, proxy, 1500ms);
     run.run(faults);
 }
 
@@ -98,8 +102,7 @@ BOOST_AUTO_TEST_CASE(etcd)
 {
     dlock::test::etcd_cluster c(3);
     tcp_proxy proxy(c.client_port(0), false);
-    fault_run run("etcd", 1000ms, 150ms,
-                  {{"--url", "etcd://127.0.0.1:" + std::to_string(proxy.port())}, {"--url", c.url()}, {"--url", c.url()}});
+    fault_run run("etcd", 1000ms, 150ms, three_workers("etcd://127.0.0.1:" + std::to_string(proxy.port()), c.url()));
     auto faults = run.worker_faults();
     faults.push_back({"kill the leader, restart it", [&] {
                           auto l = c.leader();
@@ -109,16 +112,11 @@ BOOST_AUTO_TEST_CASE(etcd)
                           BOOST_TEST(c.wait_leader(10s));
                           c.start(l);
                       }});
-    faults.push_back({"pause the leader for 1.5 leases", [&] {
-                          auto l = c.leader();
-                          if (l == c.size())
-                              return;
-                          c.pause(l);
-                          std::this_thread::sleep_for(1500ms);
-                          c.resume(l);
-                      }});
-    faults.push_back(stall(proxy, 1500ms));
-    faults.push_back(drop(proxy));
+    auto paused_leader = std::make_shared<std::size_t>(0);
+    faults.push_back(paused(
+        "pause the leader", [&, paused_leader] { c.pause(*paused_leader = std::min(c.leader(), c.size() - 1)); },
+        [&, paused_leader] { c.resume(*paused_leader); }, 1500ms));
+    add_proxy_faults(faults, proxy, 1500ms);
     run.run(faults);
 }
 #endif
@@ -130,8 +128,7 @@ BOOST_AUTO_TEST_CASE(zookeeper)
     tcp_proxy proxy(e.client_port(0), false);
     const std::string q = "?session_timeout=2s";
     fault_run run("zookeeper", 2000ms, 150ms,
-                  {{"--url", "zk://127.0.0.1:" + std::to_string(proxy.port()) + q}, {"--url", e.url(q)},
-                   {"--url", e.url(q)}});
+                  three_workers("zk://127.0.0.1:" + std::to_string(proxy.port()) + q, e.url(q)));
     auto faults = run.worker_faults();
     faults.push_back({"kill the leader, restart it", [&] {
                           auto l = e.leader();
@@ -143,8 +140,7 @@ BOOST_AUTO_TEST_CASE(zookeeper)
                       }});
     // Longer than the session: the proxied worker's store gives the session up while the
     // server still holds it (issue 29's two holders).
-    faults.push_back(stall(proxy, 3200ms));
-    faults.push_back(drop(proxy));
+    add_proxy_faults(faults, proxy, 3200ms);
     run.run(faults);
 }
 #endif
@@ -154,8 +150,7 @@ BOOST_AUTO_TEST_CASE(postgres)
 {
     dlock::test::postgres_server srv;
     tcp_proxy proxy(srv.port(), false);
-    fault_run run("postgres", 1000ms, 150ms,
-                  {{"--url", via(srv.url(), srv.port(), proxy.port())}, {"--url", srv.url()}, {"--url", srv.url()}});
+    fault_run run("postgres", 1000ms, 150ms, three_workers(via(srv.url(), srv.port(), proxy.port()), srv.url()));
     auto faults = run.worker_faults();
     const std::string backends = "SELECT pid FROM pg_stat_activity WHERE datname = 'dlock' AND backend_type = "
                                  "'client backend' AND pid <> pg_backend_pid()";
@@ -166,20 +161,24 @@ BOOST_AUTO_TEST_CASE(postgres)
     faults.push_back({"terminate every client backend", [&] {
                           srv.psql("SELECT count(pg_terminate_backend(pid)) FROM (" + backends + ") b");
                       }});
-    faults.push_back({"pause a backend for 1.5 leases", [&] {
-                          std::istringstream pids(srv.psql(backends));
-                          std::vector<pid_t> all;
-                          for (pid_t p; pids >> p;)
-                              all.push_back(p);
-                          if (all.empty())
-                              return;
-                          auto p = all[std::uniform_int_distribution<std::size_t>(0, all.size() - 1)(run.rng())];
-                          ::kill(p, SIGSTOP);
-                          std::this_thread::sleep_for(1500ms);
-                          ::kill(p, SIGCONT);
-                      }});
-    faults.push_back(stall(proxy, 1500ms));
-    faults.push_back(drop(proxy));
+    auto backend = std::make_shared<pid_t>(0);  // 0: none found, nothing paused
+    faults.push_back(paused(
+        "pause a backend",
+        [&, backend] {
+            std::istringstream pids(srv.psql(backends));
+            std::vector<pid_t> all;
+            for (pid_t p; pids >> p;)
+                all.push_back(p);
+            *backend = all.empty() ? 0 : all[std::uniform_int_distribution<std::size_t>(0, all.size() - 1)(run.rng())];
+            if (*backend)
+                ::kill(*backend, SIGSTOP);
+        },
+        [backend] {
+            if (*backend)
+                ::kill(*backend, SIGCONT);
+        },
+        1500ms));
+    add_proxy_faults(faults, proxy, 1500ms);
     run.run(faults);
 }
 #endif
@@ -189,8 +188,7 @@ BOOST_AUTO_TEST_CASE(mariadb)
 {
     dlock::test::mariadb_server srv;
     tcp_proxy proxy(srv.port(), false);
-    fault_run run("mariadb", 1000ms, 150ms,
-                  {{"--url", via(srv.url(), srv.port(), proxy.port())}, {"--url", srv.url()}, {"--url", srv.url()}});
+    fault_run run("mariadb", 1000ms, 150ms, three_workers(via(srv.url(), srv.port(), proxy.port()), srv.url()));
     auto faults = run.worker_faults();
     faults.push_back({"kill and restart the server", [&] {
                           srv.stop(true);
@@ -207,8 +205,7 @@ BOOST_AUTO_TEST_CASE(mariadb)
                               }
                           }
                       }});
-    faults.push_back(stall(proxy, 1500ms));
-    faults.push_back(drop(proxy));
+    add_proxy_faults(faults, proxy, 1500ms);
     run.run(faults);
 }
 #endif
@@ -219,11 +216,9 @@ BOOST_AUTO_TEST_CASE(memcached)
     // A restart forgets every lease (memcached keeps nothing): documented, so not injected.
     dlock::test::memcached_server srv;
     tcp_proxy proxy(srv.port(), false);
-    fault_run run("memcached", 2000ms, 150ms,
-                  {{"--url", via(srv.url(), srv.port(), proxy.port())}, {"--url", srv.url()}, {"--url", srv.url()}});
+    fault_run run("memcached", 2000ms, 150ms, three_workers(via(srv.url(), srv.port(), proxy.port()), srv.url()));
     auto faults = run.worker_faults();
-    faults.push_back(stall(proxy, 3000ms));
-    faults.push_back(drop(proxy));
+    add_proxy_faults(faults, proxy, 3000ms);
     run.run(faults);
 }
 #endif
