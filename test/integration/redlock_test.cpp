@@ -531,7 +531,8 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
         BOOST_TEST(w->wait() == 0);
     }
     auto r = dlock::test::check_count_log(counter, log, processes, processes * coroutines * sections);
-    BOOST_TEST(r.switches > 10u, "process switches: " << r.switches);
+    // Turns pass between processes (a count, not a rate: under load a process keeps the lock longer).
+    BOOST_TEST(r.switches > 3u, "process switches: " << r.switches);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
