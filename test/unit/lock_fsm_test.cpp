@@ -251,6 +251,24 @@ struct fixture {
         BOOST_TEST(!f().idle());
     }
 
+    // A waiter queued at a per-session store with its own queue (etcd, ZooKeeper): refused,
+    // watching its predecessor, refused again; next comes the grant.
+    void queue_on_a_session_store()
+    {
+        cfg.per_session = true;
+        cfg.confirms = true;
+        cfg.inherent_queue = true;
+        make(true);
+        f().on_acquire(1, 10, false, t0);
+        take();
+        f().on_attempt_done(ok, busy(), at(5ms));
+        take();
+        f().on_watch(watch_event::ready, {}, at(6ms));
+        take();
+        f().on_attempt_done(ok, busy(), at(8ms));
+        take();
+    }
+
     // Ends a scenario: nothing may be in flight or waiting any more.
     void check_idle()
     {
@@ -1991,18 +2009,7 @@ BOOST_AUTO_TEST_CASE(session_store_confirms_each_lease)
 // session 0, so no event matched it and it was lost one lease after the hand-off.
 BOOST_AUTO_TEST_CASE(a_handed_lease_follows_its_session)
 {
-    cfg.per_session = true;
-    cfg.confirms = true;
-    cfg.inherent_queue = true;
-    make(true);
-    f().on_acquire(1, 10, false, t0);
-    take();
-    f().on_attempt_done(ok, busy(), at(5ms));
-    take();
-    f().on_watch(watch_event::ready, {}, at(6ms));
-    take();
-    f().on_attempt_done(ok, busy(), at(8ms));
-    take();
+    queue_on_a_session_store();
     auto g = grant(9, 3000ms, "g");
     g.session = 5;
     f().on_watch(watch_event::granted, g, at(300ms));
@@ -2037,18 +2044,7 @@ BOOST_AUTO_TEST_CASE(a_handed_lease_follows_its_session)
 // whose reply does.
 BOOST_AUTO_TEST_CASE(a_handed_lease_without_its_session_is_confirmed)
 {
-    cfg.per_session = true;
-    cfg.confirms = true;
-    cfg.inherent_queue = true;
-    make(true);
-    f().on_acquire(1, 10, false, t0);
-    take();
-    f().on_attempt_done(ok, busy(), at(5ms));
-    take();
-    f().on_watch(watch_event::ready, {}, at(6ms));
-    take();
-    f().on_attempt_done(ok, busy(), at(8ms));
-    take();
+    queue_on_a_session_store();
     f().on_watch(watch_event::granted, grant(9, 3000ms, "g"), at(300ms));
     auto v = take();
     BOOST_TEST(seq_is(v, {act::cancel_timer, act::attempt}));
