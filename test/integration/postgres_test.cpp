@@ -71,10 +71,24 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
     std::string counter = std::string(dir) + "/counter", log = std::string(dir) + "/log";
     constexpr int processes = 3, coroutines = 5, sections = 10;
     std::vector<std::unique_ptr<dlock::test::child>> workers;
-    for (int p = 0; p < processes; ++p)
-        workers.push_back(std::make_unique<dlock::test::child>(
-            std::vector<std::string>{dlock::test::worker_path(), "count", srv.url(), "mx", std::to_string(coroutines),
-                                     std::to_string(sections), counter, log}));
+    // The test holds the name until every process waits in the store's queue: at least its
+    // release is a store hand-off, however fast one process would otherwise finish alone.
+    asio::io_context io;
+    dlock::postgres_store holder(io.get_executor(), srv.config());
+    dlock::registry reg(holder, {.lease = 10s});
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto g = co_await reg.obtain("mx").acquire();
+            for (int p = 0; p < processes; ++p)
+                workers.push_back(std::make_unique<dlock::test::child>(
+                    std::vector<std::string>{dlock::test::worker_path(), "count", srv.url(), "mx",
+                                             std::to_string(coroutines), std::to_string(sections), counter, log}));
+            BOOST_TEST(co_await dlock::test::pg_eventually([&] { return dlock::test::pg_rows("dlock:mx") == 1 + processes; }, 60s));
+            co_await g.release();
+            holder.close();
+        },
+        90s);
     unsigned handoffs = 0;
     for (auto& w : workers) {
         auto line = w->read_line(150s);
