@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #include <dlock/semaphore.hpp>
 
+#include "common/handler_work.hpp"
 #include "common/post_completion.hpp"
 #include "core/lock_run.hpp"
 #include "core/semaphore_state.hpp"
@@ -50,7 +51,12 @@ void semaphore::acquire_impl(mode m, std::chrono::milliseconds d, asio::any_comp
     std::optional<std::chrono::milliseconds> limit;
     if (m == mode::bounded && d <= lock::unlimited_after)
         limit = std::max(d, std::chrono::milliseconds(0));
-    s.pick().acquire(owner().id(), m == mode::try_once, limit, std::move(h));
+    s.pick().acquire(owner().id(), m == mode::try_once, limit, detail::keep_work(std::move(h), s.reg->ex));
+}
+
+semaphore::executor_type semaphore::get_executor() const noexcept
+{
+    return s_ ? s_->reg->ex : executor_type();
 }
 
 asio::awaitable<void> semaphore::run(std::function<asio::awaitable<void>(guard&)> body)
