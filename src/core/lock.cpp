@@ -54,10 +54,20 @@ lock::executor_type lock::get_executor() const noexcept
     return e_ ? e_->executor() : executor_type();
 }
 
+namespace {
+
+// A coroutine of a copy, not of `this`: the awaitable may start after the lock has moved.
+asio::awaitable<void> run_on(lock lk, std::function<asio::awaitable<void>(guard&)> body)
+{
+    guard g = co_await lk.acquire(asio::use_awaitable);
+    co_await detail::run_held(std::move(g), std::move(body));
+}
+
+}  // namespace
+
 asio::awaitable<void> lock::run(std::function<asio::awaitable<void>(guard&)> body)
 {
-    guard g = co_await acquire(asio::use_awaitable);
-    co_await detail::run_held(std::move(g), std::move(body));
+    return run_on(*this, std::move(body));
 }
 
 asio::awaitable<void> detail::run_held(guard g, std::function<asio::awaitable<void>(guard&)> body)

@@ -59,10 +59,20 @@ semaphore::executor_type semaphore::get_executor() const noexcept
     return s_ ? s_->reg->ex : executor_type();
 }
 
+namespace {
+
+// A coroutine of a copy, not of `this`: the awaitable may start after the semaphore has moved.
+asio::awaitable<void> run_on(semaphore s, std::function<asio::awaitable<void>(guard&)> body)
+{
+    guard g = co_await s.acquire(asio::use_awaitable);
+    co_await detail::run_held(std::move(g), std::move(body));
+}
+
+}  // namespace
+
 asio::awaitable<void> semaphore::run(std::function<asio::awaitable<void>(guard&)> body)
 {
-    guard g = co_await acquire(asio::use_awaitable);
-    co_await detail::run_held(std::move(g), std::move(body));
+    return run_on(*this, std::move(body));
 }
 
 }  // namespace dlock

@@ -190,6 +190,31 @@ BOOST_AUTO_TEST_CASE(a_deferred_drain_started_after_the_registry_is_gone_complet
     BOOST_TEST((got && !*got));
 }
 
+BOOST_AUTO_TEST_CASE(a_run_started_after_the_lock_moved_runs_on_its_name)
+{
+    bool ran = false, body = false;
+    spawn([&]() -> asio::awaitable<void> {
+        auto lk = reg.obtain("n");
+        auto sem = reg.obtain_semaphore("s", 1);
+        auto a = lk.run([&](dlock::guard& g) -> asio::awaitable<void> {
+            body = g.owns_lock() && g.name() == "n";
+            co_return;
+        });
+        auto b = sem.run([&](dlock::guard& g) -> asio::awaitable<void> {
+            body = body && g.owns_lock() && g.name() == "s";
+            co_return;
+        });
+        auto lk2 = std::move(lk);  // the awaitables were made from the moved-from handles
+        auto sem2 = std::move(sem);
+        co_await std::move(a);  // not invalid_handle
+        co_await std::move(b);
+        ran = true;
+    });
+    run();
+    BOOST_TEST(ran);
+    BOOST_TEST(body);
+}
+
 // ---- a handler on another io_context keeps it running while it waits ----
 
 BOOST_AUTO_TEST_CASE(an_acquire_bound_to_another_context_keeps_its_run_going_until_it_completes)
