@@ -68,6 +68,9 @@ public:
     const std::string& name() const noexcept;
     /// The count given at construction.
     std::uint64_t initial_count() const noexcept;
+    /// The registry's executor (where completions run); empty for an empty latch.
+    using executor_type = boost::asio::any_io_executor;
+    executor_type get_executor() const noexcept;
 
     /// Counts down once for a new member made up by the library (each call counts once;
     /// retries of one call reuse its member, so a lost reply retried still counts once).

@@ -40,6 +40,9 @@ public:
     lock() = default;
     /// The name given to registry::obtain (without the registry's prefix).
     const std::string& name() const noexcept;
+    /// The registry's executor (where completions run); empty for an empty lock.
+    using executor_type = boost::asio::any_io_executor;
+    executor_type get_executor() const noexcept;
 
     /// Waits until held, for a new owner (no re-entry).
     template <class Token = boost::asio::deferred_t>

@@ -41,6 +41,9 @@ public:
     semaphore() = default;
     const std::string& name() const noexcept;
     unsigned permits() const noexcept;
+    /// The registry's executor (where completions run); empty for an empty semaphore.
+    using executor_type = boost::asio::any_io_executor;
+    executor_type get_executor() const noexcept;
 
     /// Waits until a permit is held.
     template <class Token = boost::asio::deferred_t>
