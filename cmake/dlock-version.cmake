@@ -21,3 +21,8 @@ if(PROJECT_VERSION_MAJOR EQUAL 0)
 else()
   set(DLOCK_SOVERSION "${PROJECT_VERSION_MAJOR}")
 endif()
+# The man page names the version too (its .TH line).
+file(STRINGS "${PROJECT_SOURCE_DIR}/docs/dlock.1" _dlock_man_th REGEX "^[.]TH ")
+if(NOT _dlock_man_th MATCHES "\"dlock ${PROJECT_VERSION}\"")
+  message(FATAL_ERROR "dlock: docs/dlock.1's .TH line (${_dlock_man_th}) does not say \"dlock ${PROJECT_VERSION}\"")
+endif()
