@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dlock/error.hpp>
+#include <dlock/export.hpp>
 #include <dlock/guard.hpp>
 #include <dlock/lock.hpp>
 #include <dlock/store.hpp>
@@ -39,7 +40,7 @@ struct leader_info {
 /// One term of leadership, from election::campaign. Move-only. It is the mutex's guard
 /// underneath: the watchdog keeps the lease, and the leader must stop its work when the
 /// lease is lost, exactly as with a guard (is_lost, wait_lost, lost_slot).
-class leadership {
+class DLOCK_API leadership {
 public:
     leadership() = default;
     leadership(leadership&&) noexcept = default;
@@ -114,7 +115,7 @@ private:
 
 /// A stream of leader changes (election::observe). Move-only; destroying it stops the
 /// watch (nothing left behind at the store).
-class leader_observer {
+class DLOCK_API leader_observer {
 public:
     leader_observer() = default;
     leader_observer(leader_observer&&) noexcept = default;
@@ -164,7 +165,7 @@ private:
 /// error::not_supported. Completion runs on the store's executor, never inside the
 /// initiating call. Lifetimes: the store must outlive the election, its leadership and
 /// observers. Thread safety: none.
-class election {
+class DLOCK_API election {
 public:
     using campaign_signature = void(boost::system::error_code, leadership);
     using leader_signature = void(boost::system::error_code, leader_info);

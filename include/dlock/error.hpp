@@ -2,6 +2,8 @@
 // Error codes of dlock: one category, one value per problem a caller can act on.
 #pragma once
 
+#include <dlock/export.hpp>
+
 #include <boost/system/error_code.hpp>
 
 #include <ostream>
@@ -91,10 +93,10 @@ enum class error {
 /// dropped, the server was busy, no majority answered). Anything else is permanent: a
 /// waiting acquire fails with it instead of retrying. protocol_error is permanent: a
 /// server (or proxy) that answers nonsense will go on doing so.
-bool is_transient(const boost::system::error_code& ec) noexcept;
+DLOCK_API bool is_transient(const boost::system::error_code& ec) noexcept;
 
 /// The `dlock` error category.
-const boost::system::error_category& dlock_category() noexcept;
+DLOCK_API const boost::system::error_category& dlock_category() noexcept;
 
 /// Makes an error_code in the `dlock` category.
 inline boost::system::error_code make_error_code(error e) noexcept

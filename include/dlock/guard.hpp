@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dlock/error.hpp>
+#include <dlock/export.hpp>
 #include <dlock/owner.hpp>
 #include <dlock/store.hpp>
 
@@ -50,7 +51,7 @@ bool completes_in_place(const Handler& h, const boost::asio::any_io_executor& ex
 }
 
 /// The executor of an engine's registry (defined with the engine).
-const boost::asio::any_io_executor& executor_of(const engine& e) noexcept;
+DLOCK_API const boost::asio::any_io_executor& executor_of(const engine& e) noexcept;
 }  // namespace detail
 
 /// A held lock. Move-only. Empty when default-constructed, moved from, released, or
@@ -60,7 +61,7 @@ const boost::asio::any_io_executor& executor_of(const engine& e) noexcept;
 /// lock_stats::released_by_destructor); prefer `co_await g.release()` to see the outcome.
 /// The guard keeps its lock's state alive; it must not outlive the store. Use it on the
 /// registry's executor only.
-class guard {
+class DLOCK_API guard {
 public:
     guard() noexcept = default;
     guard(guard&&) noexcept = default;

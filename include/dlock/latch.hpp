@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dlock/error.hpp>
+#include <dlock/export.hpp>
 #include <dlock/guard.hpp>
 #include <dlock/store.hpp>
 
@@ -53,7 +54,7 @@ struct latch_config {
 /// Completion runs on the store's executor (an empty latch: the handler's own), never inside
 /// the initiating call. Lifetimes: the registry's store must outlive the latch and its
 /// operations. Thread safety: none; use it on the store's executor.
-class latch {
+class DLOCK_API latch {
 public:
     using count_down_signature = void(boost::system::error_code, std::uint64_t);
     using wait_signature = void(boost::system::error_code);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dlock/error.hpp>
+#include <dlock/export.hpp>
 #include <dlock/guard.hpp>
 #include <dlock/owner.hpp>
 
@@ -33,7 +34,7 @@ namespace dlock {
 /// Cancellation (terminal, partial, total): the waiter leaves the local queue at once;
 /// a store request already sent is finished in the background and its lease, if any,
 /// released with the same token, so nothing is left behind.
-class lock {
+class DLOCK_API lock {
 public:
     using acquire_signature = void(boost::system::error_code, guard);
 

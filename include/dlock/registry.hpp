@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dlock/config.hpp>
+#include <dlock/export.hpp>
 #include <dlock/lock.hpp>
 #include <dlock/rw_lock.hpp>
 #include <dlock/semaphore.hpp>
@@ -30,7 +31,7 @@ class engine;
 /// Lifetimes: the store must outlive the registry and every lock and guard from it. A
 /// name's state lives while a handle, a guard or a waiter uses it, then is freed.
 /// Executor: the store's; single-threaded use only.
-class registry {
+class DLOCK_API registry {
 public:
     /// Locks on `s` with `cfg` (validated per acquire: bad settings give error::invalid_lease,
     /// or error::invalid_option for the backoff settings).
