@@ -23,3 +23,4 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/dlock-config.cmake ${CMAKE_CURRENT_BIN
   ${CMAKE_CURRENT_LIST_DIR}/dlock-hiredis.cmake ${CMAKE_CURRENT_LIST_DIR}/dlock-zookeeper-c.cmake
   ${CMAKE_CURRENT_LIST_DIR}/dlock-mariadb-c.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dlock)
+include(${CMAKE_CURRENT_LIST_DIR}/pkgconfig.cmake)

@@ -16,3 +16,4 @@
 #include <dlock/semaphore.hpp>
 #include <dlock/stats.hpp>
 #include <dlock/store.hpp>
+#include <dlock/version.hpp>

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dlock/error.hpp>
+#include <dlock/export.hpp>
 #include <dlock/guard.hpp>
 #include <dlock/lock.hpp>
 #include <dlock/store.hpp>
@@ -39,7 +40,7 @@ struct leader_info {
 /// One term of leadership, from election::campaign. Move-only. It is the mutex's guard
 /// underneath: the watchdog keeps the lease, and the leader must stop its work when the
 /// lease is lost, exactly as with a guard (is_lost, wait_lost, lost_slot).
-class leadership {
+class DLOCK_API leadership {
 public:
     leadership() = default;
     leadership(leadership&&) noexcept = default;
@@ -68,6 +69,9 @@ public:
     }
     /// The guard underneath (for lock::run-style use).
     dlock::guard& get_guard() noexcept { return g_; }
+    /// The registry's executor (where completions run); empty for an empty leadership.
+    using executor_type = boost::asio::any_io_executor;
+    executor_type get_executor() const noexcept;
 
     /// Replaces the leader's value, only while still leading: the store writes it only if
     /// this lease still holds the name (fenced), and observers then see it.
@@ -78,11 +82,12 @@ public:
     template <class Token = boost::asio::deferred_t>
     auto proclaim(std::string value, Token&& token = {})
     {
+        // The operation keeps the term's state, not `this`: it may start after a move.
         return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
-            [this](auto h, std::string v) {
-                if (!c_ || !g_.owns_lock())  // resigned, moved from or empty: no executor of ours
+            [c = c_, hold = g_.h_, out = value_](auto h, std::string v) {
+                if (!c || !hold)  // resigned, moved from or empty: no executor of ours
                     return detail::post_to_handler(std::move(h), make_error_code(error::not_held));
-                proclaim_impl(std::move(v), std::move(h));
+                proclaim_impl(c, hold, out, std::move(v), std::move(h));
             },
             token, std::move(value));
     }
@@ -98,7 +103,10 @@ public:
 private:
     friend struct detail::election_core;
     leadership(guard g, std::shared_ptr<detail::election_core> c, std::string value);
-    void proclaim_impl(std::string value, boost::asio::any_completion_handler<void(boost::system::error_code)> h);
+    static void proclaim_impl(const std::shared_ptr<detail::election_core>& c,
+                              const std::shared_ptr<detail::hold>& hold, std::shared_ptr<std::string> out,
+                              std::string value,
+                              boost::asio::any_completion_handler<void(boost::system::error_code)> h);
 
     guard g_;
     std::shared_ptr<detail::election_core> c_;
@@ -107,7 +115,7 @@ private:
 
 /// A stream of leader changes (election::observe). Move-only; destroying it stops the
 /// watch (nothing left behind at the store).
-class leader_observer {
+class DLOCK_API leader_observer {
 public:
     leader_observer() = default;
     leader_observer(leader_observer&&) noexcept = default;
@@ -120,23 +128,30 @@ public:
     /// (expiry is announced by nobody: the observer reads again at the lease's end).
     /// States that pass quicker than a store round trip may be merged. Changes wait in a
     /// queue until taken. Completion: void(error_code, leader_info). Cancellation
-    /// (terminal, partial, total): operation_aborted; the change stays queued.
+    /// (terminal, partial, total): operation_aborted; the change stays queued. The operation
+    /// keeps the stream, not `this`: started after a move it reads the same stream; started
+    /// after the observer is destroyed, it completes with operation_aborted.
     template <class Token = boost::asio::deferred_t>
     auto async_next(Token&& token = {})
     {
         return boost::asio::async_initiate<Token, void(boost::system::error_code, leader_info)>(
-            [this](auto h) {
-                if (!c_)
+            [c = c_](auto h) {
+                if (!c)
                     return detail::post_to_handler(std::move(h), make_error_code(error::invalid_handle), leader_info{});
-                next_impl(std::move(h));
+                next_impl(c, std::move(h));
             },
             token);
     }
 
+    /// The registry's executor (where completions run); empty for an empty observer.
+    using executor_type = boost::asio::any_io_executor;
+    executor_type get_executor() const noexcept;
+
 private:
     friend class election;
     explicit leader_observer(std::shared_ptr<detail::observer_core> c) noexcept : c_(std::move(c)) {}
-    void next_impl(boost::asio::any_completion_handler<void(boost::system::error_code, leader_info)> h);
+    static void next_impl(const std::shared_ptr<detail::observer_core>& c,
+                          boost::asio::any_completion_handler<void(boost::system::error_code, leader_info)> h);
 
     std::shared_ptr<detail::observer_core> c_;
 };
@@ -150,7 +165,7 @@ private:
 /// error::not_supported. Completion runs on the store's executor, never inside the
 /// initiating call. Lifetimes: the store must outlive the election, its leadership and
 /// observers. Thread safety: none.
-class election {
+class DLOCK_API election {
 public:
     using campaign_signature = void(boost::system::error_code, leadership);
     using leader_signature = void(boost::system::error_code, leader_info);
@@ -159,6 +174,9 @@ public:
     election(registry& reg, std::string_view name);
 
     const std::string& name() const noexcept;
+    /// The registry's executor (where completions run); empty for an empty election.
+    using executor_type = boost::asio::any_io_executor;
+    executor_type get_executor() const noexcept;
 
     /// Waits to become leader, then proclaims `value`: completes with the leadership.
     /// Errors: those of lock::acquire, then of proclaim (lock_lost if the lease was lost

@@ -2,6 +2,8 @@
 // Error codes of dlock: one category, one value per problem a caller can act on.
 #pragma once
 
+#include <dlock/export.hpp>
+
 #include <boost/system/error_code.hpp>
 
 #include <ostream>
@@ -16,7 +18,7 @@ enum class error {
     connection_lost = 1,
     /// The operation did not complete within its configured timeout.
     timeout,
-    /// The server sent bytes that are not valid RESP; the connection is reset.
+    /// The server's reply does not follow the store's protocol; the connection is reset.
     protocol_error,
     /// The server rejected AUTH: wrong password or ACL user.
     auth_failed,
@@ -28,13 +30,14 @@ enum class error {
     tls_failed,
     /// The server answered with an error reply; the reply text is kept in the response.
     server_error,
-    /// The connection setup (SELECT, CLIENT SETNAME) was rejected by the server.
+    /// The server rejected the connection's setup after it was opened (the store's
+    /// last_error_text() says which step and why).
     handshake_failed,
     /// The object was closed or destroyed while the operation was pending.
     closed,
     /// A URL could not be parsed at all.
     invalid_url,
-    /// The URL scheme is not redis://, rediss:// or unix://.
+    /// The URL scheme is not one the chosen store accepts (the parser's message lists them).
     unsupported_scheme,
     /// The port is missing digits or out of range 1..65535.
     invalid_port,
@@ -61,8 +64,8 @@ enum class error {
     /// Fewer replicas than required acknowledged a new lease within the WAIT timeout
     /// (redis_store_options::wait_replicas); the lease was given back.
     not_replicated,
-    /// The server refused the command for this user (an ACL without EVAL, a missing key
-    /// permission); the server's text is in store::last_error_text(). Permanent.
+    /// The server refused the operation for this user (a right the store needs is missing);
+    /// the server's text is in store::last_error_text(). Permanent.
     permission_denied,
     /// A key the lock uses holds a value of another type (something else wrote it). Permanent.
     wrong_type,
@@ -90,10 +93,10 @@ enum class error {
 /// dropped, the server was busy, no majority answered). Anything else is permanent: a
 /// waiting acquire fails with it instead of retrying. protocol_error is permanent: a
 /// server (or proxy) that answers nonsense will go on doing so.
-bool is_transient(const boost::system::error_code& ec) noexcept;
+DLOCK_API bool is_transient(const boost::system::error_code& ec) noexcept;
 
 /// The `dlock` error category.
-const boost::system::error_category& dlock_category() noexcept;
+DLOCK_API const boost::system::error_category& dlock_category() noexcept;
 
 /// Makes an error_code in the `dlock` category.
 inline boost::system::error_code make_error_code(error e) noexcept

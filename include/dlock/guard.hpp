@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dlock/error.hpp>
+#include <dlock/export.hpp>
 #include <dlock/owner.hpp>
 #include <dlock/store.hpp>
 
@@ -50,7 +51,7 @@ bool completes_in_place(const Handler& h, const boost::asio::any_io_executor& ex
 }
 
 /// The executor of an engine's registry (defined with the engine).
-const boost::asio::any_io_executor& executor_of(const engine& e) noexcept;
+DLOCK_API const boost::asio::any_io_executor& executor_of(const engine& e) noexcept;
 }  // namespace detail
 
 /// A held lock. Move-only. Empty when default-constructed, moved from, released, or
@@ -60,7 +61,7 @@ const boost::asio::any_io_executor& executor_of(const engine& e) noexcept;
 /// lock_stats::released_by_destructor); prefer `co_await g.release()` to see the outcome.
 /// The guard keeps its lock's state alive; it must not outlive the store. Use it on the
 /// registry's executor only.
-class guard {
+class DLOCK_API guard {
 public:
     guard() noexcept = default;
     guard(guard&&) noexcept = default;
@@ -100,11 +101,12 @@ public:
     template <class Token = boost::asio::deferred_t>
     auto wait_lost(Token&& token = {})
     {
+        // The operation keeps the hold, not `this`: it may start after the guard has moved.
         return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
-            [this](auto h) {
-                if (!h_)
+            [hold = h_](auto h) {
+                if (!hold)
                     return detail::post_to_handler(std::move(h), make_error_code(error::not_held));
-                wait_lost_impl(std::move(h));
+                wait_lost_impl(hold, std::move(h));
             },
             token);
     }
@@ -114,23 +116,31 @@ public:
     /// the lease had ended before; error::not_held for an empty guard; a store error if the
     /// store could not be reached (the lease then ends by itself at its expiry).
     /// Not cancellable: the release goes through whatever the caller does.
+    /// The operation takes the hold when made (this guard is then empty), so it may start
+    /// after the guard has moved or gone; dropped unstarted, it releases in the background.
     template <class Token = boost::asio::deferred_t>
     auto release(Token&& token = {})
     {
         return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
-            [this](auto h) {
-                if (!h_)
+            [g = std::move(*this)](auto h) mutable {
+                if (!g.h_)
                     return detail::post_to_handler(std::move(h), make_error_code(error::not_held));
-                bool in_place = detail::completes_in_place(h, detail::executor_of(*engine_of()));
-                release_impl(std::move(h), in_place);
+                bool in_place = detail::completes_in_place(h, detail::executor_of(*g.engine_of()));
+                g.release_impl(std::move(h), in_place);
             },
             token);
     }
 
+    /// The registry's executor (where completions run); empty for an empty guard.
+    using executor_type = boost::asio::any_io_executor;
+    executor_type get_executor() const noexcept;
+
 private:
     friend class detail::engine;
+    friend class leadership;  // its proclaim keeps the hold, as wait_lost does
     explicit guard(std::shared_ptr<detail::hold> h) noexcept : h_(std::move(h)) {}
-    void wait_lost_impl(boost::asio::any_completion_handler<void(boost::system::error_code)> h);
+    static void wait_lost_impl(const std::shared_ptr<detail::hold>& hold,
+                               boost::asio::any_completion_handler<void(boost::system::error_code)> h);
     void release_impl(boost::asio::any_completion_handler<void(boost::system::error_code)> h, bool in_place);
     const detail::engine* engine_of() const noexcept;
 

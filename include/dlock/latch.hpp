@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dlock/error.hpp>
+#include <dlock/export.hpp>
 #include <dlock/guard.hpp>
 #include <dlock/store.hpp>
 
@@ -53,7 +54,7 @@ struct latch_config {
 /// Completion runs on the store's executor (an empty latch: the handler's own), never inside
 /// the initiating call. Lifetimes: the registry's store must outlive the latch and its
 /// operations. Thread safety: none; use it on the store's executor.
-class latch {
+class DLOCK_API latch {
 public:
     using count_down_signature = void(boost::system::error_code, std::uint64_t);
     using wait_signature = void(boost::system::error_code);
@@ -68,6 +69,9 @@ public:
     const std::string& name() const noexcept;
     /// The count given at construction.
     std::uint64_t initial_count() const noexcept;
+    /// The registry's executor (where completions run); empty for an empty latch.
+    using executor_type = boost::asio::any_io_executor;
+    executor_type get_executor() const noexcept;
 
     /// Counts down once for a new member made up by the library (each call counts once;
     /// retries of one call reuse its member, so a lost reply retried still counts once).

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dlock/error.hpp>
+#include <dlock/export.hpp>
 #include <dlock/guard.hpp>
 #include <dlock/owner.hpp>
 
@@ -33,13 +34,16 @@ namespace dlock {
 /// Cancellation (terminal, partial, total): the waiter leaves the local queue at once;
 /// a store request already sent is finished in the background and its lease, if any,
 /// released with the same token, so nothing is left behind.
-class lock {
+class DLOCK_API lock {
 public:
     using acquire_signature = void(boost::system::error_code, guard);
 
     lock() = default;
     /// The name given to registry::obtain (without the registry's prefix).
     const std::string& name() const noexcept;
+    /// The registry's executor (where completions run); empty for an empty lock.
+    using executor_type = boost::asio::any_io_executor;
+    executor_type get_executor() const noexcept;
 
     /// Waits until held, for a new owner (no re-entry).
     template <class Token = boost::asio::deferred_t>

@@ -2,6 +2,7 @@
 // An in-process store: the store contract without a server, for tests and single-process use.
 #pragma once
 
+#include <dlock/export.hpp>
 #include <dlock/store.hpp>
 
 #include <memory>
@@ -10,7 +11,7 @@ namespace dlock {
 
 /// Keeps leases in memory and measures them on steady_clock. Same contract and guarantees
 /// as redis_store within one process; nothing is shared across processes.
-class memory_store final : public store {
+class DLOCK_API memory_store final : public store {
 public:
     /// An empty store whose operations complete on `ex`. With `direct_handoff`, a release
     /// hands the name to the first queued waiter that is still watching (as redis_store

@@ -2,6 +2,8 @@
 // Who holds a lock: coroutines have no thread identity, so re-entry is by explicit owner.
 #pragma once
 
+#include <dlock/export.hpp>
+
 #include <cstdint>
 
 namespace dlock {
@@ -10,7 +12,7 @@ namespace dlock {
 /// unique in the process; copies are the same owner. Acquiring a lock with an owner that
 /// already holds it adds a hold instead of waiting (the store lease is released with the
 /// last hold). Pass the owner (or a guard, whose owner() it is) down to nested code.
-class owner {
+class DLOCK_API owner {
 public:
     /// A new owner, distinct from every other in this process.
     owner() noexcept;

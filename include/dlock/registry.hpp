@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dlock/config.hpp>
+#include <dlock/export.hpp>
 #include <dlock/lock.hpp>
 #include <dlock/rw_lock.hpp>
 #include <dlock/semaphore.hpp>
@@ -30,7 +31,7 @@ class engine;
 /// Lifetimes: the store must outlive the registry and every lock and guard from it. A
 /// name's state lives while a handle, a guard or a waiter uses it, then is freed.
 /// Executor: the store's; single-threaded use only.
-class registry {
+class DLOCK_API registry {
 public:
     /// Locks on `s` with `cfg` (validated per acquire: bad settings give error::invalid_lease,
     /// or error::invalid_option for the backoff settings).
@@ -52,6 +53,9 @@ public:
 
     /// The store this registry's locks (and latches, elections) use.
     store& get_store() const noexcept;
+    /// The store's executor: where every completion of this registry's objects runs.
+    using executor_type = boost::asio::any_io_executor;
+    executor_type get_executor() const noexcept;
 
     /// The settings every lock of this registry uses.
     const lock_config& config() const noexcept;
@@ -69,13 +73,15 @@ public:
     template <class Token = boost::asio::deferred_t>
     auto async_drain(Token&& token = {})
     {
+        // The operation keeps the registry's state, not `this`: it may start after the registry is gone.
         return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
-            [this](auto h) { drain_impl(std::move(h)); }, token);
+            [s = state_](auto h) { drain_impl(s, std::move(h)); }, token);
     }
 
 private:
     std::shared_ptr<detail::engine> engine_for(lease_kind kind, std::string_view name);
-    void drain_impl(boost::asio::any_completion_handler<void(boost::system::error_code)> h);
+    static void drain_impl(const std::shared_ptr<detail::registry_state>& state,
+                           boost::asio::any_completion_handler<void(boost::system::error_code)> h);
 
     std::shared_ptr<detail::registry_state> state_;
 };

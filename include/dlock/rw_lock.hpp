@@ -27,6 +27,9 @@ public:
     rw_lock() = default;
     /// The name given to registry::obtain_rw.
     const std::string& name() const noexcept { return read_.name(); }
+    /// The registry's executor (where completions run); empty for an empty rw_lock.
+    using executor_type = lock::executor_type;
+    executor_type get_executor() const noexcept { return read_.get_executor(); }
     /// The shared side.
     lock& read() noexcept { return read_; }
     /// The exclusive side.

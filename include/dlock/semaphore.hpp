@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dlock/error.hpp>
+#include <dlock/export.hpp>
 #include <dlock/guard.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -34,13 +35,16 @@ struct semaphore_state;
 /// store once per permit it holds or waits for, at most `permits()` at a time; further local
 /// waiters queue in the process and take over a permit when its holder releases it.
 /// Completion, errors and cancellation as lock's acquire family.
-class semaphore {
+class DLOCK_API semaphore {
 public:
     using acquire_signature = void(boost::system::error_code, guard);
 
     semaphore() = default;
     const std::string& name() const noexcept;
     unsigned permits() const noexcept;
+    /// The registry's executor (where completions run); empty for an empty semaphore.
+    using executor_type = boost::asio::any_io_executor;
+    executor_type get_executor() const noexcept;
 
     /// Waits until a permit is held.
     template <class Token = boost::asio::deferred_t>

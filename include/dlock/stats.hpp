@@ -2,6 +2,8 @@
 // Counters and histograms a registry keeps for its locks.
 #pragma once
 
+#include <dlock/export.hpp>
+
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -10,7 +12,7 @@
 namespace dlock {
 
 /// A log2 histogram of microseconds: bucket i counts values in [2^(i-1), 2^i) µs.
-struct histogram {
+struct DLOCK_API histogram {
     std::array<std::uint64_t, 40> buckets{};
     std::uint64_t count = 0;
     std::uint64_t max_us = 0;

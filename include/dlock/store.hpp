@@ -2,6 +2,8 @@
 // The store contract (v2): what a lock needs from a backend, and what a backend may offer.
 #pragma once
 
+#include <dlock/export.hpp>
+
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -186,7 +188,7 @@ struct latch_state {
 /// - The templates copy their string arguments (a deferred operation may start after the
 ///   caller's strings are gone).
 /// Thread safety: none; use the store from its executor only.
-class store {
+class DLOCK_API store {
 public:
     using acquire_signature = void(boost::system::error_code, acquire_result);
     using renew_signature = void(boost::system::error_code, renew_result);

@@ -42,6 +42,10 @@ int main(int argc, char** argv)
         std::cout << usage(o.help_topic);
         return exit_status::ok;
     }
+    if (o.cmd == command::version) {
+        std::cout << version_text();
+        return exit_status::ok;
+    }
     boost::asio::io_context io;
     auto st = open_store(o, io.get_executor());
     int rc = exit_status::internal;

@@ -2,6 +2,7 @@
 #include "cli/options.hpp"
 
 #include <dlock/lock.hpp>
+#include <dlock/version.hpp>
 
 #include "cli/exit_status.hpp"
 #include "redis/node_list.hpp"
@@ -220,6 +221,12 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
         out.cmd = command::help;
         if (args.size() > 1)
             out.help_topic = args[1];
+        return true;
+    }
+    if (c == "--version" || c == "version") {
+        out.cmd = command::version;
+        if (args.size() > 1)
+            return fail(err, "--version takes no arguments");
         return true;
     }
     if (c == "run")
@@ -511,6 +518,30 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
     return true;
 }
 
+std::string version_text()
+{
+    std::string text = std::string("dlock ") + DLOCK_VERSION_STRING;
+    if (std::string_view(library_version().string) != DLOCK_VERSION_STRING)
+        text += std::string(" (library ") + library_version().string + ")";
+    text += "\nstores: redis";
+#ifdef DLOCK_HAS_ETCD
+    text += " etcd";
+#endif
+#ifdef DLOCK_HAS_ZOOKEEPER
+    text += " zookeeper";
+#endif
+#ifdef DLOCK_HAS_POSTGRES
+    text += " postgres";
+#endif
+#ifdef DLOCK_HAS_MARIADB
+    text += " mariadb";
+#endif
+#ifdef DLOCK_HAS_MEMCACHED
+    text += " memcached";
+#endif
+    return text + "\n";
+}
+
 std::string usage(const std::string& topic)
 {
     if (topic == "run")
@@ -587,7 +618,7 @@ Commands:
   status NAME               show who holds NAME (--json for machines)
   release NAME --force      free NAME whoever holds it
 
-Run `dlock COMMAND --help` for a command's options.
+Run `dlock COMMAND --help` for a command's options, `dlock --version` for the version.
 )";
 }
 

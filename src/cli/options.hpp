@@ -26,7 +26,8 @@ enum class command {
     run,
     status,
     release,
-    help
+    help,
+    version  ///< --version: print the tool's and the library's version
 };
 
 /// Which store: one Redis (direct or through Sentinel), Redlock over several independent
@@ -89,6 +90,10 @@ using file_reader = std::function<bool(const std::string& path, std::string& tex
 /// are parameters so tests control the environment and files.
 bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
            const std::function<const char*(const char*)>& getenv, const file_reader& read);
+
+/// `dlock --version`'s text: the tool's version (the project's), the library's it runs on,
+/// and the stores it was built with.
+std::string version_text();
 
 /// The usage text for `topic` ("" for the overview).
 std::string usage(const std::string& topic);

@@ -6,8 +6,10 @@
 #include <dlock/registry.hpp>
 
 #include "common/backoff.hpp"
+#include "common/handler_work.hpp"
 #include "common/post_completion.hpp"
 #include "common/stored_handler.hpp"
+#include "core/engine.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -107,6 +109,7 @@ struct observer_core : std::enable_shared_from_this<observer_core> {
     asio::steady_timer expiry, retry;
     backoff pause;
     bool reading = false, again = false, stopped = false, watch_later = true;
+    bool dropped = false;  // its observer is gone: a deferred async_next started now is aborted
     clock_type::time_point lease_end = clock_type::time_point::max();  // of the last holder read
     std::optional<leader_info> last;
     std::deque<std::pair<error_code, leader_info>> queue;
@@ -246,12 +249,23 @@ const std::string& leadership::value() const noexcept
     return value_ ? *value_ : empty;
 }
 
-void leadership::proclaim_impl(std::string value, asio::any_completion_handler<void(error_code)> h)
+leadership::executor_type leadership::get_executor() const noexcept
 {
-    if (g_.is_lost())
-        return detail::post_completion(c_->ex, std::move(h), make_error_code(error::lock_lost));
-    auto c = c_;
-    auto out = value_;
+    return c_ ? c_->ex : executor_type();
+}
+
+void leadership::proclaim_impl(const std::shared_ptr<detail::election_core>& c,
+                               const std::shared_ptr<detail::hold>& hold, std::shared_ptr<std::string> out,
+                               std::string value, asio::any_completion_handler<void(error_code)> h)
+{
+    if (!hold->active)  // resigned after the operation was made
+        return detail::post_completion(c->ex, std::move(h), make_error_code(error::not_held));
+    // As guard::is_lost: past the local deadline counts as lost before the watchdog notices.
+    auto& eng = *hold->eng;
+    auto until = eng.valid_until(*hold);
+    if (eng.is_lost(*hold) || clock_type::now() >= until)
+        return detail::post_completion(c->ex, std::move(h), make_error_code(error::lock_lost));
+    auto done = detail::keep_work(std::move(h), c->ex);
     auto body = [](std::shared_ptr<detail::election_core> c, lease_key key, clock_type::time_point until, std::string v,
                    std::shared_ptr<std::string> out) -> asio::awaitable<int> {
         co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
@@ -261,10 +275,10 @@ void leadership::proclaim_impl(std::string value, asio::any_completion_handler<v
         *out = std::move(v);
         co_return 0;
     };
-    auto slot = asio::get_associated_cancellation_slot(h);
+    auto slot = asio::get_associated_cancellation_slot(done);
     auto ex = c->ex;
-    asio::co_spawn(ex, body(c, g_.lease(), g_.valid_until(), std::move(value), out),
-                   asio::bind_cancellation_slot(slot, [ex, h = std::move(h)](std::exception_ptr e, int) mutable {
+    asio::co_spawn(ex, body(c, eng.lease_of(*hold), until, std::move(value), std::move(out)),
+                   asio::bind_cancellation_slot(slot, [ex, h = std::move(done)](std::exception_ptr e, int) mutable {
                        error_code ec;
                        if (e) {
                            try {
@@ -294,21 +308,31 @@ leader_observer::~leader_observer()
 {
     if (!c_)
         return;
+    c_->dropped = true;
     c_->stop();
     if (c_->waiting)
         c_->complete(asio::error::operation_aborted, {});
 }
 
-void leader_observer::next_impl(asio::any_completion_handler<void(error_code, leader_info)> h)
+leader_observer::executor_type leader_observer::get_executor() const noexcept
 {
-    auto& o = *c_;
+    return c_ ? c_->c->ex : executor_type();
+}
+
+void leader_observer::next_impl(const std::shared_ptr<detail::observer_core>& c,
+                                asio::any_completion_handler<void(error_code, leader_info)> h)
+{
+    auto& o = *c;
+    if (o.dropped)
+        return detail::post_completion(o.c->ex, std::move(h), error_code(asio::error::operation_aborted),
+                                       leader_info{});
     if (o.waiting)
         return detail::post_completion(o.c->ex, std::move(h), make_error_code(error::operation_in_progress),
                                        leader_info{});
     o.slot = asio::get_associated_cancellation_slot(h);
-    o.waiting = std::move(h);
+    o.waiting = detail::keep_work(std::move(h), o.c->ex);
     if (o.slot.is_connected()) {
-        std::weak_ptr<detail::observer_core> weak = c_;
+        std::weak_ptr<detail::observer_core> weak = c;
         o.slot.assign([weak, ex = o.c->ex](asio::cancellation_type) {
             asio::post(ex, [weak] {
                 if (auto self = weak.lock(); self && self->waiting)
@@ -342,6 +366,11 @@ const std::string& election::name() const noexcept
     return c_ ? c_->name : empty;
 }
 
+election::executor_type election::get_executor() const noexcept
+{
+    return c_ ? c_->ex : executor_type();
+}
+
 void election::campaign_impl(const std::shared_ptr<detail::election_core>& c, std::string value,
                              asio::any_completion_handler<campaign_signature> h)
 {
@@ -357,8 +386,9 @@ void election::campaign_impl(const std::shared_ptr<detail::election_core>& c, st
             throw boost::system::system_error(ec);  // the guard releases the lease on its way out
         co_return detail::election_core::make(std::move(g), c, std::move(value));
     };
-    asio::co_spawn(c->ex, body(c, std::move(value)),
-                   detail::spawn_completion<campaign_signature, leadership>(c->ex, std::move(h)));
+    asio::co_spawn(
+        c->ex, body(c, std::move(value)),
+        detail::spawn_completion<campaign_signature, leadership>(c->ex, detail::keep_work(std::move(h), c->ex)));
 }
 
 void election::leader_impl(const std::shared_ptr<detail::election_core>& c,
@@ -367,11 +397,12 @@ void election::leader_impl(const std::shared_ptr<detail::election_core>& c,
     if (!c->store_alive())
         return detail::post_completion(c->ex, std::move(h), make_error_code(error::closed), leader_info{});
     auto slot = asio::get_associated_cancellation_slot(h);
-    c->st->async_leader(c->store_name, asio::bind_cancellation_slot(
-                                           slot, [ex = c->ex, h = std::move(h)](error_code ec, lock_status st) mutable {
-                                               auto info = ec ? leader_info{} : detail::to_leader(st);
-                                               detail::post_completion(ex, std::move(h), ec, std::move(info));
-                                           }));
+    c->st->async_leader(c->store_name,
+                        asio::bind_cancellation_slot(slot, [ex = c->ex, h = detail::keep_work(std::move(h), c->ex)](
+                                                               error_code ec, lock_status st) mutable {
+                            auto info = ec ? leader_info{} : detail::to_leader(st);
+                            detail::post_completion(ex, std::move(h), ec, std::move(info));
+                        }));
 }
 
 leader_observer election::observe()

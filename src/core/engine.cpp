@@ -88,7 +88,7 @@ void registry_state::request_done()
     drains.clear();
     for (auto& d : ds)
         if (*d)
-            post_completion(st.get_executor(), std::move(*d), error_code());
+            post_completion(ex, std::move(*d), error_code());  // the store may be gone
 }
 
 // ---- engine: inputs ----

@@ -12,25 +12,35 @@ public:
 
     std::string message(int ev) const override
     {
+        // Every store returns these: no message names one store or its protocol; the store's
+        // own words (the server's text, the schemes it takes) are in its diagnostics
+        // (store::last_error_text, lock::diagnostics) or the parser's message.
         switch (static_cast<error>(ev)) {
         case error::connection_lost:
             return "connection to the server was lost while the request was in flight; it may or may not have run";
         case error::timeout: return "operation timed out; raise the timeout or check the server's load";
-        case error::protocol_error: return "server sent invalid RESP data; the connection was reset";
+        case error::protocol_error:
+            return "the server's reply does not follow the store's protocol, and the connection was reset: check that "
+                   "the URL points at a server of that store (not a proxy or another service)";
         case error::auth_failed: return "authentication failed: check the user name and password";
         case error::connect_failed:
             return "could not connect: check host, port or socket path and that the server runs";
-        case error::resolve_failed: return "could not resolve the host name";
+        case error::resolve_failed: return "could not resolve the host name: check its spelling and the resolver";
         case error::tls_failed:
             return "TLS handshake failed: check the CA file, certificates and that the server speaks TLS";
-        case error::server_error: return "the server answered with an error reply (see the response for its text)";
-        case error::handshake_failed: return "connection setup rejected by the server (SELECT or CLIENT SETNAME)";
+        case error::server_error:
+            return "the server answered with an error; its own text is kept apart (the reply, or the store's "
+                   "last_error_text())";
+        case error::handshake_failed:
+            return "the server refused to set up the connection after it was opened: the store's last_error_text() "
+                   "has its reason (check the database, namespace or session settings in the URL)";
         case error::closed: return "the object was closed while the operation was pending";
         case error::invalid_url:
-            return "invalid URL: expected redis://[user:password@]host[:port][/db], rediss://... or unix:///path";
-        case error::unsupported_scheme: return "unsupported URL scheme: use redis://, rediss:// or unix://";
+            return "invalid URL: check it against the store's URL format (the parser's message says what is wrong)";
+        case error::unsupported_scheme:
+            return "unsupported URL scheme: use a scheme of the chosen store (the parser's message lists them)";
         case error::invalid_port: return "invalid port: expected a number from 1 to 65535";
-        case error::invalid_database: return "invalid database: expected a non-negative integer";
+        case error::invalid_database: return "invalid database number: expected a non-negative integer";
         case error::invalid_option: return "invalid configuration option: unknown name or bad value";
         case error::invalid_duration:
             return "invalid duration: expected a number with unit ms, s, m or h (e.g. 500ms, 30s)";
@@ -42,21 +52,24 @@ public:
         case error::would_block: return "the lock is held elsewhere";
         case error::not_held: return "the guard holds no lock";
         case error::no_quorum:
-            return "too few lock nodes answered to form a majority: check that most of the Redis nodes are up and "
+            return "too few of the store's nodes answered to form a majority: check that most of them are up and "
                    "reachable";
         case error::not_replicated:
-            return "too few replicas acknowledged the lock in time: check the replicas, or lower wait_replicas";
+            return "too few replicas acknowledged the lock in time: check the replicas, or ask the store for fewer "
+                   "acknowledgements";
         case error::permission_denied:
-            return "the server refused the command for this user: grant the commands and keys the store needs "
-                   "(see the README's ACL list); if it refuses Lua scripts (EVAL/EVALSHA), use Redis without "
-                   "scripting: redis_store_options::scripting = false (dlock --no-scripting)";
+            return "the server refused the operation for this user: grant it the rights the store needs (the "
+                   "README lists them per store); the store's last_error_text() has the server's words and the "
+                   "way out";
         case error::wrong_type:
-            return "a key the lock uses holds a value of another type: another program writes under this "
-                   "namespace; choose another namespace or remove the key";
+            return "an entry the lock uses at the store holds data of another kind: another program writes under "
+                   "this namespace; choose another namespace or remove the entry";
         case error::server_busy: return "the server is temporarily unable to serve (loading, busy, failing over)";
         case error::operation_in_progress: return "an operation of the same kind is already pending on this object";
-        case error::invalid_handle: return "the lock handle is empty: obtain it from a registry";
-        case error::not_supported: return "the store cannot serve this request";
+        case error::invalid_handle: return "the handle is empty (default-constructed): obtain it from a registry";
+        case error::not_supported:
+            return "the store cannot serve this request: it lacks this primitive or setting (the README lists "
+                   "what each store offers)";
         case error::session_lost: return "the store's session ended, and every lease it kept alive with it";
         case error::kind_mismatch:
             return "the name is in use as another primitive, or as a semaphore with another number of permits";

@@ -6,6 +6,7 @@
 #include <dlock/registry.hpp>
 
 #include "common/backoff.hpp"
+#include "common/handler_work.hpp"
 #include "common/post_completion.hpp"
 #include "common/stored_handler.hpp"
 #include "core/lease_policy.hpp"
@@ -355,7 +356,7 @@ void latch::count_down_impl(const std::shared_ptr<detail::latch_core>& c, bool o
         return detail::post_completion(c->ex, std::move(h), bad, std::uint64_t{0});
     if (!own)
         member = c->new_member();
-    std::make_shared<detail::count_down_op>(c, std::move(member), std::move(h))->start();
+    std::make_shared<detail::count_down_op>(c, std::move(member), detail::keep_work(std::move(h), c->ex))->start();
 }
 
 void latch::wait_impl(const std::shared_ptr<detail::latch_core>& c, milliseconds d,
@@ -366,7 +367,7 @@ void latch::wait_impl(const std::shared_ptr<detail::latch_core>& c, milliseconds
         bad = error::closed;
     if (bad)
         return detail::post_completion(c->ex, std::move(h), bad);
-    std::make_shared<detail::wait_op>(c, std::move(h))->start(d);
+    std::make_shared<detail::wait_op>(c, detail::keep_work(std::move(h), c->ex))->start(d);
 }
 
 void latch::count_impl(const std::shared_ptr<detail::latch_core>& c, asio::any_completion_handler<count_signature> h)
@@ -376,7 +377,12 @@ void latch::count_impl(const std::shared_ptr<detail::latch_core>& c, asio::any_c
         bad = error::closed;
     if (bad)
         return detail::post_completion(c->ex, std::move(h), bad, std::uint64_t{0});
-    std::make_shared<detail::count_op>(c, std::move(h))->start();
+    std::make_shared<detail::count_op>(c, detail::keep_work(std::move(h), c->ex))->start();
+}
+
+latch::executor_type latch::get_executor() const noexcept
+{
+    return c_ ? c_->ex : executor_type();
 }
 
 }  // namespace dlock

@@ -2,6 +2,7 @@
 #include <dlock/error.hpp>
 #include <dlock/lock.hpp>
 
+#include "common/handler_work.hpp"
 #include "common/post_completion.hpp"
 #include "core/engine.hpp"
 #include "core/lock_run.hpp"
@@ -43,13 +44,30 @@ void lock::acquire_impl(owner o, mode m, std::chrono::milliseconds d, asio::any_
     std::optional<std::chrono::milliseconds> limit;
     if (m == mode::bounded)
         limit = std::max(d, std::chrono::milliseconds(0));
-    e_->acquire(o.id(), m == mode::try_once, limit, std::move(h), in_place);
+    // A handler on an executor of its own keeps work there while it waits (Asio's rule).
+    auto done = in_place ? std::move(h) : detail::keep_work(std::move(h), e_->executor(), true);
+    e_->acquire(o.id(), m == mode::try_once, limit, std::move(done), in_place);
 }
+
+lock::executor_type lock::get_executor() const noexcept
+{
+    return e_ ? e_->executor() : executor_type();
+}
+
+namespace {
+
+// A coroutine of a copy, not of `this`: the awaitable may start after the lock has moved.
+asio::awaitable<void> run_on(lock lk, std::function<asio::awaitable<void>(guard&)> body)
+{
+    guard g = co_await lk.acquire(asio::use_awaitable);
+    co_await detail::run_held(std::move(g), std::move(body));
+}
+
+}  // namespace
 
 asio::awaitable<void> lock::run(std::function<asio::awaitable<void>(guard&)> body)
 {
-    guard g = co_await acquire(asio::use_awaitable);
-    co_await detail::run_held(std::move(g), std::move(body));
+    return run_on(*this, std::move(body));
 }
 
 asio::awaitable<void> detail::run_held(guard g, std::function<asio::awaitable<void>(guard&)> body)
@@ -132,15 +150,21 @@ asio::cancellation_slot guard::lost_slot() noexcept
     return h_ ? h_->lost.slot() : asio::cancellation_slot();
 }
 
-void guard::wait_lost_impl(asio::any_completion_handler<void(error_code)> h)
+void guard::wait_lost_impl(const std::shared_ptr<detail::hold>& hold, asio::any_completion_handler<void(error_code)> h)
 {
-    h_->eng->wait_lost(h_, std::move(h));
+    hold->eng->wait_lost(hold, detail::keep_work(std::move(h), hold->eng->executor()));
 }
 
 void guard::release_impl(asio::any_completion_handler<void(error_code)> h, bool in_place)
 {
     auto hold = std::move(h_);
-    hold->eng->release(hold, std::move(h), false, in_place);
+    auto done = in_place ? std::move(h) : detail::keep_work(std::move(h), hold->eng->executor(), true);
+    hold->eng->release(hold, std::move(done), false, in_place);
+}
+
+guard::executor_type guard::get_executor() const noexcept
+{
+    return h_ ? h_->eng->executor() : executor_type();
 }
 
 const detail::engine* guard::engine_of() const noexcept

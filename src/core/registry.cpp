@@ -2,6 +2,7 @@
 #include <dlock/error.hpp>
 #include <dlock/registry.hpp>
 
+#include "common/handler_work.hpp"
 #include "common/post_completion.hpp"
 #include "core/engine.hpp"
 #include "core/semaphore_state.hpp"
@@ -64,6 +65,11 @@ store& registry::get_store() const noexcept
     return state_->st;
 }
 
+registry::executor_type registry::get_executor() const noexcept
+{
+    return state_->ex;
+}
+
 const lock_config& registry::config() const noexcept
 {
     return state_->cfg;
@@ -81,14 +87,16 @@ std::size_t registry::in_flight() const noexcept
     return state_->in_flight;
 }
 
-void registry::drain_impl(boost::asio::any_completion_handler<void(boost::system::error_code)> h)
+void registry::drain_impl(const std::shared_ptr<detail::registry_state>& state,
+                          boost::asio::any_completion_handler<void(boost::system::error_code)> h)
 {
-    auto& s = *state_;
-    auto ex = s.st.get_executor();
+    auto& s = *state;
+    auto ex = s.ex;  // not the store's: it may be gone by now (in_flight is then 0)
     if (s.in_flight == 0)
         return detail::post_completion(ex, std::move(h), boost::system::error_code());
     auto slot = boost::asio::get_associated_cancellation_slot(h);
-    auto d = std::make_shared<boost::asio::any_completion_handler<void(boost::system::error_code)>>(std::move(h));
+    auto d = std::make_shared<boost::asio::any_completion_handler<void(boost::system::error_code)>>(
+        detail::keep_work(std::move(h), ex));
     s.drains.push_back(d);
     if (slot.is_connected()) {
         std::weak_ptr<boost::asio::any_completion_handler<void(boost::system::error_code)>> wd = d;

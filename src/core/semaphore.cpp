@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #include <dlock/semaphore.hpp>
 
+#include "common/handler_work.hpp"
 #include "common/post_completion.hpp"
 #include "core/lock_run.hpp"
 #include "core/semaphore_state.hpp"
@@ -50,13 +51,28 @@ void semaphore::acquire_impl(mode m, std::chrono::milliseconds d, asio::any_comp
     std::optional<std::chrono::milliseconds> limit;
     if (m == mode::bounded && d <= lock::unlimited_after)
         limit = std::max(d, std::chrono::milliseconds(0));
-    s.pick().acquire(owner().id(), m == mode::try_once, limit, std::move(h));
+    s.pick().acquire(owner().id(), m == mode::try_once, limit, detail::keep_work(std::move(h), s.reg->ex));
 }
+
+semaphore::executor_type semaphore::get_executor() const noexcept
+{
+    return s_ ? s_->reg->ex : executor_type();
+}
+
+namespace {
+
+// A coroutine of a copy, not of `this`: the awaitable may start after the semaphore has moved.
+asio::awaitable<void> run_on(semaphore s, std::function<asio::awaitable<void>(guard&)> body)
+{
+    guard g = co_await s.acquire(asio::use_awaitable);
+    co_await detail::run_held(std::move(g), std::move(body));
+}
+
+}  // namespace
 
 asio::awaitable<void> semaphore::run(std::function<asio::awaitable<void>(guard&)> body)
 {
-    guard g = co_await acquire(asio::use_awaitable);
-    co_await detail::run_held(std::move(g), std::move(body));
+    return run_on(*this, std::move(body));
 }
 
 }  // namespace dlock

@@ -236,11 +236,11 @@ void redis_store::do_connect(asio::any_completion_handler<connect_signature> h)
 // A refused EVAL: NOPERM (an ACL without @scripting), or a server that disabled the command.
 error_code redis_store::scripts_refused(const std::string& text)
 {
-    set_error_text(text);
     auto ec = detail::error_from_reply(text);
     if (ec == error::server_error && (text.rfind("ERR unknown command", 0) == 0 || text.rfind("NOSCRIPT", 0) == 0 ||
                                       text.find("disabled") != std::string::npos))
         ec = error::permission_denied;
+    set_error_text(ec == error::permission_denied ? detail::refused_script_text(text) : text);
     return ec;
 }
 

@@ -342,4 +342,15 @@ BOOST_AUTO_TEST_CASE(help)
     BOOST_TEST(has(usage(""), "run NAME -- COMMAND"));
 }
 
+// The tool's version is the project's (DLOCK_PROJECT_VERSION comes from CMake's project()).
+BOOST_AUTO_TEST_CASE(version)
+{
+    BOOST_TEST((ok({"--version"}).cmd == command::version));
+    BOOST_TEST((ok({"version"}).cmd == command::version));
+    BOOST_TEST(has(bad({"--version", "extra"}), "--version"));
+    BOOST_TEST(version_text().rfind(std::string("dlock ") + DLOCK_PROJECT_VERSION + "\n", 0) == 0, version_text());
+    BOOST_TEST(has(version_text(), "stores: redis"));
+    BOOST_TEST(has(usage(""), "--version"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

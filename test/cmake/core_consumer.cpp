@@ -2,6 +2,7 @@
 // A program that links dlock::core alone (no Redis, no OpenSSL, no hiredis): the lock on the
 // in-process memory store, through the core umbrella header.
 #include <dlock/core.hpp>
+#include <dlock/version.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -9,9 +10,17 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <cstdio>
+#include <string_view>
 
 int main()
 {
+    // The library loaded is the one the headers describe (a shared libdlock could differ).
+    static_assert(DLOCK_VERSION == DLOCK_VERSION_MAJOR * 10000 + DLOCK_VERSION_MINOR * 100 + DLOCK_VERSION_PATCH);
+    if (!dlock::version.compatible_with(dlock::library_version()) ||
+        std::string_view(dlock::library_version().string) != DLOCK_VERSION_STRING) {
+        std::printf("core consumer: headers %s, library %s\n", DLOCK_VERSION_STRING, dlock::library_version().string);
+        return 1;
+    }
     boost::asio::io_context io;
     dlock::memory_store store(io.get_executor());
     dlock::registry reg(store);

@@ -2,6 +2,8 @@
 // Where an etcd_store connects, and how: members, key prefix, lease, timeouts.
 #pragma once
 
+#include <dlock/export.hpp>
+
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
@@ -41,9 +43,9 @@ struct config_error {
 
 /// Parses `etcd://host[:port][,host[:port]...][/prefix][?lease=10s&timeout=5s]` (default
 /// port 2379). The path, without its leading '/', becomes config::prefix.
-bool parse_url(std::string_view url, config& out, config_error& err);
+DLOCK_API bool parse_url(std::string_view url, config& out, config_error& err);
 
 /// `etcd://host:port,host:port/prefix`, for logs.
-std::string to_url(const config& cfg);
+DLOCK_API std::string to_url(const config& cfg);
 
 }  // namespace dlock::etcd

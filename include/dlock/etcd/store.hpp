@@ -4,6 +4,7 @@
 #pragma once
 
 #include <dlock/etcd/config.hpp>
+#include <dlock/export.hpp>
 #include <dlock/store.hpp>
 
 #include <memory>
@@ -29,7 +30,7 @@ namespace dlock {
 /// timed out) are transient; permission_denied, auth_failed, invalid_request and
 /// protocol_error (not an etcd gateway) are permanent; invalid_lease for a lease that is not
 /// whole seconds or is below the cluster's minimum. The server's text: last_error_text().
-class etcd_store final : public store {
+class DLOCK_API etcd_store final : public store {
 public:
     etcd_store(boost::asio::any_io_executor ex, etcd::config cfg);
     ~etcd_store() override;

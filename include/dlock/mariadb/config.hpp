@@ -2,6 +2,8 @@
 // Where a mariadb_store connects: server, credentials, database, lease table, wake-up pool, timeouts.
 #pragma once
 
+#include <dlock/export.hpp>
+
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
@@ -40,12 +42,12 @@ struct config_error {
 /// `mariadb://user[:password]@host[:port]/db[?table=dlock_locks&connect_timeout=5s&timeout=5s&wait_connections=4]`
 /// (also `mysql://`; default port 3306; user, password, host and database percent-decoded;
 /// a host `%2Frun%2Fmysqld%2Fmysqld.sock` is a unix socket).
-bool parse_url(std::string_view url, config& out, config_error& err);
+DLOCK_API bool parse_url(std::string_view url, config& out, config_error& err);
 
 /// `mariadb://user@host:port/db` (no password), for logs.
-std::string to_url(const config& cfg);
+DLOCK_API std::string to_url(const config& cfg);
 
 /// Empty if `table` is a usable table name (`name` or `database.name`), else why not.
-std::string check_table(std::string_view table);
+DLOCK_API std::string check_table(std::string_view table);
 
 }  // namespace dlock::mariadb

@@ -3,6 +3,7 @@
 // tokens from a sequence, waiters woken through the holder's GET_LOCK.
 #pragma once
 
+#include <dlock/export.hpp>
 #include <dlock/mariadb/config.hpp>
 #include <dlock/store.hpp>
 
@@ -40,7 +41,7 @@ namespace dlock {
 /// database refused to the user), server_error (any other SQL error; its text in
 /// last_error_text()), invalid_name, invalid_lease.
 /// Thread safety: none; use it from its executor.
-class mariadb_store final : public store {
+class DLOCK_API mariadb_store final : public store {
 public:
     mariadb_store(boost::asio::any_io_executor ex, mariadb::config cfg);
     ~mariadb_store() override;

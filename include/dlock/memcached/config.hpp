@@ -2,6 +2,8 @@
 // Where a memcached_store connects: servers, key namespace, timeouts.
 #pragma once
 
+#include <dlock/export.hpp>
+
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
@@ -39,9 +41,9 @@ struct config_error {
 
 /// Parses `memcached://host[:port][,host[:port]...][?ns=dlock&timeout=5s&connect_timeout=2s]`
 /// (default port 11211).
-bool parse_url(std::string_view url, config& out, config_error& err);
+DLOCK_API bool parse_url(std::string_view url, config& out, config_error& err);
 
 /// `memcached://host:port,host:port`, for logs.
-std::string to_url(const config& cfg);
+DLOCK_API std::string to_url(const config& cfg);
 
 }  // namespace dlock::memcached

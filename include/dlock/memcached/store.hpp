@@ -3,6 +3,7 @@
 // value, over memcached's meta text protocol (1.6+). An efficiency lock, not a correctness lock.
 #pragma once
 
+#include <dlock/export.hpp>
 #include <dlock/memcached/config.hpp>
 #include <dlock/store.hpp>
 
@@ -34,7 +35,7 @@ namespace dlock {
 /// → server_busy; a lease that is not whole seconds in 2 s .. 30 days → invalid_lease; a
 /// name whose key exceeds memcached's 250 bytes → invalid_name.
 /// Thread safety: none; use it from its executor.
-class memcached_store final : public store {
+class DLOCK_API memcached_store final : public store {
 public:
     memcached_store(boost::asio::any_io_executor ex, memcached::config cfg);
     ~memcached_store() override;

@@ -2,6 +2,8 @@
 // Where a postgres_store connects: server, credentials, database, lease table, timeouts.
 #pragma once
 
+#include <dlock/export.hpp>
+
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
@@ -36,12 +38,12 @@ struct config_error {
 
 /// Parses `postgresql://user[:password]@host[:port]/db[?table=dlock_locks&connect_timeout=5s&timeout=5s&sslmode=...]`
 /// (also `postgres://`; default port 5432; user, password and database percent-decoded).
-bool parse_url(std::string_view url, config& out, config_error& err);
+DLOCK_API bool parse_url(std::string_view url, config& out, config_error& err);
 
 /// `postgresql://user@host:port/db` (no password), for logs.
-std::string to_url(const config& cfg);
+DLOCK_API std::string to_url(const config& cfg);
 
 /// Empty if `table` is a usable table name (`name` or `schema.name`), else why not.
-std::string check_table(std::string_view table);
+DLOCK_API std::string check_table(std::string_view table);
 
 }  // namespace dlock::postgres

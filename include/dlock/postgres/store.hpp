@@ -3,6 +3,7 @@
 // judged on the server's clock, fencing tokens from a sequence, releases announced by NOTIFY.
 #pragma once
 
+#include <dlock/export.hpp>
 #include <dlock/postgres/config.hpp>
 #include <dlock/store.hpp>
 
@@ -36,7 +37,7 @@ namespace dlock {
 /// permission_denied (missing privileges), server_error (any other SQL error; its text in
 /// last_error_text()), invalid_name, invalid_lease.
 /// Thread safety: none; use it from its executor.
-class postgres_store final : public store {
+class DLOCK_API postgres_store final : public store {
 public:
     postgres_store(boost::asio::any_io_executor ex, postgres::config cfg);
     ~postgres_store() override;

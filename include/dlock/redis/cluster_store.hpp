@@ -3,6 +3,7 @@
 // following MOVED and ASK, with wake-ups through sharded pub/sub.
 #pragma once
 
+#include <dlock/export.hpp>
 #include <dlock/redis/config.hpp>
 #include <dlock/store.hpp>
 
@@ -72,7 +73,7 @@ struct cluster_stats {
 /// - Cancellation: the operation's cancellation slot follows the request in flight (see
 ///   redis::connection::async_exec) and the TRYAGAIN pause; an operation waiting for the
 ///   first topology read is not cancellable (the read is bounded by connect_timeout).
-class cluster_store final : public store {
+class DLOCK_API cluster_store final : public store {
 public:
     /// `seeds`: some nodes of the cluster (any role); the first one's settings are used for
     /// every master. Does no I/O until the first operation or watch.

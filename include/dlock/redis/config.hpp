@@ -2,6 +2,8 @@
 // Connection settings, from a URL (Boost.URL) or a JSON object (Boost.JSON).
 #pragma once
 
+#include <dlock/export.hpp>
+
 #include <boost/json/fwd.hpp>
 #include <boost/system/error_code.hpp>
 
@@ -95,21 +97,21 @@ struct config_error {
 /// '@', ':', '/' and '#' as typed (`redis://user:p@ss#word@host:6379`); a '?' or, in a
 /// comma-separated list, a ',' must be percent-encoded (%3F, %2C). %XX sequences are decoded
 /// in user and password; a '%' not followed by two hex digits is kept as typed.
-bool parse_url(std::string_view url, config& out, config_error& err);
+DLOCK_API bool parse_url(std::string_view url, config& out, config_error& err);
 
 /// Reads the same fields from a JSON object: {"url": "...", "host", "port", "path",
 /// "username", "password", "database", "client_name", "connect_timeout" ("5s" or ms),
 /// "request_timeout", "reconnect_min", "reconnect_max", "tls": {"ca_file","cert_file",
 /// "key_file","verify"}, "sentinel": {"master","nodes": ["host:port",...],"username","password"}}. "url" is applied
 /// first, then the other fields override it. Unknown fields are an error.
-bool parse_json(const boost::json::value& v, config& out, config_error& err);
+DLOCK_API bool parse_json(const boost::json::value& v, config& out, config_error& err);
 
 /// `url` with its password (user info, `password=` and `sentinel_password=` options)
 /// replaced by `***`, for messages and logs. It finds the user info as parse_url does and,
 /// for text parse_url refuses, errs on the side of hiding more (e.g. a raw '?' in the password).
-std::string redact_url(std::string_view url);
+DLOCK_API std::string redact_url(std::string_view url);
 
 /// Parses "250ms", "5s", "2m", "1h" or a plain number of milliseconds.
-bool parse_duration(std::string_view text, std::chrono::milliseconds& out);
+DLOCK_API bool parse_duration(std::string_view text, std::chrono::milliseconds& out);
 
 }  // namespace dlock::redis

@@ -2,6 +2,7 @@
 // One Redis connection: many concurrent requests pipelined over one socket, reconnecting.
 #pragma once
 
+#include <dlock/export.hpp>
 #include <dlock/redis/config.hpp>
 #include <dlock/redis/reply.hpp>
 #include <dlock/redis/request.hpp>
@@ -63,7 +64,7 @@ struct connection_stats {
 ///   initiating call.
 /// - Lifetime: the destructor closes the connection; pending operations then complete with
 ///   error::closed. Background work keeps internal state alive, never the user's objects.
-class connection {
+class DLOCK_API connection {
 public:
     using executor_type = boost::asio::any_io_executor;
     using exec_signature = void(boost::system::error_code, response);

@@ -2,6 +2,7 @@
 // The Redlock store: the store contract over N independent Redis masters, by majority.
 #pragma once
 
+#include <dlock/export.hpp>
 #include <dlock/redis/config.hpp>
 #include <dlock/redis/store.hpp>
 #include <dlock/store.hpp>
@@ -103,7 +104,7 @@ struct redlock_options {
 /// with operation_aborted at once; the requests already sent finish in the background, and
 /// a lease an aborted try_acquire obtained is released. Executor: one single-threaded
 /// executor for all nodes. Thread safety: none.
-class redlock_store final : public store {
+class DLOCK_API redlock_store final : public store {
 public:
     /// One config per node. Throws std::invalid_argument if `nodes` is empty.
     redlock_store(boost::asio::any_io_executor ex, std::vector<redis::config> nodes, std::string ns = "dlock",
@@ -148,9 +149,9 @@ private:
 /// redis::parse_url reads them ("redis://a:6379,redis://b:6379"). Returns false and fills
 /// `err` on bad input; the message names the element (position and text, password hidden).
 /// An empty list is an error.
-bool parse_node_list(std::string_view text, std::vector<redis::config>& out, redis::config_error& err);
+DLOCK_API bool parse_node_list(std::string_view text, std::vector<redis::config>& out, redis::config_error& err);
 
 /// The same from a JSON array already parsed.
-bool parse_node_json(const boost::json::value& v, std::vector<redis::config>& out, redis::config_error& err);
+DLOCK_API bool parse_node_json(const boost::json::value& v, std::vector<redis::config>& out, redis::config_error& err);
 
 }  // namespace dlock

@@ -2,6 +2,8 @@
 // A batch of commands, encoded to RESP as they are added so a request is sent as-is.
 #pragma once
 
+#include <dlock/export.hpp>
+
 #include <concepts>
 #include <cstddef>
 #include <initializer_list>
@@ -13,7 +15,7 @@ namespace dlock::redis {
 
 /// One or more commands sent together; the reply to each arrives in the same order.
 /// Arguments are binary-safe strings or integers.
-class request {
+class DLOCK_API request {
 public:
     /// Appends one command, e.g. `push("SET", key, value, "PX", 30000)`.
     template <class... Args>

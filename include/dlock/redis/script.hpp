@@ -2,6 +2,8 @@
 // A Lua script sent as EVALSHA, with its SHA1 computed once.
 #pragma once
 
+#include <dlock/export.hpp>
+
 #include <boost/container/small_vector.hpp>
 
 #include <cstddef>
@@ -15,7 +17,7 @@ namespace dlock::redis {
 
 /// A Lua script. The connection sends EVALSHA and falls back to EVAL on NOSCRIPT (after a
 /// server restart or SCRIPT FLUSH), which also caches the script again.
-class script {
+class DLOCK_API script {
 public:
     /// Computes the body's SHA1 once; copies share the body.
     explicit script(std::string body);
@@ -35,7 +37,7 @@ private:
 /// parts ("{tag}ns", ":lock:", name) is joined straight into the encoding, without a string
 /// of its own. The keys come first; `keys` says how many of the values are keys. A lock
 /// operation's fit in the object itself (no allocation until the command is taken).
-class script_args {
+class DLOCK_API script_args {
 public:
     /// `reserve`: bytes to make room for at once (many values: renew_many's).
     explicit script_args(std::size_t keys, std::size_t reserve = 0);

@@ -2,6 +2,7 @@
 // The Redis store: one round trip per operation through Lua scripts, pub/sub wake-ups.
 #pragma once
 
+#include <dlock/export.hpp>
 #include <dlock/redis/config.hpp>
 #include <dlock/redis/connection.hpp>
 #include <dlock/redis/subscriber.hpp>
@@ -58,7 +59,7 @@ struct redis_store_options {
 /// another type), LOADING/BUSY/MASTERDOWN/READONLY/... → server_busy (transient), anything
 /// else → server_error; a lease outside 1 ms..2^46 ms → invalid_lease, before sending.
 /// Watches: no callback after unwatch() returns (the subscriber guarantees it per listener).
-class redis_store final : public store {
+class DLOCK_API redis_store final : public store {
 public:
     /// Opens two connections: one for commands, one subscriber. `ns` namespaces all keys.
     redis_store(boost::asio::any_io_executor ex, redis::config cfg, std::string ns = "dlock");
@@ -130,9 +131,9 @@ private:
 };
 
 /// The Redis Cluster hash slot of a key (CRC16/XMODEM of its hash tag, mod 16384).
-unsigned key_slot(std::string_view key) noexcept;
+DLOCK_API unsigned key_slot(std::string_view key) noexcept;
 
 /// A short tag that hashes to `slot`.
-const std::string& slot_tag(unsigned slot);
+DLOCK_API const std::string& slot_tag(unsigned slot);
 
 }  // namespace dlock

@@ -2,6 +2,7 @@
 // A connection in subscribe mode: shared channel subscriptions with per-channel refcounts.
 #pragma once
 
+#include <dlock/export.hpp>
 #include <dlock/redis/config.hpp>
 #include <dlock/redis/connection.hpp>
 
@@ -38,7 +39,7 @@ struct event {
 /// subscribed again and each listener gets `resubscribed`.
 /// Executor and thread safety as redis::connection. Listeners run on the executor, from
 /// the reading loop: they must not block; they may add or remove listeners.
-class subscriber {
+class DLOCK_API subscriber {
 public:
     using listener = std::function<void(const event&)>;
     using listener_id = std::uint64_t;
@@ -92,7 +93,7 @@ private:
 /// An awaitable view of one channel: queues events until `async_receive` takes them.
 /// Completion: void(error_code, event). Cancellation: terminal, partial, total (the event
 /// stays queued). Destroying the subscription unlistens.
-class subscription {
+class DLOCK_API subscription {
 public:
     /// Starts listening on `channel` (subscribing if it is the first listener).
     subscription(subscriber& sub, const std::string& channel);

@@ -2,6 +2,8 @@
 // Where a zookeeper_store connects: the ensemble, its chroot, the lock root, timeouts.
 #pragma once
 
+#include <dlock/export.hpp>
+
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
@@ -41,13 +43,13 @@ struct config_error {
 
 /// Parses `zk://host[:port][,host[:port]...][/chroot][?root=/dlock&session_timeout=10s&connect_timeout=5s]`
 /// (default port 2181; `zookeeper://` is accepted too).
-bool parse_url(std::string_view url, config& out, config_error& err);
+DLOCK_API bool parse_url(std::string_view url, config& out, config_error& err);
 
 /// `zk://host:port,host:port/chroot`, for logs.
-std::string to_url(const config& cfg);
+DLOCK_API std::string to_url(const config& cfg);
 
 /// Checks a ZooKeeper path ("/a/b"): absolute, no empty, "." or ".." component, no trailing
 /// '/', no NUL or control characters. Empty message if valid.
-std::string check_path(std::string_view path);
+DLOCK_API std::string check_path(std::string_view path);
 
 }  // namespace dlock::zookeeper

@@ -4,6 +4,7 @@
 // with one ZooKeeper session per store.
 #pragma once
 
+#include <dlock/export.hpp>
 #include <dlock/store.hpp>
 #include <dlock/zookeeper/config.hpp>
 
@@ -32,7 +33,7 @@ namespace dlock {
 /// timeout are transient; invalid_lease (a session timeout outside the servers' bounds),
 /// invalid_name (a name that makes no ZooKeeper path), permission_denied (an ACL) and
 /// wrong_type (the lock path is an ephemeral node) are permanent. last_error_text() says more.
-class zookeeper_store final : public store {
+class DLOCK_API zookeeper_store final : public store {
 public:
     zookeeper_store(boost::asio::any_io_executor ex, zookeeper::config cfg);
     ~zookeeper_store() override;
