@@ -14,7 +14,8 @@ packages=(
   libhiredis-dev libssl-dev openssl
   redis-server redis-tools
 )
-# The tests' own servers, one line per store; python3 for the docs' link check.
+# The tests' own servers, one line per store; python3 for the docs' link check, doxygen for
+# the API reference's check (api_docs).
 test_packages=(
   etcd-server etcd-client
   memcached
@@ -22,6 +23,7 @@ test_packages=(
   mariadb-server libmariadb-dev
   zookeeper libzookeeper-st-dev default-jdk-headless libcurator-recipes-java libslf4j-java
   python3
+  doxygen
 )
 
 case ${1:-} in
