@@ -34,21 +34,27 @@ struct leader_info {
     bool present = false;    ///< a leader holds the name and has proclaimed its value
     std::string value{};     ///< the leader's value (empty without a leader)
     std::uint64_t term = 0;  ///< the leader's term: its lease's fencing token (0 without a leader)
+    /// Equal when every field is (an observer gives only states that differ).
     friend bool operator==(const leader_info&, const leader_info&) = default;
 };
 
 /// One term of leadership, from election::campaign. Move-only. It is the mutex's guard
 /// underneath: the watchdog keeps the lease, and the leader must stop its work when the
 /// lease is lost, exactly as with a guard (is_lost, wait_lost, lost_slot).
+/// @threadsafety None: use it on the registry's executor only.
 class DLOCK_API leadership {
 public:
+    /// No leadership: is_leader() is false.
     leadership() = default;
-    leadership(leadership&&) noexcept = default;
-    leadership& operator=(leadership&&) noexcept = default;
+    /// Takes the term; `other` is empty afterwards.
+    leadership(leadership&& other) noexcept = default;
+    /// Takes `other`'s term; this one's own, if any, is released in the background (as guard's).
+    leadership& operator=(leadership&& other) noexcept = default;
 
     /// True while this leadership holds and its lease's local deadline has not passed: never
     /// true after valid_until(). Check it right before each side effect of the leader.
     bool is_leader() const noexcept { return g_.owns_lock() && !g_.is_lost(); }
+    /// is_leader().
     explicit operator bool() const noexcept { return is_leader(); }
     /// The term: the lease's fencing token, strictly increasing from leader to leader. Pass
     /// it to the resources the leader writes so they can refuse a deposed leader.
@@ -61,7 +67,11 @@ public:
     bool is_lost() const noexcept { return g_.is_lost(); }
     /// Emits terminal cancellation when the lease is lost (see guard::lost_slot).
     boost::asio::cancellation_slot lost_slot() noexcept { return g_.lost_slot(); }
-    /// Completes with error::lock_lost when the lease is lost (see guard::wait_lost).
+    /// Waits until the lease is lost (see guard::wait_lost).
+    /// @completion `void(error_code)`: error::lock_lost when the lease is lost,
+    /// operation_aborted after resign.
+    /// @errors As guard::wait_lost: not_held, operation_in_progress.
+    /// @cancellation Terminal, partial, total: operation_aborted; the term goes on.
     template <class Token = boost::asio::deferred_t>
     auto wait_lost(Token&& token = {})
     {
@@ -69,16 +79,19 @@ public:
     }
     /// The guard underneath (for lock::run-style use).
     dlock::guard& get_guard() noexcept { return g_; }
-    /// The registry's executor (where completions run); empty for an empty leadership.
+    /// The executor type: Asio's polymorphic I/O executor.
     using executor_type = boost::asio::any_io_executor;
+    /// The registry's executor (where completions run); empty for an empty leadership.
     executor_type get_executor() const noexcept;
 
     /// Replaces the leader's value, only while still leading: the store writes it only if
     /// this lease still holds the name (fenced), and observers then see it.
-    /// Completion: void(error_code): lock_lost if the lease is gone (locally or at the
-    /// store), not_held after resign, the store's error otherwise (transient ones are
-    /// retried until the lease's local deadline). Cancellation (terminal, partial, total):
-    /// operation_aborted (a write already sent may still land).
+    /// @completion `void(error_code)`.
+    /// @errors lock_lost if the lease is gone (locally or at the store), not_held after
+    /// resign (or for an empty leadership), closed if the store is gone, the store's error
+    /// otherwise (transient ones are retried until the lease's local deadline).
+    /// @cancellation Terminal, partial, total: operation_aborted (a write already sent may
+    /// still land).
     template <class Token = boost::asio::deferred_t>
     auto proclaim(std::string value, Token&& token = {})
     {
@@ -93,7 +106,10 @@ public:
     }
 
     /// Ends the term: releases the lease (the store then reports no leader, or the next
-    /// one). Completion and errors as guard::release.
+    /// one). The operation takes the term when made, as guard::release.
+    /// @completion `void(error_code)`, as guard::release.
+    /// @errors As guard::release: lock_lost, not_held, closed, a store error.
+    /// @cancellation Not cancellable, as guard::release.
     template <class Token = boost::asio::deferred_t>
     auto resign(Token&& token = {})
     {
@@ -115,11 +131,16 @@ private:
 
 /// A stream of leader changes (election::observe). Move-only; destroying it stops the
 /// watch (nothing left behind at the store).
+/// @threadsafety None: use it on the registry's executor only.
 class DLOCK_API leader_observer {
 public:
+    /// No stream: async_next completes with error::invalid_handle.
     leader_observer() = default;
-    leader_observer(leader_observer&&) noexcept = default;
-    leader_observer& operator=(leader_observer&&) noexcept;
+    /// Takes the stream; `other` is empty afterwards.
+    leader_observer(leader_observer&& other) noexcept = default;
+    /// Stops this observer's own watch, then takes `other`'s stream.
+    leader_observer& operator=(leader_observer&& other) noexcept;
+    /// Stops the watch; a pending async_next completes with operation_aborted.
     ~leader_observer();
 
     /// The next change: first the current state, then each state that differs from the
@@ -127,10 +148,15 @@ public:
     /// store announces it (a proclaim, a release) or when the leader's lease runs out
     /// (expiry is announced by nobody: the observer reads again at the lease's end).
     /// States that pass quicker than a store round trip may be merged. Changes wait in a
-    /// queue until taken. Completion: void(error_code, leader_info). Cancellation
-    /// (terminal, partial, total): operation_aborted; the change stays queued. The operation
-    /// keeps the stream, not `this`: started after a move it reads the same stream; started
-    /// after the observer is destroyed, it completes with operation_aborted.
+    /// queue until taken. The operation keeps the stream, not `this`: started after a move
+    /// it reads the same stream; started after the observer is destroyed, it completes with
+    /// operation_aborted.
+    /// @completion `void(error_code, leader_info)`.
+    /// @errors operation_aborted (the observer was destroyed), invalid_handle (an empty
+    /// observer), operation_in_progress (another async_next is pending), closed (the store is
+    /// gone), a store's permanent error (not_supported, ...), which ends the stream: every
+    /// later call reports it too. Transient store errors are retried.
+    /// @cancellation Terminal, partial, total: operation_aborted; the change stays queued.
     template <class Token = boost::asio::deferred_t>
     auto async_next(Token&& token = {})
     {
@@ -143,8 +169,9 @@ public:
             token);
     }
 
-    /// The registry's executor (where completions run); empty for an empty observer.
+    /// The executor type: Asio's polymorphic I/O executor.
     using executor_type = boost::asio::any_io_executor;
+    /// The registry's executor (where completions run); empty for an empty observer.
     executor_type get_executor() const noexcept;
 
 private:
@@ -164,24 +191,34 @@ private:
 /// fail campaign (after acquiring, the lease is released again), leader and observe with
 /// error::not_supported. Completion runs on the store's executor, never inside the
 /// initiating call. Lifetimes: the store must outlive the election, its leadership and
-/// observers. Thread safety: none.
+/// observers.
+/// @threadsafety None: use it on the registry's executor only.
 class DLOCK_API election {
 public:
+    /// campaign's completion: the error, and the leadership (empty unless leading).
     using campaign_signature = void(boost::system::error_code, leadership);
+    /// leader's completion: the error, and who leads.
     using leader_signature = void(boost::system::error_code, leader_info);
 
+    /// An empty election: every operation completes with error::invalid_handle.
     election() = default;
+    /// The election of `name` on `reg`'s mutex of that name. Bad names are reported by the
+    /// operations (error::invalid_name).
     election(registry& reg, std::string_view name);
 
+    /// The name as given (without the registry's prefix).
     const std::string& name() const noexcept;
-    /// The registry's executor (where completions run); empty for an empty election.
+    /// The executor type: Asio's polymorphic I/O executor.
     using executor_type = boost::asio::any_io_executor;
+    /// The registry's executor (where completions run); empty for an empty election.
     executor_type get_executor() const noexcept;
 
     /// Waits to become leader, then proclaims `value`: completes with the leadership.
-    /// Errors: those of lock::acquire, then of proclaim (lock_lost if the lease was lost
-    /// before the value was written). Cancellation (terminal, partial, total): stops
-    /// waiting; a lease already taken is released, so nothing is left behind.
+    /// @completion campaign_signature: `void(error_code, leadership)`.
+    /// @errors Those of lock::acquire, then of proclaim (lock_lost if the lease was lost
+    /// before the value was written; not_supported from a store without elections).
+    /// @cancellation Terminal, partial, total: stops waiting; a lease already taken is
+    /// released, so nothing is left behind.
     template <class Token = boost::asio::deferred_t>
     auto campaign(std::string value, Token&& token = {})
     {
@@ -194,7 +231,12 @@ public:
             token, std::move(value));
     }
 
-    /// The store's current leader (one read). Completion: void(error_code, leader_info).
+    /// The store's current leader (one read).
+    /// @completion leader_signature: `void(error_code, leader_info)`.
+    /// @errors closed (the store is gone), invalid_handle, not_supported, the store's error
+    /// (not retried).
+    /// @cancellation Passed to the store's read: the Redis stores honour it as
+    /// redis::connection::async_exec does; memory_store completes regardless.
     template <class Token = boost::asio::deferred_t>
     auto leader(Token&& token = {})
     {
@@ -207,7 +249,8 @@ public:
             token);
     }
 
-    /// Starts watching the leader of the name; take changes with async_next().
+    /// Starts watching the leader of the name; take changes with leader_observer::async_next().
+    /// An empty election gives an empty observer.
     leader_observer observe();
 
 private:

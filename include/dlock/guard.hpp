@@ -59,12 +59,16 @@ DLOCK_API const boost::asio::any_io_executor& executor_of(const engine& e) noexc
 ///
 /// Destroying a guard that still holds releases it in the background (counted in
 /// lock_stats::released_by_destructor); prefer `co_await g.release()` to see the outcome.
-/// The guard keeps its lock's state alive; it must not outlive the store. Use it on the
-/// registry's executor only.
+/// The guard keeps its lock's state alive; it must not outlive the store.
+/// @threadsafety None: use it on the registry's executor only.
 class DLOCK_API guard {
 public:
+    /// An empty guard.
     guard() noexcept = default;
-    guard(guard&&) noexcept = default;
+    /// Takes the hold; `other` is empty afterwards.
+    guard(guard&& other) noexcept = default;
+    /// Releases this guard's own hold, if any, in the background (as the destructor does),
+    /// then takes `other`'s; `other` is empty afterwards.
     guard& operator=(guard&& other) noexcept;
     /// Releases in the background if still held (never blocks, never throws).
     ~guard();
@@ -96,8 +100,13 @@ public:
     /// then, e.g. `asio::bind_cancellation_slot(g.lost_slot(), token)`. One binding at a time.
     boost::asio::cancellation_slot lost_slot() noexcept;
 
-    /// Completes with error::lock_lost when the lease is lost, with operation_aborted when
-    /// the guard is released first or the wait is cancelled (terminal, partial, total).
+    /// Waits until the lease is lost; an alternative to lost_slot() for a task of its own.
+    /// @completion `void(error_code)`: error::lock_lost when the lease is lost (at once if it
+    /// already is), operation_aborted when the hold is released first.
+    /// @errors not_held (an empty or released guard), operation_in_progress (another
+    /// wait_lost on this hold is pending).
+    /// @cancellation Terminal, partial, total: completes with operation_aborted; the hold is
+    /// untouched.
     template <class Token = boost::asio::deferred_t>
     auto wait_lost(Token&& token = {})
     {
@@ -112,12 +121,16 @@ public:
     }
 
     /// Ends this hold. The last hold of an owner releases the store lease, or hands it to
-    /// the next local waiter. Completion: void(error_code): success; error::lock_lost if
-    /// the lease had ended before; error::not_held for an empty guard; a store error if the
-    /// store could not be reached (the lease then ends by itself at its expiry).
-    /// Not cancellable: the release goes through whatever the caller does.
-    /// The operation takes the hold when made (this guard is then empty), so it may start
-    /// after the guard has moved or gone; dropped unstarted, it releases in the background.
+    /// the next local waiter. The operation takes the hold when made (this guard is then
+    /// empty), so it may start after the guard has moved or gone; dropped unstarted, it
+    /// releases in the background.
+    /// @completion `void(error_code)`: success once the store has released the lease (at
+    /// once for an inner re-entrant hold, a local hand-off or a read lease kept for the next reader).
+    /// @errors lock_lost if the lease had ended before, or the store says it was no longer
+    /// ours; not_held for an empty guard; closed if the store is gone; a store error if the
+    /// store could not be reached (transient ones are retried while the lease could still be
+    /// ours; the lease then ends by itself at its expiry).
+    /// @cancellation Not cancellable: the release goes through whatever the caller does.
     template <class Token = boost::asio::deferred_t>
     auto release(Token&& token = {})
     {
@@ -131,8 +144,9 @@ public:
             token);
     }
 
-    /// The registry's executor (where completions run); empty for an empty guard.
+    /// The executor type: Asio's polymorphic I/O executor.
     using executor_type = boost::asio::any_io_executor;
+    /// The registry's executor (where completions run); empty for an empty guard.
     executor_type get_executor() const noexcept;
 
 private:

@@ -44,22 +44,27 @@ struct latch_config {
 /// Stores: memory_store and redis_store (single node, Sentinel) keep latches; any other
 /// store fails every operation with error::not_supported.
 ///
-/// Errors of every operation: invalid_name (name empty or too long), invalid_option (count
+/// @errors Of every operation: invalid_name (name empty or too long), invalid_option (count
 /// 0 or above max_latch_count, an empty member), invalid_lease (a ttl the store cannot set),
 /// count_mismatch (the latch exists with another count), not_supported, closed (the store is
 /// gone), invalid_handle (a default-constructed latch), and a store's permanent errors.
 /// Transient store errors (is_transient()) are retried with the registry's backoff until the
 /// operation succeeds, fails for good, or is cancelled.
 ///
-/// Completion runs on the store's executor (an empty latch: the handler's own), never inside
-/// the initiating call. Lifetimes: the registry's store must outlive the latch and its
-/// operations. Thread safety: none; use it on the store's executor.
+/// @completion Runs on the store's executor (an empty latch: the handler's own), never
+/// inside the initiating call. Lifetimes: the registry's store must outlive the latch and
+/// its operations.
+/// @threadsafety None: use it on the store's executor.
 class DLOCK_API latch {
 public:
+    /// count_down's completion: the error, and the count-downs still missing (0: done).
     using count_down_signature = void(boost::system::error_code, std::uint64_t);
+    /// wait's completion.
     using wait_signature = void(boost::system::error_code);
+    /// count's completion: the error, and the count-downs still missing.
     using count_signature = void(boost::system::error_code, std::uint64_t);
 
+    /// An empty latch: every operation completes with error::invalid_handle.
     latch() = default;
     /// The latch `name` of `count` members on `reg`'s store. Bad arguments are reported by
     /// the operations.
@@ -69,16 +74,19 @@ public:
     const std::string& name() const noexcept;
     /// The count given at construction.
     std::uint64_t initial_count() const noexcept;
-    /// The registry's executor (where completions run); empty for an empty latch.
+    /// The executor type: Asio's polymorphic I/O executor.
     using executor_type = boost::asio::any_io_executor;
+    /// The registry's executor (where completions run); empty for an empty latch.
     executor_type get_executor() const noexcept;
 
     /// Counts down once for a new member made up by the library (each call counts once;
     /// retries of one call reuse its member, so a lost reply retried still counts once).
-    /// Completion: void(error_code, remaining), remaining 0 once the latch is done.
-    /// Cancellation (terminal, partial, total): stops retrying and completes with
-    /// operation_aborted; a count-down already sent may still have counted.
     /// (Not for a member: `count_down("worker-3")` picks the overload below, as a name.)
+    /// @completion count_down_signature: `void(error_code, remaining)`, remaining 0 once the
+    /// latch is done.
+    /// @errors As the class says; transient store errors are retried.
+    /// @cancellation Terminal, partial, total: stops retrying and completes with
+    /// operation_aborted; a count-down already sent may still have counted.
     template <class Token = boost::asio::deferred_t>
         requires(!std::is_convertible_v<Token &&, std::string_view>)
     auto count_down(Token&& token = {})
@@ -88,6 +96,9 @@ public:
 
     /// Counts down for `member`, a caller's id: the latch counts each member once, however
     /// often and from however many processes it counts down. Otherwise as count_down().
+    /// @completion count_down_signature: `void(error_code, remaining)`.
+    /// @errors As the class says; invalid_option for an empty `member`.
+    /// @cancellation As count_down(): operation_aborted; a count-down sent may have counted.
     template <class Token = boost::asio::deferred_t>
     auto count_down(std::string_view member, Token&& token = {})
     {
@@ -96,8 +107,11 @@ public:
 
     /// Completes when the latch is done (its count reached 0), at once if it already is.
     /// Does not poll: it watches the name, checks, then sleeps until the store reports a
-    /// change. Completion: void(error_code). Cancellation (terminal, partial, total):
-    /// completes with operation_aborted and leaves no watch (subscription) behind.
+    /// change.
+    /// @completion wait_signature: `void(error_code)`.
+    /// @errors As the class says; transient store errors are retried.
+    /// @cancellation Terminal, partial, total: completes with operation_aborted and leaves no
+    /// watch (subscription) behind.
     template <class Token = boost::asio::deferred_t>
     auto wait(Token&& token = {})
     {
@@ -105,15 +119,20 @@ public:
     }
 
     /// As wait(), but error::timeout after `d` (zero or less: one check).
+    /// @completion wait_signature: `void(error_code)`.
+    /// @errors As wait(); timeout when `d` has passed without the latch being done.
+    /// @cancellation As wait(): operation_aborted, no watch left behind.
     template <class Token = boost::asio::deferred_t>
     auto wait_for(std::chrono::milliseconds d, Token&& token = {})
     {
         return start_wait(d, std::forward<Token>(token));
     }
 
-    /// The count-downs still missing (the count if the latch does not exist yet).
-    /// Completion: void(error_code, remaining). Cancellation (terminal, partial, total):
-    /// completes with operation_aborted.
+    /// The count-downs still missing (the count if the latch does not exist yet). One read;
+    /// changes nothing.
+    /// @completion count_signature: `void(error_code, remaining)`.
+    /// @errors As the class says; transient store errors are retried.
+    /// @cancellation Terminal, partial, total: completes with operation_aborted.
     template <class Token = boost::asio::deferred_t>
     auto count(Token&& token = {})
     {

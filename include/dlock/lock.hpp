@@ -20,37 +20,53 @@
 
 namespace dlock {
 
-/// A named lock from registry::obtain. All operations run on the registry's executor.
+/// A named lock from registry::obtain. A cheap handle: copies share the name's state.
 ///
-/// Completion of the acquire family: void(error_code, guard). Errors: invalid_name,
-/// invalid_lease, invalid_option, timeout (acquire_for), lock_lost (re-entry into a lost
-/// hold), closed, invalid_handle (an empty lock); try_acquire also reports the store's error
-/// when its one attempt failed (connection_lost, timeout, no_quorum, ...). acquire and
-/// acquire_for retry transient store errors (is_transient()) with backoff, and fail at once
-/// on a permanent one (permission_denied, wrong_type, server_error, ...): diagnostics() then
-/// has the server's text. Completion runs on the registry's executor (an empty lock: the
-/// handler's own). acquire_for gives even a zero or sub-round-trip bound one attempt; a
-/// bound too large for the clock means no bound.
-/// Cancellation (terminal, partial, total): the waiter leaves the local queue at once;
-/// a store request already sent is finished in the background and its lease, if any,
-/// released with the same token, so nothing is left behind.
+/// The acquire family (acquire, try_acquire, acquire_for; each also for an explicit owner)
+/// has these sections in common:
+/// @completion `void(error_code, guard)` (acquire_signature), on the registry's executor (an
+/// empty lock: the handler's own), never inside the initiating call. Success gives a guard
+/// that holds; try_acquire gives an empty one if the lock is held elsewhere.
+/// @errors invalid_name, invalid_lease, invalid_option (bad registry settings), timeout
+/// (acquire_for), lock_lost (re-entry into a lost hold), closed (the store is gone),
+/// invalid_handle (an empty lock), kind_mismatch and not_supported (the store or the name
+/// does not serve this kind). try_acquire also reports the store's error when its one
+/// attempt failed (connection_lost, timeout, no_quorum, ...). acquire and acquire_for retry
+/// transient store errors (is_transient()) with backoff and fail at once on a permanent one
+/// (permission_denied, wrong_type, server_error, ...): diagnostics() then has the server's
+/// text. acquire_for gives even a zero or sub-round-trip bound one attempt; a bound too
+/// large for the clock means no bound.
+/// @cancellation Terminal, partial and total (all complete with operation_aborted): the
+/// waiter leaves the local queue at once; a store request already sent is finished in the
+/// background and its lease, if any, released with the same token, so nothing is left behind.
+/// @threadsafety None: use a lock, its copies and its guards on the registry's executor only.
 class DLOCK_API lock {
 public:
+    /// The acquire family's completion: the error, and the guard (empty unless held).
     using acquire_signature = void(boost::system::error_code, guard);
 
+    /// An empty lock: every acquire completes with error::invalid_handle.
     lock() = default;
     /// The name given to registry::obtain (without the registry's prefix).
     const std::string& name() const noexcept;
-    /// The registry's executor (where completions run); empty for an empty lock.
+    /// The executor type: Asio's polymorphic I/O executor.
     using executor_type = boost::asio::any_io_executor;
+    /// The registry's executor (where completions run); empty for an empty lock.
     executor_type get_executor() const noexcept;
 
     /// Waits until held, for a new owner (no re-entry).
+    /// @completion acquire_signature: a guard that holds.
+    /// @errors As the class says; transient store errors are retried, never reported.
+    /// @cancellation Terminal, partial, total: operation_aborted, nothing left behind.
     template <class Token = boost::asio::deferred_t>
         requires(!std::is_same_v<std::decay_t<Token>, owner>)
     auto acquire(Token&& token = {}) { return start(owner(), mode::wait, {}, std::forward<Token>(token)); }
 
-    /// Waits until held by `o`; immediate if `o` already holds it (re-entry).
+    /// Waits until held by `o`; immediate if `o` already holds it (re-entry: one more hold,
+    /// the store lease is released with the last).
+    /// @completion acquire_signature: a guard that holds.
+    /// @errors As the class says; lock_lost if `o` re-enters a hold whose lease was lost.
+    /// @cancellation Terminal, partial, total: operation_aborted, nothing left behind.
     template <class Token = boost::asio::deferred_t>
     auto acquire(const owner& o, Token&& token = {})
     {
@@ -58,11 +74,17 @@ public:
     }
 
     /// One attempt, no waiting: an empty guard if the lock is held elsewhere.
+    /// @completion acquire_signature: a guard that holds, or an empty one.
+    /// @errors As the class says, and the store's error if its one attempt failed (not retried).
+    /// @cancellation Terminal, partial, total: operation_aborted, nothing left behind.
     template <class Token = boost::asio::deferred_t>
         requires(!std::is_same_v<std::decay_t<Token>, owner>)
     auto try_acquire(Token&& token = {}) { return start(owner(), mode::try_once, {}, std::forward<Token>(token)); }
 
     /// One attempt for `o`; immediate if `o` already holds it (re-entry).
+    /// @completion acquire_signature: a guard that holds, or an empty one.
+    /// @errors As try_acquire().
+    /// @cancellation Terminal, partial, total: operation_aborted, nothing left behind.
     template <class Token = boost::asio::deferred_t>
     auto try_acquire(const owner& o, Token&& token = {})
     {
@@ -77,6 +99,9 @@ public:
 
     /// Waits at most `d`; then error::timeout. Zero or less: one attempt, then timeout.
     /// Longer than unlimited_after (e.g. milliseconds::max()): no limit.
+    /// @completion acquire_signature: a guard that holds.
+    /// @errors As the class says; timeout when `d` has passed (the attempt in flight is undone).
+    /// @cancellation Terminal, partial, total: operation_aborted, nothing left behind.
     template <class Token = boost::asio::deferred_t>
     auto acquire_for(std::chrono::milliseconds d, Token&& token = {})
     {
@@ -84,6 +109,9 @@ public:
     }
 
     /// Waits at most `d` for `o`; immediate if `o` already holds it (re-entry). `d` as above.
+    /// @completion acquire_signature: a guard that holds.
+    /// @errors As acquire_for(std::chrono::milliseconds, Token&&).
+    /// @cancellation Terminal, partial, total: operation_aborted, nothing left behind.
     template <class Token = boost::asio::deferred_t>
     auto acquire_for(const owner& o, std::chrono::milliseconds d, Token&& token = {})
     {
@@ -97,6 +125,11 @@ public:
     /// Acquires, runs `body` with the guard's loss bound to its cancellation, and releases.
     /// A lost lease stops the body at its next co_await; run() then throws
     /// system_error(error::lock_lost). Exceptions from the body propagate after the release.
+    /// @errors Thrown as boost::system::system_error: the acquire's errors; lock_lost if the
+    /// lease was lost; then the body's exception; then the release's error.
+    /// @cancellation The awaiting coroutine's cancellation reaches the acquire (as its
+    /// cancellation state lets it: terminal by default); the body is then cancelled only by the
+    /// loss (terminal), and the release is not cancellable.
     boost::asio::awaitable<void> run(std::function<boost::asio::awaitable<void>(guard&)> body);
 
 private:

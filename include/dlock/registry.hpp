@@ -30,12 +30,14 @@ class engine;
 ///
 /// Lifetimes: the store must outlive the registry and every lock and guard from it. A
 /// name's state lives while a handle, a guard or a waiter uses it, then is freed.
-/// Executor: the store's; single-threaded use only.
+/// @threadsafety None: use the registry and everything from it on the store's executor, from
+/// one thread at a time (an io_context run by one thread, or a strand).
 class DLOCK_API registry {
 public:
     /// Locks on `s` with `cfg` (validated per acquire: bad settings give error::invalid_lease,
     /// or error::invalid_option for the backoff settings).
     explicit registry(store& s, lock_config cfg = {});
+    /// Leaves locks, guards and waiters from it working: they keep the registry's state.
     ~registry();
     registry(const registry&) = delete;
     registry& operator=(const registry&) = delete;
@@ -53,8 +55,9 @@ public:
 
     /// The store this registry's locks (and latches, elections) use.
     store& get_store() const noexcept;
-    /// The store's executor: where every completion of this registry's objects runs.
+    /// The executor type: Asio's polymorphic I/O executor.
     using executor_type = boost::asio::any_io_executor;
+    /// The store's executor: where every completion of this registry's objects runs.
     executor_type get_executor() const noexcept;
 
     /// The settings every lock of this registry uses.
@@ -68,8 +71,11 @@ public:
 
     /// Completes when no store request of this registry is in flight, e.g. the release that
     /// gives back what a cancelled acquire's attempt took. Call it before closing the store,
-    /// bounded by a timer or cancellation. Completion: void(error_code), on the store's
-    /// executor. Cancellation (terminal, partial, total): completes with operation_aborted.
+    /// bounded by a timer or cancellation.
+    /// @completion `void(error_code)`, on the store's executor (posted if nothing is in flight).
+    /// @errors None: success once idle.
+    /// @cancellation Terminal, partial, total: completes with operation_aborted; the requests
+    /// in flight go on.
     template <class Token = boost::asio::deferred_t>
     auto async_drain(Token&& token = {})
     {

@@ -22,17 +22,24 @@ namespace dlock {
 /// same counter). Re-entry by owner works on each side (a reader re-entering while a writer
 /// waits is let in: it would otherwise wait for itself); upgrading a read hold to a write
 /// hold is not supported (it would wait for itself: take the write lock from the start).
+///
+/// Completion, errors and cancellation: each side is a lock (see lock's acquire family).
+/// Stores without read-write locks (store_traits::kinds) fail its acquires with
+/// error::not_supported; a name in use as another primitive with error::kind_mismatch.
+/// @threadsafety None: use it on the registry's executor only.
 class rw_lock {
 public:
+    /// An empty rw_lock: both sides are empty locks (error::invalid_handle).
     rw_lock() = default;
     /// The name given to registry::obtain_rw.
     const std::string& name() const noexcept { return read_.name(); }
-    /// The registry's executor (where completions run); empty for an empty rw_lock.
+    /// The executor type: Asio's polymorphic I/O executor.
     using executor_type = lock::executor_type;
+    /// The registry's executor (where completions run); empty for an empty rw_lock.
     executor_type get_executor() const noexcept { return read_.get_executor(); }
-    /// The shared side.
+    /// The shared side: its guards coexist with other readers' and exclude the writer.
     lock& read() noexcept { return read_; }
-    /// The exclusive side.
+    /// The exclusive side: its guard excludes every reader and other writer.
     lock& write() noexcept { return write_; }
 
 private:

@@ -34,31 +34,50 @@ struct semaphore_state;
 /// Permits are not re-entrant: each acquire takes one more. Locally, a process talks to the
 /// store once per permit it holds or waits for, at most `permits()` at a time; further local
 /// waiters queue in the process and take over a permit when its holder releases it.
-/// Completion, errors and cancellation as lock's acquire family.
+/// @completion As lock's acquire family: `void(error_code, guard)`, never inside the call.
+/// @errors As lock's acquire family; also kind_mismatch (another number of permits, or a name
+/// in use as another primitive), invalid_option (0 permits), not_supported (a store without
+/// semaphores).
+/// @cancellation As lock's acquire family: terminal, partial, total; nothing left behind.
+/// @threadsafety None: use it on the registry's executor only.
 class DLOCK_API semaphore {
 public:
+    /// The acquire family's completion: the error, and the guard of one permit (empty unless held).
     using acquire_signature = void(boost::system::error_code, guard);
 
+    /// An empty semaphore: every acquire completes with error::invalid_handle.
     semaphore() = default;
+    /// The name given to registry::obtain_semaphore.
     const std::string& name() const noexcept;
+    /// The number of permits given to registry::obtain_semaphore.
     unsigned permits() const noexcept;
-    /// The registry's executor (where completions run); empty for an empty semaphore.
+    /// The executor type: Asio's polymorphic I/O executor.
     using executor_type = boost::asio::any_io_executor;
+    /// The registry's executor (where completions run); empty for an empty semaphore.
     executor_type get_executor() const noexcept;
 
     /// Waits until a permit is held.
+    /// @completion acquire_signature: a guard that holds one permit.
+    /// @errors As the class says; transient store errors are retried, never reported.
+    /// @cancellation Terminal, partial, total: operation_aborted, nothing left behind.
     template <class Token = boost::asio::deferred_t>
     auto acquire(Token&& token = {})
     {
         return start(mode::wait, {}, std::forward<Token>(token));
     }
     /// One attempt: an empty guard if no permit is free.
+    /// @completion acquire_signature: a guard that holds one permit, or an empty one.
+    /// @errors As the class says, and the store's error if its one attempt failed.
+    /// @cancellation Terminal, partial, total: operation_aborted, nothing left behind.
     template <class Token = boost::asio::deferred_t>
     auto try_acquire(Token&& token = {})
     {
         return start(mode::try_once, {}, std::forward<Token>(token));
     }
     /// Waits at most `d`, then error::timeout (as lock::acquire_for).
+    /// @completion acquire_signature: a guard that holds one permit.
+    /// @errors As the class says; timeout when `d` has passed.
+    /// @cancellation Terminal, partial, total: operation_aborted, nothing left behind.
     template <class Token = boost::asio::deferred_t>
     auto acquire_for(std::chrono::milliseconds d, Token&& token = {})
     {
@@ -66,6 +85,8 @@ public:
     }
     /// Acquires a permit, runs `body` with the permit's loss bound to its cancellation, and
     /// releases it (as lock::run).
+    /// @errors Thrown as boost::system::system_error, as lock::run.
+    /// @cancellation As lock::run.
     boost::asio::awaitable<void> run(std::function<boost::asio::awaitable<void>(guard&)> body);
 
 private:
