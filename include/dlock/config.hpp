@@ -30,9 +30,11 @@ struct lock_config {
     /// Local hand-offs (same process, no store round trip) before the lease is checked for
     /// waiters in other processes; if any, the lease goes back to the store. 0: never hand off.
     unsigned handoff_budget = 16;
-    /// Retry backoff when the store fails or gives no hint (jittered, doubling).
+    /// Retry backoff when the store fails or gives no hint (jittered, doubling): the first
+    /// delay, then doubled per retry up to backoff_max. Must be positive and at most backoff_max
+    /// (error::invalid_option otherwise).
     std::chrono::milliseconds backoff_min{5};
-    std::chrono::milliseconds backoff_max{1'000};
+    std::chrono::milliseconds backoff_max{1'000};  ///< the longest retry delay
     /// After yielding a contended lease, how long this process waits before competing again,
     /// so a waiter in another process wins the race. Zero: no pause.
     std::chrono::microseconds yield_pause{500};

@@ -31,8 +31,8 @@ enum class lease_kind : std::uint8_t {
 struct lease_request {
     std::string name{};   ///< the lock name as the lock sees it (registry prefix included)
     std::string token{};  ///< the lease token: unique per lease, reused by retries of the same lease
-    std::chrono::milliseconds ttl{0};
-    lease_kind kind = lease_kind::mutex;
+    std::chrono::milliseconds ttl{0};     ///< the lease asked for (the store may grant less: granted_ttl)
+    lease_kind kind = lease_kind::mutex;  ///< what the lease is for
     unsigned capacity = 1;  ///< permits of a semaphore; 1 otherwise
     /// If the name is taken, also queue `token` (FIFO) so that the holder's release hands the
     /// name straight to it. Only with store_traits::direct_handoff or inherent_queue, and only
@@ -42,7 +42,7 @@ struct lease_request {
 
 /// Outcome of one acquire attempt.
 struct acquire_result {
-    bool acquired = false;
+    bool acquired = false;  ///< the lease is ours (new, or already ours for this token)
     /// With `acquired`: the lease's fencing token, strictly increasing per store lease of a
     /// name (an idempotent retry with the same lease token returns the same value).
     std::uint64_t fencing_token = 0;
@@ -60,10 +60,10 @@ struct acquire_result {
 
 /// Names one held lease in renew and release.
 struct lease_key {
-    std::string name{};
-    std::string token{};
-    std::string ref{};  ///< acquire_result::lease_ref
-    lease_kind kind = lease_kind::mutex;
+    std::string name{};                   ///< as lease_request::name
+    std::string token{};                  ///< as lease_request::token
+    std::string ref{};                    ///< acquire_result::lease_ref
+    lease_kind kind = lease_kind::mutex;  ///< as lease_request::kind
 };
 
 /// Outcome of one renewal.
@@ -74,7 +74,7 @@ struct renew_result {
 
 /// A store-side view of one name, for operators and tests.
 struct lock_status {
-    bool held = false;
+    bool held = false;  ///< a lease holds the name now
     /// Remaining lease, -1 if unknown. Per-session stores: a holder of the asking store's own
     /// session to the millisecond; etcd tells another client's in whole seconds (reported as
     /// the middle of that second); ZooKeeper tells no client another session's (-1).
@@ -104,7 +104,7 @@ enum class watch_event : std::uint8_t {
 
 /// What a direct hand-off tells its new holder (watch_event::granted).
 struct grant_notice {
-    std::uint64_t fencing_token = 0;
+    std::uint64_t fencing_token = 0;   ///< the handed lease's fencing token
     std::chrono::milliseconds ttl{0};  ///< the lease the store set at the hand-off
     std::string lease_ref{};           ///< as acquire_result::lease_ref
     /// As acquire_result::session: the session the handed lease lives by (per-session
@@ -125,6 +125,7 @@ struct store_traits {
     bool direct_handoff = false;
     /// Every acquire joins the store's own FIFO (ZooKeeper sequence nodes, etcd revisions).
     bool inherent_queue = false;
+    /// How the store's leases live: each on its own, or all with one session.
     liveness live = liveness::per_lease;
     /// Loss is noticed within a lease (false: only at the next round trip; fencing required).
     bool bounded_loss = true;
@@ -144,8 +145,8 @@ struct store_traits {
     unsigned kinds = static_cast<unsigned>(lease_kind::mutex);
     /// Leases are whole multiples of this, at least min_ttl and at most max_ttl.
     std::chrono::milliseconds ttl_granularity{1};
-    std::chrono::milliseconds min_ttl{1};
-    std::chrono::milliseconds max_ttl{std::chrono::milliseconds::max()};
+    std::chrono::milliseconds min_ttl{1};                                 ///< the shortest lease
+    std::chrono::milliseconds max_ttl{std::chrono::milliseconds::max()};  ///< the longest lease
 };
 
 /// A session store's liveness (store_traits::live == per_session).
@@ -156,6 +157,7 @@ enum class session_event : std::uint8_t {
     lost,      ///< the session ended: every lease of it is gone
 };
 
+/// A per-session store's current session (store::session(), store::watch_session()).
 struct session_info {
     std::uint64_t generation = 0;                         ///< session id, lease id, backend pid
     std::chrono::steady_clock::time_point valid_until{};  ///< last confirmation's send time + ttl - drift
@@ -181,23 +183,39 @@ struct latch_state {
 /// - Operations on one lease token take effect in the order they were started: a release
 ///   never overtakes its token's acquire (the lock gives a token back while its attempt is
 ///   still on the wire, and does not send that release twice).
-/// - Errors: transient ones (is_transient()) may be retried by the caller; any other error
-///   is permanent and the caller stops. The server's text of the last failure is kept for
-///   diagnostics (last_error_text()), apart from the error code.
 /// - Watches: `cb` runs on the store's executor, never inside watch(), never after unwatch().
 /// - The templates copy their string arguments (a deferred operation may start after the
 ///   caller's strings are gone).
-/// Thread safety: none; use the store from its executor only.
+///
+/// @completion Each operation's signature is named below; completions run on the store's
+/// executor, never inside the initiating call.
+/// @errors Transient ones (is_transient()) may be retried by the caller; any other error is
+/// permanent and the caller stops. closed once the store is closed or destroyed. The
+/// server's text of the last failure is kept for diagnostics (last_error_text()), apart
+/// from the error code. Each store's page lists its own.
+/// @cancellation Store-specific: redis_store, cluster_store and redlock_store pass the
+/// handler's cancellation slot to their requests (see each); the other stores do not honour
+/// cancellation (each request is bounded by the store's request timeout). The lock itself
+/// never cancels a store operation: it lets it finish and undoes what it took.
+/// @threadsafety None: use the store from its executor only.
 class DLOCK_API store {
 public:
+    /// async_try_acquire's completion: the error, and the attempt's outcome.
     using acquire_signature = void(boost::system::error_code, acquire_result);
+    /// async_renew's completion: the error, and the renewal's outcome.
     using renew_signature = void(boost::system::error_code, renew_result);
+    /// async_release's and async_force_release's completion: the error, and whether it was held.
     using bool_signature = void(boost::system::error_code, bool);
+    /// async_status's completion: the error, and the name's state.
     using status_signature = void(boost::system::error_code, lock_status);
+    /// async_connect's completion.
     using connect_signature = void(boost::system::error_code);
+    /// Names one watch (watch(), watch_session()) for unwatch().
     using watch_id = std::uint64_t;
+    /// What a watch calls: the event, and with watch_event::granted the hand-off's details.
     using watch_callback = std::function<void(watch_event, const grant_notice&)>;
 
+    /// Virtual: stores are used through `store&`. Each store's destructor says what it ends.
     virtual ~store() = default;
     /// Where every completion runs.
     virtual boost::asio::any_io_executor get_executor() const = 0;
@@ -215,7 +233,12 @@ public:
     std::weak_ptr<void> lifetime() const noexcept { return lifetime_; }
 
     /// Connects (and checks credentials and permissions where the store can) before first use;
-    /// optional: operations connect on demand. Completion: void(error_code).
+    /// optional: operations connect on demand.
+    /// @completion connect_signature: `void(error_code)`; a store with nothing to connect to
+    /// completes (posted) with success.
+    /// @errors The store's connect errors (connect_failed, resolve_failed, auth_failed,
+    /// tls_failed, handshake_failed, permission_denied, timeout, ...), closed.
+    /// @cancellation As the store's (see the class).
     template <class Token = boost::asio::deferred_t>
     auto async_connect(Token&& tok = {})
     {
@@ -223,14 +246,23 @@ public:
     }
 
     /// Takes `req.name` for `req.token` if it is free or already ours (and queues the token
-    /// if asked and the name is taken).
+    /// if asked and the name is taken). Idempotent for the same token.
+    /// @completion acquire_signature: `void(error_code, acquire_result)`; a name held
+    /// elsewhere is success with acquired = false.
+    /// @errors invalid_lease (a ttl outside store_traits' bounds), invalid_name,
+    /// kind_mismatch, not_supported (a kind not in store_traits::kinds), and the store's.
+    /// @cancellation As the store's (see the class). A cancelled attempt may still have
+    /// taken the lease: release the token.
     template <class Token = boost::asio::deferred_t>
     auto async_try_acquire(const lease_request& req, Token&& tok = {})
     {
         return boost::asio::async_initiate<Token, acquire_signature>(
             [this](auto h, const lease_request& r) { do_try_acquire(r, std::move(h)); }, tok, req);
     }
-    /// A mutex attempt, not queued.
+    /// A mutex attempt, not queued: async_try_acquire(lease_request{name, token, ttl}).
+    /// @completion acquire_signature, as the overload above.
+    /// @errors As the overload above.
+    /// @cancellation As the overload above.
     template <class Token = boost::asio::deferred_t>
     auto async_try_acquire(const std::string& name, const std::string& token, std::chrono::milliseconds ttl,
                            Token&& tok = {})
@@ -239,7 +271,13 @@ public:
     }
 
     /// Extends the lease to `ttl` from now if it is still ours (owned = false if not), and
-    /// reports whether another owner has asked for the name meanwhile.
+    /// reports whether another owner has asked for the name meanwhile. Per-session stores
+    /// confirm that the lease exists; its end moves with the session.
+    /// @completion renew_signature: `void(error_code, renew_result)`; a lease that is not
+    /// ours is success with owned = false.
+    /// @errors invalid_lease, and the store's (after a transient one the renewal may or may
+    /// not have run).
+    /// @cancellation As the store's (see the class).
     template <class Token = boost::asio::deferred_t>
     auto async_renew(const lease_key& key, std::chrono::milliseconds ttl, Token&& tok = {})
     {
@@ -247,6 +285,10 @@ public:
             [this](auto h, const lease_key& k, std::chrono::milliseconds ttl) { do_renew(k, ttl, std::move(h)); }, tok,
             key, ttl);
     }
+    /// A mutex lease found by name and token: async_renew(lease_key{name, token}, ttl).
+    /// @completion renew_signature, as the overload above.
+    /// @errors As the overload above.
+    /// @cancellation As the overload above.
     template <class Token = boost::asio::deferred_t>
     auto async_renew(const std::string& name, const std::string& token, std::chrono::milliseconds ttl, Token&& tok = {})
     {
@@ -255,19 +297,30 @@ public:
 
     /// Frees the name if the lease holds it (handing it on or waking its watchers); false if
     /// it was not held by that lease. A queued token that does not hold is withdrawn.
+    /// @completion bool_signature: `void(error_code, bool released)`.
+    /// @errors The store's; transient ones may be retried (a release is idempotent).
+    /// @cancellation As the store's (see the class); a cancelled release may still have run.
     template <class Token = boost::asio::deferred_t>
     auto async_release(const lease_key& key, Token&& tok = {})
     {
         return boost::asio::async_initiate<Token, bool_signature>(
             [this](auto h, const lease_key& k) { do_release(k, std::move(h)); }, tok, key);
     }
+    /// A mutex lease found by name and token: async_release(lease_key{name, token}).
+    /// @completion bool_signature, as the overload above.
+    /// @errors As the overload above.
+    /// @cancellation As the overload above.
     template <class Token = boost::asio::deferred_t>
     auto async_release(const std::string& name, const std::string& token, Token&& tok = {})
     {
         return async_release(lease_key{name, token, {}}, std::forward<Token>(tok));
     }
 
-    /// Operator's escape hatch: frees the name whoever holds it; true if it was held.
+    /// Operator's escape hatch: frees the name whoever holds it; true if it was held. The
+    /// holder finds out at its next renewal or release (lock_lost).
+    /// @completion bool_signature: `void(error_code, bool was_held)`.
+    /// @errors The store's.
+    /// @cancellation As the store's (see the class).
     template <class Token = boost::asio::deferred_t>
     auto async_force_release(const std::string& name, Token&& tok = {})
     {
@@ -276,6 +329,10 @@ public:
     }
 
     /// The store's view of `name`, for operators and tests (not used by the lock itself).
+    /// Changes nothing.
+    /// @completion status_signature: `void(error_code, lock_status)`.
+    /// @errors The store's.
+    /// @cancellation As the store's (see the class).
     template <class Token = boost::asio::deferred_t>
     auto async_status(const std::string& name, Token&& tok = {})
     {
@@ -297,7 +354,9 @@ public:
     virtual void unwatch(watch_id id) = 0;
 
     // ---- count-down latch (stores without it answer error::not_supported) ----
+    /// async_count_down's completion: the error, and the count-downs still missing.
     using count_down_signature = void(boost::system::error_code, std::uint64_t);
+    /// async_latch_state's completion: the error, and the latch as the store keeps it.
     using latch_state_signature = void(boost::system::error_code, latch_state);
 
     /// Counts `member` down on the latch `name` of `count`, once per member however often it
@@ -306,8 +365,11 @@ public:
     /// count-downs still missing (0: done). The count-down that brings it to 0 wakes the
     /// name's watchers (watch_event::released). The first count-down creates the latch with
     /// `count`; a later one with another count fails with error::count_mismatch and changes
-    /// nothing. count 0 or above max_latch_count, an empty member → error::invalid_option; a ttl the store cannot set
-    /// → error::invalid_lease.
+    /// nothing.
+    /// @completion count_down_signature: `void(error_code, remaining)`.
+    /// @errors invalid_option (count 0 or above max_latch_count, an empty member),
+    /// invalid_lease (a ttl the store cannot set), count_mismatch, not_supported, the store's.
+    /// @cancellation As the store's (see the class); a cancelled count-down may have counted.
     template <class Token = boost::asio::deferred_t>
     auto async_count_down(const std::string& name, const std::string& member, std::uint64_t count,
                           std::chrono::milliseconds ttl, Token&& tok = {})
@@ -320,6 +382,9 @@ public:
     }
 
     /// The latch `name` as the store keeps it ({0, 0} if there is none). Changes nothing.
+    /// @completion latch_state_signature: `void(error_code, latch_state)`.
+    /// @errors not_supported, the store's.
+    /// @cancellation As the store's (see the class).
     template <class Token = boost::asio::deferred_t>
     auto async_latch_state(const std::string& name, Token&& tok = {})
     {
@@ -328,13 +393,18 @@ public:
     }
 
     // ---- elections (stores without them answer error::not_supported) ----
+    /// async_proclaim's completion: the error, and whether the value was written.
     using proclaim_signature = void(boost::system::error_code, bool);
+    /// async_leader's completion: the error, and the holder with its value.
     using leader_signature = void(boost::system::error_code, lock_status);
 
     /// Stores `value` with the lease `key` (as lock_status::value) if that lease still holds
     /// the name, and wakes the name's watchers (watch_event::released) so that observers
     /// read it. false: the lease no longer holds the name; nothing was written. The value
     /// goes with the lease: a release, an expiry or a hand-off drops it.
+    /// @completion proclaim_signature: `void(error_code, bool written)`.
+    /// @errors not_supported, the store's.
+    /// @cancellation As the store's (see the class); a cancelled write may still land.
     template <class Token = boost::asio::deferred_t>
     auto async_proclaim(const lease_key& key, const std::string& value, Token&& tok = {})
     {
@@ -345,6 +415,9 @@ public:
 
     /// The name's holder with its proclaimed value (lock_status::value): held, fencing_token,
     /// ttl, holder, value. Changes nothing.
+    /// @completion leader_signature: `void(error_code, lock_status)`.
+    /// @errors not_supported, the store's.
+    /// @cancellation As the store's (see the class).
     template <class Token = boost::asio::deferred_t>
     auto async_leader(const std::string& name, Token&& tok = {})
     {
@@ -368,24 +441,34 @@ private:
     std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
 
 protected:
-    /// Default: nothing to connect to; completes (posted) with success.
+    // What a backend implements: each do_* starts the operation of the same name and must
+    // complete `h` as the class's contract says (on the executor, never inside the call).
+
+    /// async_connect. Default: nothing to connect to; completes (posted) with success.
     virtual void do_connect(boost::asio::any_completion_handler<connect_signature> h);
+    /// async_try_acquire.
     virtual void do_try_acquire(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h) = 0;
+    /// async_renew.
     virtual void do_renew(const lease_key& key, std::chrono::milliseconds ttl,
                           boost::asio::any_completion_handler<renew_signature> h) = 0;
+    /// async_release.
     virtual void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) = 0;
+    /// async_force_release.
     virtual void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) = 0;
+    /// async_status.
     virtual void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) = 0;
 
-    /// Latch operations. Default: error::not_supported (posted).
+    /// async_count_down. Default: error::not_supported (posted).
     virtual void do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
                                std::chrono::milliseconds ttl,
                                boost::asio::any_completion_handler<count_down_signature> h);
+    /// async_latch_state. Default: error::not_supported (posted).
     virtual void do_latch_state(const std::string& name, boost::asio::any_completion_handler<latch_state_signature> h);
 
-    /// Election operations. Default: error::not_supported (posted).
+    /// async_proclaim. Default: error::not_supported (posted).
     virtual void do_proclaim(const lease_key& key, const std::string& value,
                              boost::asio::any_completion_handler<proclaim_signature> h);
+    /// async_leader. Default: error::not_supported (posted).
     virtual void do_leader(const std::string& name, boost::asio::any_completion_handler<leader_signature> h);
 
     /// Keeps the server's text of a failure for last_error_text().
@@ -395,6 +478,7 @@ protected:
     /// copied into each completion without an allocation (a std::function of it would not be).
     class error_text_keeper {
     public:
+        /// Keeps `text` as the store's last_error_text(), if the store still exists.
         void operator()(std::string text) const
         {
             if (!alive_.expired())
@@ -407,6 +491,7 @@ protected:
         store* store_;
         std::weak_ptr<void> alive_;
     };
+    /// An error_text_keeper for this store, to copy into a completion.
     error_text_keeper keep_error_text() { return {this, lifetime()}; }
 
 private:

@@ -6,9 +6,13 @@
 
 #include <dlock/export.hpp>
 
+/// The major release: a new one may break the API (CHANGELOG.md).
 #define DLOCK_VERSION_MAJOR 0
+/// The minor release (before 1.0 it may break the API too).
 #define DLOCK_VERSION_MINOR 1
+/// The patch release: fixes only.
 #define DLOCK_VERSION_PATCH 0
+/// "major.minor.patch".
 #define DLOCK_VERSION_STRING "0.1.0"
 /// One number that grows with every release, for #if: major * 10000 + minor * 100 + patch.
 #define DLOCK_VERSION (DLOCK_VERSION_MAJOR * 10000 + DLOCK_VERSION_MINOR * 100 + DLOCK_VERSION_PATCH)
@@ -17,9 +21,9 @@ namespace dlock {
 
 /// A release's number (semantic versioning: see CHANGELOG.md for what counts as breaking).
 struct version_info {
-    unsigned major = 0;
-    unsigned minor = 0;
-    unsigned patch = 0;
+    unsigned major = 0;  ///< DLOCK_VERSION_MAJOR of that release
+    unsigned minor = 0;  ///< DLOCK_VERSION_MINOR of that release
+    unsigned patch = 0;  ///< DLOCK_VERSION_PATCH of that release
     const char* string = "";  ///< "major.minor.patch"
 
     /// A library of version `lib` can serve a program compiled against *this: the same major
@@ -40,6 +44,7 @@ inline constexpr version_info version{DLOCK_VERSION_MAJOR, DLOCK_VERSION_MINOR, 
 /// The version of the dlock library linked into (or loaded by) the program: with a shared
 /// library it can differ from `version`. Check at start-up:
 /// `if (!dlock::version.compatible_with(dlock::library_version())) ...`
+/// @threadsafety Any thread.
 DLOCK_API version_info library_version() noexcept;
 
 }  // namespace dlock
