@@ -30,8 +30,11 @@ namespace dlock {
 /// timed out) are transient; permission_denied, auth_failed, invalid_request and
 /// protocol_error (not an etcd gateway) are permanent; invalid_lease for a lease that is not
 /// whole seconds or is below the cluster's minimum. The server's text: last_error_text().
+/// @cancellation Not honoured: each request is bounded by the configured timeouts.
+/// @threadsafety None: use it from its executor only.
 class DLOCK_API etcd_store final : public store {
 public:
+    /// A store on `ex`; it connects and grants its lease at first use (or async_connect).
     etcd_store(boost::asio::any_io_executor ex, etcd::config cfg);
     ~etcd_store() override;
 

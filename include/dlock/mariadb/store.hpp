@@ -40,9 +40,12 @@ namespace dlock {
 /// user), handshake_failed (no such database), permission_denied (a missing privilege, the
 /// database refused to the user), server_error (any other SQL error; its text in
 /// last_error_text()), invalid_name, invalid_lease.
-/// Thread safety: none; use it from its executor.
+/// @cancellation Not honoured: each request is bounded by the configured timeouts.
+/// @threadsafety None: use it from its executor only.
 class DLOCK_API mariadb_store final : public store {
 public:
+    /// A store on `ex`; it connects at first use (or async_connect). A table name that
+    /// mariadb::check_table refuses is replaced by "dlock_locks" (parse_url refuses it).
     mariadb_store(boost::asio::any_io_executor ex, mariadb::config cfg);
     ~mariadb_store() override;
 
@@ -61,6 +64,7 @@ public:
     /// Closes every connection: pending operations complete with error::closed.
     void close() override;
 
+    /// The settings in use.
     const mariadb::config& config() const noexcept;
 
 private:

@@ -16,10 +16,11 @@ namespace dlock::memcached {
 
 /// One memcached server (TCP).
 struct server {
-    std::string host = "127.0.0.1";
-    std::uint16_t port = 11211;
+    std::string host = "127.0.0.1";  ///< host name or address
+    std::uint16_t port = 11211;      ///< TCP port
 };
 
+/// Settings of a memcached_store (parse_url reads them from a URL).
 struct config {
     /// The servers. Each name lives on one of them, chosen by rendezvous hashing of the
     /// name: adding or removing a server moves only the names that hashed to it (and so
@@ -34,13 +35,15 @@ struct config {
     std::chrono::milliseconds request_timeout{5'000};
 };
 
+/// Why parse_url refused its input.
 struct config_error {
-    boost::system::error_code code;
-    std::string message;
+    boost::system::error_code code;  ///< what kind of problem (a dlock::error)
+    std::string message;             ///< names the part and the value (never a password)
 };
 
 /// Parses `memcached://host[:port][,host[:port]...][?ns=dlock&timeout=5s&connect_timeout=2s]`
-/// (default port 11211).
+/// (default port 11211). Returns false and fills `err` on bad input.
+/// @errors In `err.code`: invalid_url, unsupported_scheme, invalid_port, invalid_option (an unknown or empty option), invalid_duration.
 DLOCK_API bool parse_url(std::string_view url, config& out, config_error& err);
 
 /// `memcached://host:port,host:port`, for logs.

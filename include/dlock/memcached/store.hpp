@@ -34,9 +34,12 @@ namespace dlock {
 /// something that is not the meta protocol → protocol_error; SERVER_ERROR (out of memory)
 /// → server_busy; a lease that is not whole seconds in 2 s .. 30 days → invalid_lease; a
 /// name whose key exceeds memcached's 250 bytes → invalid_name.
-/// Thread safety: none; use it from its executor.
+/// @cancellation Not honoured: each request is bounded by the configured timeouts.
+/// @threadsafety None: use it from its executor only.
 class DLOCK_API memcached_store final : public store {
 public:
+    /// A store on `ex` over `cfg.servers` (none: one on 127.0.0.1:11211); it connects to a
+    /// server when a name first needs it (async_connect: to every server).
     memcached_store(boost::asio::any_io_executor ex, memcached::config cfg);
     ~memcached_store() override;
 
@@ -53,7 +56,9 @@ public:
 
     /// The server index (into config::servers) that holds `name`.
     std::size_t server_of(const std::string& name) const;
+    /// `<ns>:lock:<name>`, the key that holds the lease, for tools and tests.
     std::string lock_key(const std::string& name) const;
+    /// `<ns>:fence:<name>`, the name's fencing counter, for tools and tests.
     std::string fence_key(const std::string& name) const;
 
 private:

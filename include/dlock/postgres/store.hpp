@@ -36,9 +36,12 @@ namespace dlock {
 /// (transient); auth_failed (wrong password or user), handshake_failed (no such database),
 /// permission_denied (missing privileges), server_error (any other SQL error; its text in
 /// last_error_text()), invalid_name, invalid_lease.
-/// Thread safety: none; use it from its executor.
+/// @cancellation Not honoured: each request is bounded by the configured timeouts.
+/// @threadsafety None: use it from its executor only.
 class DLOCK_API postgres_store final : public store {
 public:
+    /// A store on `ex`; it connects at first use (or async_connect). A table name that
+    /// postgres::check_table refuses is replaced by "dlock_locks" (parse_url refuses it).
     postgres_store(boost::asio::any_io_executor ex, postgres::config cfg);
     ~postgres_store() override;
 
@@ -56,6 +59,7 @@ public:
     /// Closes both connections: pending operations complete with error::closed.
     void close() override;
 
+    /// The settings in use.
     const postgres::config& config() const noexcept;
 
 private:

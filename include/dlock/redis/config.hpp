@@ -17,15 +17,15 @@ namespace dlock::redis {
 
 /// How to reach the server.
 enum class transport : std::uint8_t {
-    tcp,
-    tls,
-    unix_socket
+    tcp,         ///< plain TCP (`redis://`)
+    tls,         ///< TLS over TCP (`rediss://`)
+    unix_socket  ///< a unix-domain socket (`unix://`)
 };
 
 /// One Sentinel to ask for the master's address.
 struct sentinel_node {
-    std::string host;
-    std::uint16_t port = 26379;
+    std::string host;            ///< host name or address
+    std::uint16_t port = 26379;  ///< the Sentinel's port
 };
 
 /// Sentinel discovery. With `master_name` set, config::host and port are ignored: each
@@ -42,6 +42,7 @@ struct sentinel_config {
 
 /// Everything a connection needs. Zero for a duration means "no limit" unless said otherwise.
 struct config {
+    /// How to reach the server: which of host/port and path count.
     transport kind = transport::tcp;
     /// Host name or address (tcp, tls).
     std::string host = "127.0.0.1";
@@ -65,13 +66,13 @@ struct config {
     /// Reconnect backoff: first delay, doubled per failure up to the max; each
     /// wait is drawn from [d/2, d] (equal jitter).
     std::chrono::milliseconds reconnect_min{20};
-    std::chrono::milliseconds reconnect_max{2000};
+    std::chrono::milliseconds reconnect_max{2000};  ///< the longest reconnect delay
 
     /// TLS: file of trusted CA certificates (PEM); empty uses the system's default paths.
     std::string tls_ca_file;
     /// TLS: client certificate and key (PEM) for servers that require them.
     std::string tls_cert_file;
-    std::string tls_key_file;
+    std::string tls_key_file;  ///< TLS: the client certificate's private key (PEM)
     /// TLS: verify the server's certificate chain (and host name unless it is an IP).
     bool tls_verify = true;
     /// Find the master through Sentinel instead of host/port.
@@ -80,8 +81,8 @@ struct config {
 
 /// A parse failure: the code says what kind, `message` names the field and the value.
 struct config_error {
-    boost::system::error_code code;
-    std::string message;
+    boost::system::error_code code;  ///< what kind of problem (a dlock::error)
+    std::string message;             ///< names the field and the value (never a password)
 };
 
 /// Parses `redis://[user:password@]host[:port][/db][?options]`, `rediss://...` (TLS),
@@ -97,13 +98,18 @@ struct config_error {
 /// '@', ':', '/' and '#' as typed (`redis://user:p@ss#word@host:6379`); a '?' or, in a
 /// comma-separated list, a ',' must be percent-encoded (%3F, %2C). %XX sequences are decoded
 /// in user and password; a '%' not followed by two hex digits is kept as typed.
+/// @errors In `err.code`: invalid_url, unsupported_scheme, invalid_port, invalid_database,
+/// invalid_option (an unknown option or a bad value), invalid_duration.
 DLOCK_API bool parse_url(std::string_view url, config& out, config_error& err);
 
 /// Reads the same fields from a JSON object: {"url": "...", "host", "port", "path",
 /// "username", "password", "database", "client_name", "connect_timeout" ("5s" or ms),
 /// "request_timeout", "reconnect_min", "reconnect_max", "tls": {"ca_file","cert_file",
 /// "key_file","verify"}, "sentinel": {"master","nodes": ["host:port",...],"username","password"}}. "url" is applied
-/// first, then the other fields override it. Unknown fields are an error.
+/// first, then the other fields override it. Unknown fields are an error. Returns false and
+/// fills `err` on bad input.
+/// @errors In `err.code`: those of parse_url, and invalid_option for a field of the wrong
+/// type or an unknown one.
 DLOCK_API bool parse_json(const boost::json::value& v, config& out, config_error& err);
 
 /// `url` with its password (user info, `password=` and `sentinel_password=` options)

@@ -40,10 +40,10 @@ struct connection_stats {
     std::uint64_t requests = 0;  ///< requests accepted by async_exec
     std::uint64_t batches = 0;   ///< socket writes (each carries every queued request)
     std::uint64_t connects = 0;  ///< successful (re)connections
-    std::uint64_t connect_failures = 0;
+    std::uint64_t connect_failures = 0;  ///< connection attempts that failed
     std::uint64_t timeouts = 0;   ///< requests completed with error::timeout
     std::uint64_t cancelled = 0;  ///< requests completed with operation_aborted
-    std::uint64_t noscript_reloads = 0;
+    std::uint64_t noscript_reloads = 0;  ///< EVALSHA calls sent again as EVAL (the server lost its script cache)
 };
 
 /// A pipelined RESP2 connection over TCP, TLS or a unix socket.
@@ -64,27 +64,38 @@ struct connection_stats {
 ///   initiating call.
 /// - Lifetime: the destructor closes the connection; pending operations then complete with
 ///   error::closed. Background work keeps internal state alive, never the user's objects.
+/// @threadsafety None: one single-threaded executor (see above).
 class DLOCK_API connection {
 public:
+    /// The executor type: Asio's polymorphic I/O executor.
     using executor_type = boost::asio::any_io_executor;
+    /// async_exec's completion: the error, and one reply per command.
     using exec_signature = void(boost::system::error_code, response);
+    /// async_eval's completion: the error, and the script's reply.
     using script_signature = void(boost::system::error_code, reply);
+    /// async_connect's completion.
     using connect_signature = void(boost::system::error_code);
 
     /// Does no I/O: the first operation (or async_connect) connects.
     connection(executor_type ex, config cfg);
+    /// Closes the connection (as close()).
     ~connection();
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;
 
+    /// The executor every call and handler runs on.
     executor_type get_executor() const noexcept;
     /// The settings it was built with.
     const config& get_config() const noexcept;
 
-    /// Connects (if not connected) and completes when the next connection attempt finishes.
-    /// Completion: void(error_code): auth_failed, connect_failed, resolve_failed, tls_failed,
-    /// timeout, handshake_failed, closed. The connection keeps retrying in the background
-    /// after a failure. Cancellation: terminal, partial, total (stops waiting only).
+    /// Connects (if not connected) and completes when the next connection attempt finishes
+    /// (at once, posted, if connected). The connection keeps retrying in the background
+    /// after a failure.
+    /// @completion connect_signature: `void(error_code)`.
+    /// @errors auth_failed, connect_failed, resolve_failed, tls_failed, timeout,
+    /// handshake_failed, closed.
+    /// @cancellation Terminal, partial, total: operation_aborted; stops waiting only (the
+    /// attempt goes on).
     template <class Token = boost::asio::deferred_t>
     auto async_connect(Token&& token = {})
     {
@@ -93,19 +104,26 @@ public:
     }
 
     /// Sends `req` (copied: the caller may reuse it) and completes with one reply per
-    /// command. `timeout` overrides config::request_timeout (zero: no limit).
-    /// Completion: void(error_code, response); error::server_error if any reply is an error
-    /// reply (the response still holds every reply and the server's text); timeout,
-    /// connection_lost, closed. Cancellation: a request not yet written is removed
-    /// (terminal, partial, total); a written one completes at once with operation_aborted
-    /// and its reply is read and dropped later (terminal, partial), so the stream stays in
-    /// sync. The command may then have run.
+    /// command, within config::request_timeout.
+    /// @completion exec_signature: `void(error_code, response)`.
+    /// @errors server_error if any reply is an error reply (the response still holds every
+    /// reply and the server's text); timeout, connection_lost (the request was on the wire:
+    /// it may have run), closed.
+    /// @cancellation A request not yet written is removed (terminal, partial, total); a
+    /// written one completes at once with operation_aborted and its reply is read and dropped
+    /// later (terminal, partial; total has no effect), so the stream stays in sync. The
+    /// command may then have run.
     template <class Token = boost::asio::deferred_t>
     auto async_exec(const request& req, Token&& token = {})
     {
         return async_exec(req, get_config().request_timeout, std::forward<Token>(token));
     }
 
+    /// As async_exec(const request&, Token&&), with `timeout` instead of
+    /// config::request_timeout (zero: no limit).
+    /// @completion exec_signature: `void(error_code, response)`.
+    /// @errors As the overload above.
+    /// @cancellation As the overload above.
     template <class Token = boost::asio::deferred_t>
     auto async_exec(const request& req, std::chrono::milliseconds timeout, Token&& token = {})
     {
@@ -120,6 +138,9 @@ public:
     /// with error::connection_lost at once if that connection is not up now, and if it drops
     /// before the request is written (it is never written on a later connection). For
     /// requests that rely on the state of one connection, such as WATCH before MULTI/EXEC.
+    /// @completion exec_signature: `void(error_code, response)`.
+    /// @errors As async_exec; connection_lost also as said above.
+    /// @cancellation As async_exec.
     template <class Token = boost::asio::deferred_t>
     auto async_exec_pinned(const request& req, std::uint64_t generation, Token&& token = {})
     {
@@ -132,7 +153,9 @@ public:
     std::uint64_t generation() const noexcept;
 
     /// Runs `s` with EVALSHA, retrying once with EVAL if the server lost its script cache.
-    /// Completion: void(error_code, reply) with the script's reply; errors as async_exec.
+    /// @completion script_signature: `void(error_code, reply)` with the script's reply.
+    /// @errors As async_exec.
+    /// @cancellation As async_exec.
     template <class Token = boost::asio::deferred_t>
     auto async_eval(const script& s, std::span<const std::string> keys, std::span<const std::string> args,
                     Token&& token = {})
@@ -145,6 +168,9 @@ public:
     }
 
     /// The same with the keys and arguments already encoded (no string per key).
+    /// @completion script_signature: `void(error_code, reply)` with the script's reply.
+    /// @errors As async_exec.
+    /// @cancellation As async_exec.
     template <class Token = boost::asio::deferred_t>
     auto async_eval(const script& s, script_args args, Token&& token = {})
     {

@@ -41,12 +41,16 @@ class DLOCK_API script_args {
 public:
     /// `reserve`: bytes to make room for at once (many values: renew_many's).
     explicit script_args(std::size_t keys, std::size_t reserve = 0);
+    /// Adds one value (a key while fewer than `keys` were added).
     script_args& add(std::string_view value);
+    /// Adds one value made of `parts` joined, without a string of its own.
     script_args& add(std::span<const std::string_view> parts);
+    /// Adds one value made of `parts` joined, e.g. `add({tag, ":lock:", name})`.
     script_args& add(std::initializer_list<std::string_view> parts)
     {
         return add(std::span(parts.begin(), parts.size()));
     }
+    /// Adds one integer value, in decimal.
     script_args& add(long long value);
     /// Sends a PING just before the call, in the same write. Redis writes first the client it
     /// last queued a reply for, so the call's own reply then goes out after the messages it
@@ -57,9 +61,11 @@ public:
         ping_first_ = true;
         return *this;
     }
+    /// Whether ping_first() was asked for.
     bool pings_first() const noexcept { return ping_first_; }
     /// Keys and arguments added so far.
     std::size_t count() const noexcept { return count_; }
+    /// How many of the values are keys (as given to the constructor).
     std::size_t keys() const noexcept { return keys_; }
     /// numkeys, then every value, as RESP bulk strings.
     std::string_view encoded() const noexcept { return {buf_.data(), buf_.size()}; }

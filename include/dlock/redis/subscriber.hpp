@@ -29,9 +29,9 @@ enum class event_kind : std::uint8_t {
 
 /// One thing that happened on a channel, as a subscription receives it.
 struct event {
-    event_kind kind = event_kind::message;
-    std::string channel;
-    std::string payload;
+    event_kind kind = event_kind::message;  ///< what happened
+    std::string channel;                    ///< the channel it happened on
+    std::string payload;                    ///< a message's text (empty for the other kinds)
 };
 
 /// Subscribes channels on its own connection. The first listener of a channel sends
@@ -39,20 +39,28 @@ struct event {
 /// subscribed again and each listener gets `resubscribed`.
 /// Executor and thread safety as redis::connection. Listeners run on the executor, from
 /// the reading loop: they must not block; they may add or remove listeners.
+/// @threadsafety None: one single-threaded executor, as redis::connection.
 class DLOCK_API subscriber {
 public:
+    /// What a listener is called with.
     using listener = std::function<void(const event&)>;
+    /// Names one listener for unlisten().
     using listener_id = std::uint64_t;
 
     /// Opens its own connection (in push mode) on first use.
     subscriber(boost::asio::any_io_executor ex, config cfg);
+    /// Closes the connection; no listener is called afterwards.
     ~subscriber();
     subscriber(const subscriber&) = delete;
     subscriber& operator=(const subscriber&) = delete;
 
+    /// The executor every call and listener runs on.
     boost::asio::any_io_executor get_executor() const noexcept;
 
-    /// As connection::async_connect.
+    /// Connects the subscriber's connection, as connection::async_connect.
+    /// @completion `void(error_code)`.
+    /// @errors As connection::async_connect.
+    /// @cancellation As connection::async_connect.
     template <class Token = boost::asio::deferred_t>
     auto async_connect(Token&& token = {})
     {
@@ -91,8 +99,8 @@ private:
 };
 
 /// An awaitable view of one channel: queues events until `async_receive` takes them.
-/// Completion: void(error_code, event). Cancellation: terminal, partial, total (the event
-/// stays queued). Destroying the subscription unlistens.
+/// Destroying the subscription unlistens.
+/// @threadsafety None: use it on the subscriber's executor.
 class DLOCK_API subscription {
 public:
     /// Starts listening on `channel` (subscribing if it is the first listener).
@@ -102,6 +110,12 @@ public:
     subscription(const subscription&) = delete;
     subscription& operator=(const subscription&) = delete;
 
+    /// Takes the next event (at once, posted, if one is queued). The operation starts on
+    /// `this`: start it (e.g. a deferred one) while the subscription lives.
+    /// @completion `void(error_code, event)`.
+    /// @errors invalid_request (another async_receive is pending), closed (the subscription
+    /// was destroyed meanwhile).
+    /// @cancellation Terminal, partial, total: operation_aborted; the next event stays queued.
     template <class Token = boost::asio::deferred_t>
     auto async_receive(Token&& token = {})
     {

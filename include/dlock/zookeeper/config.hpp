@@ -16,10 +16,11 @@ namespace dlock::zookeeper {
 
 /// One ZooKeeper server (its client port).
 struct server {
-    std::string host = "127.0.0.1";
-    std::uint16_t port = 2181;
+    std::string host = "127.0.0.1";  ///< host name or address
+    std::uint16_t port = 2181;       ///< client port
 };
 
+/// Settings of a zookeeper_store (parse_url reads them from a URL).
 struct config {
     /// The ensemble's servers; the client talks to one at a time and moves on when it fails.
     std::vector<server> servers{server{}};
@@ -36,13 +37,15 @@ struct config {
     std::chrono::milliseconds connect_timeout{5'000};
 };
 
+/// Why parse_url refused its input.
 struct config_error {
-    boost::system::error_code code;
-    std::string message;
+    boost::system::error_code code;  ///< what kind of problem (a dlock::error)
+    std::string message;             ///< names the part and the value (never a password)
 };
 
 /// Parses `zk://host[:port][,host[:port]...][/chroot][?root=/dlock&session_timeout=10s&connect_timeout=5s]`
-/// (default port 2181; `zookeeper://` is accepted too).
+/// (default port 2181; `zookeeper://` is accepted too). Returns false and fills `err` on bad input.
+/// @errors In `err.code`: invalid_url, unsupported_scheme, invalid_port, invalid_option (an unknown or empty option), invalid_duration.
 DLOCK_API bool parse_url(std::string_view url, config& out, config_error& err);
 
 /// `zk://host:port,host:port/chroot`, for logs.

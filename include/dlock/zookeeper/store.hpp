@@ -33,8 +33,11 @@ namespace dlock {
 /// timeout are transient; invalid_lease (a session timeout outside the servers' bounds),
 /// invalid_name (a name that makes no ZooKeeper path), permission_denied (an ACL) and
 /// wrong_type (the lock path is an ephemeral node) are permanent. last_error_text() says more.
+/// @cancellation Not honoured: each request is bounded by the configured timeouts.
+/// @threadsafety None: use it from its executor only.
 class DLOCK_API zookeeper_store final : public store {
 public:
+    /// A store on `ex`; it opens its session at first use (or async_connect).
     zookeeper_store(boost::asio::any_io_executor ex, zookeeper::config cfg);
     ~zookeeper_store() override;
 
