@@ -43,7 +43,9 @@ inline constexpr version_info version{DLOCK_VERSION_MAJOR, DLOCK_VERSION_MINOR, 
 
 /// The version of the dlock library linked into (or loaded by) the program: with a shared
 /// library it can differ from `version`. Check at start-up:
-/// `if (!dlock::version.compatible_with(dlock::library_version())) ...`
+/// @code
+/// if (!dlock::version.compatible_with(dlock::library_version())) ...
+/// @endcode
 /// @threadsafety Any thread.
 DLOCK_API version_info library_version() noexcept;
 

@@ -45,9 +45,10 @@ struct config_error {
 };
 
 /// Parses `etcd://host[:port][,host[:port]...][/prefix][?lease=10s&timeout=5s]` (default
-/// port 2379). The path, without its leading '/', becomes config::prefix. Returns false and
+/// port 2379). The path, without its leading slash, becomes config::prefix. Returns false and
 /// fills `err` on bad input.
-/// @errors In `err.code`: invalid_url, unsupported_scheme, invalid_port, invalid_option (an unknown or empty option), invalid_duration, invalid_lease (a lease that is not whole seconds).
+/// @errors In `err.code`: invalid_url, unsupported_scheme, invalid_port, invalid_option (an
+/// unknown or empty option), invalid_duration, invalid_lease (a lease that is not whole seconds).
 DLOCK_API bool parse_url(std::string_view url, config& out, config_error& err);
 
 /// `etcd://host:port,host:port/prefix`, for logs.

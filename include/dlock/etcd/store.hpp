@@ -16,8 +16,9 @@ namespace dlock {
 /// store exclude each other: `<prefix><name>/<lease id in hex>`, value = the lease token,
 /// attached to the store's lease. A second token of this store on the same name at once
 /// (two registries) takes `<...>-1`, and so on: etcd's Mutex reads only the create
-/// revisions of the keys under `<name>/`, never their names, so that stays compatible. The holder is the key created first; a waiter's key
-/// waits for the one created just before it (a watch on that key alone: FIFO, no herd).
+/// revisions of the keys under `<name>/`, never their names, so that stays compatible. The
+/// holder is the key created first; a waiter's key waits for the one created just before it
+/// (a watch on that key alone: FIFO, no herd).
 /// Fencing token = the key's create_revision (strictly increasing and durable).
 ///
 /// Session: one etcd lease per store, granted at first use with the first acquire's lease

@@ -43,7 +43,8 @@ struct config_error {
 
 /// Parses `memcached://host[:port][,host[:port]...][?ns=dlock&timeout=5s&connect_timeout=2s]`
 /// (default port 11211). Returns false and fills `err` on bad input.
-/// @errors In `err.code`: invalid_url, unsupported_scheme, invalid_port, invalid_option (an unknown or empty option), invalid_duration.
+/// @errors In `err.code`: invalid_url, unsupported_scheme, invalid_port, invalid_option (an
+/// unknown or empty option), invalid_duration.
 DLOCK_API bool parse_url(std::string_view url, config& out, config_error& err);
 
 /// `memcached://host:port,host:port`, for logs.

@@ -70,9 +70,11 @@ struct cluster_stats {
 /// - Executor and thread safety as redis_store: single-threaded executor, not thread-safe.
 /// - Lifetime: the destructor closes every connection; operations still pending complete
 ///   with error::closed. Background work holds internal state only, never the store.
-/// - Cancellation: the operation's cancellation slot follows the request in flight (see
-///   redis::connection::async_exec) and the TRYAGAIN pause; an operation waiting for the
-///   first topology read is not cancellable (the read is bounded by connect_timeout).
+///
+/// @cancellation The operation's cancellation slot follows the request in flight (see
+/// redis::connection::async_exec) and the TRYAGAIN pause; an operation waiting for the
+/// first topology read is not cancellable (the read is bounded by connect_timeout).
+/// @threadsafety None: one single-threaded executor, as redis_store.
 class DLOCK_API cluster_store final : public store {
 public:
     /// `seeds`: some nodes of the cluster (any role); the first one's settings are used for
@@ -117,9 +119,11 @@ public:
     /// Counters since construction.
     const cluster_stats& stats() const noexcept;
 
-    /// Key names for `name`, for tools and tests (the same as redis_store's).
+    /// `{T}<ns>:lock:<name>`, the lease's hash (key names are redis_store's; for tools and tests).
     std::string lock_key(const std::string& name) const;
+    /// `{T}<ns>:fence`, the fencing counter of `name`'s slot.
     std::string fence_key(const std::string& name) const;
+    /// `{T}<ns>:released:<name>`, the channel a release publishes on (SPUBLISH).
     std::string channel(const std::string& name) const;
 
 private:

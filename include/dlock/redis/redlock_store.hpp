@@ -27,7 +27,7 @@ struct redlock_options {
     /// Clock-drift margin of an acquisition: a lease of `ttl` counts only if the whole
     /// acquisition took less than ttl − (ttl × drift_factor + drift_min).
     double drift_factor = 0.01;
-    std::chrono::milliseconds drift_min{2};
+    std::chrono::milliseconds drift_min{2};  ///< the fixed part of that margin
     /// Limit of each request to each node (replaces every node's config::request_timeout).
     /// A node that is down costs at most this much to an operation that needs its answer,
     /// and nothing to one that reaches its quorum without it. Zero: keep each node's own
@@ -103,7 +103,9 @@ struct redlock_options {
 /// was closed or destroyed). Cancellation of any operation (terminal, partial): completes
 /// with operation_aborted at once; the requests already sent finish in the background, and
 /// a lease an aborted try_acquire obtained is released. Executor: one single-threaded
-/// executor for all nodes. Thread safety: none.
+/// executor for all nodes.
+/// @cancellation Terminal and partial, for every operation: as said above.
+/// @threadsafety None: one single-threaded executor for all nodes.
 class DLOCK_API redlock_store final : public store {
 public:
     /// One config per node. Throws std::invalid_argument if `nodes` is empty.

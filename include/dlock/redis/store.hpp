@@ -25,8 +25,9 @@ namespace dlock {
 ///   `{T}<ns>:latch:<name>`  a count-down latch's hash {count, done}, and
 ///   `{T}<ns>:latch-members:<name>` the set of members that counted it down; both expire
 ///                           the latch's ttl after its latest count-down
-/// where T is a short tag chosen to hash to the same slot as <name>, so counters are
+/// where T is a short tag chosen to hash to the same slot as `<name>`, so counters are
 /// bounded (one per slot) while locks still spread over the cluster.
+///
 /// Store settings beyond the connection's.
 struct redis_store_options {
     /// Namespace of every key.
@@ -59,10 +60,17 @@ struct redis_store_options {
 /// another type), LOADING/BUSY/MASTERDOWN/READONLY/... → server_busy (transient), anything
 /// else → server_error; a lease outside 1 ms..2^46 ms → invalid_lease, before sending.
 /// Watches: no callback after unwatch() returns (the subscriber guarantees it per listener).
+/// @cancellation A script call passes the operation's cancellation slot to its request, as
+/// redis::connection::async_exec honours it: terminal, partial and total before the request is
+/// written, terminal and partial after (the script may then have run: a cancelled acquire may
+/// have taken the lease). Not honoured by async_connect, by a renewal sent in one batch with
+/// others, or with scripting off (transactions).
+/// @threadsafety None: one single-threaded executor, as redis::connection.
 class DLOCK_API redis_store final : public store {
 public:
     /// Opens two connections: one for commands, one subscriber. `ns` namespaces all keys.
     redis_store(boost::asio::any_io_executor ex, redis::config cfg, std::string ns = "dlock");
+    /// The same with every store setting (`opts.ns` namespaces all keys).
     redis_store(boost::asio::any_io_executor ex, redis::config cfg, redis_store_options opts);
     ~redis_store() override;
 
@@ -88,15 +96,21 @@ public:
     /// io_context runs out of work once the locks are idle.
     void close() override;
 
-    /// Key names for `name`, for tools and tests.
+    /// `{T}<ns>:lock:<name>`, the lease's hash (key names are for tools and tests).
     std::string lock_key(const std::string& name) const;
+    /// `{T}<ns>:fence`, the fencing counter of `name`'s slot.
     std::string fence_key(const std::string& name) const;
+    /// `{T}<ns>:released:<name>`, the channel a release publishes on.
     std::string channel(const std::string& name) const;
+    /// `{T}<ns>:queue:<name>`, the queued waiters' tokens.
     std::string queue_key(const std::string& name) const;
+    /// `{T}<ns>:queue-ttl:<name>`, the lease each queued token asked for.
     std::string queue_ttl_key(const std::string& name) const;
+    /// `{T}<ns>:granted:<name>:<token>`, the channel `token` hears its hand-off on.
     std::string grant_channel(const std::string& name, const std::string& token) const;
-    /// A count-down latch's keys: the hash {count, done} and the set of members counted.
+    /// `{T}<ns>:latch:<name>`, a count-down latch's hash {count, done}.
     std::string latch_key(const std::string& name) const;
+    /// `{T}<ns>:latch-members:<name>`, the set of members that counted the latch down.
     std::string latch_members_key(const std::string& name) const;
 
 private:

@@ -45,7 +45,8 @@ struct config_error {
 
 /// Parses `zk://host[:port][,host[:port]...][/chroot][?root=/dlock&session_timeout=10s&connect_timeout=5s]`
 /// (default port 2181; `zookeeper://` is accepted too). Returns false and fills `err` on bad input.
-/// @errors In `err.code`: invalid_url, unsupported_scheme, invalid_port, invalid_option (an unknown or empty option), invalid_duration.
+/// @errors In `err.code`: invalid_url, unsupported_scheme, invalid_port, invalid_option (an
+/// unknown or empty option), invalid_duration.
 DLOCK_API bool parse_url(std::string_view url, config& out, config_error& err);
 
 /// `zk://host:port,host:port/chroot`, for logs.
