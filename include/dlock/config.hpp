@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// Lock behaviour settings for a registry. Every field has a working default.
+/// @file
+/// Lock behaviour settings for a registry. Every field has a working default.
 #pragma once
 
 #include <chrono>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
-// The store-independent API: registry, lock, guard, settings, errors, the store contract
-// and the in-process memory store. Links against dlock::core alone.
+/// @file
+/// The store-independent API: registry, lock, guard, settings, errors, the store contract
+/// and the in-process memory store. Links against dlock::core alone.
 #pragma once
 
 #include <dlock/config.hpp>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// Leader election on a lock: the leader of a name is the holder of the mutex of that name.
+/// @file
+/// Leader election on a lock: the leader of a name is the holder of the mutex of that name.
 #pragma once
 
 #include <dlock/error.hpp>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// Error codes of dlock: one category, one value per problem a caller can act on.
+/// @file
+/// Error codes of dlock: one category, one value per problem a caller can act on.
 #pragma once
 
 #include <dlock/export.hpp>

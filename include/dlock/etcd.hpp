@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// The etcd backend (dlock::etcd): etcd's own lock recipe through its JSON gateway.
+/// @file
+/// The etcd backend (dlock::etcd): etcd's own lock recipe through its JSON gateway.
 #pragma once
 
 #include <dlock/etcd/config.hpp>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// One hold of a lock: its fencing token, its lease deadline, its loss signal, its release.
+/// @file
+/// One hold of a lock: its fencing token, its lease deadline, its loss signal, its release.
 #pragma once
 
 #include <dlock/error.hpp>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// A count-down latch shared by processes through a store: wait until N members have counted down.
+/// @file
+/// A count-down latch shared by processes through a store: wait until N members have counted down.
 #pragma once
 
 #include <dlock/error.hpp>

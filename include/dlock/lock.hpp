@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// A handle to one named lock; cheap to copy, shares its per-name state with every copy.
+/// @file
+/// A handle to one named lock; cheap to copy, shares its per-name state with every copy.
 #pragma once
 
 #include <dlock/error.hpp>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// The MariaDB/MySQL backend (dlock::mariadb): leases as rows, fencing from a sequence, GET_LOCK wake-ups.
+/// @file
+/// The MariaDB/MySQL backend (dlock::mariadb): leases as rows, fencing from a sequence, GET_LOCK wake-ups.
 #pragma once
 
 #include <dlock/mariadb/config.hpp>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// The memcached backend (dlock::memcached): an efficiency lock over memcached's meta protocol.
+/// @file
+/// The memcached backend (dlock::memcached): an efficiency lock over memcached's meta protocol.
 #pragma once
 
 #include <dlock/memcached/config.hpp>

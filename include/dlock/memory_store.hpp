@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// An in-process store: the store contract without a server, for tests and single-process use.
+/// @file
+/// An in-process store: the store contract without a server, for tests and single-process use.
 #pragma once
 
 #include <dlock/export.hpp>

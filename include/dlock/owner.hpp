@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// Who holds a lock: coroutines have no thread identity, so re-entry is by explicit owner.
+/// @file
+/// Who holds a lock: coroutines have no thread identity, so re-entry is by explicit owner.
 #pragma once
 
 #include <dlock/export.hpp>

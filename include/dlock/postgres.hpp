@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// The PostgreSQL backend (dlock::postgres): leases as rows, fencing from a sequence, NOTIFY on release.
+/// @file
+/// The PostgreSQL backend (dlock::postgres): leases as rows, fencing from a sequence, NOTIFY on release.
 #pragma once
 
 #include <dlock/postgres/config.hpp>

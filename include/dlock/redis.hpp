@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
-// The Redis backend (dlock::redis): single node and Sentinel, Cluster, Redlock, and the
-// connection they share.
+/// @file
+/// The Redis backend (dlock::redis): single node and Sentinel, Cluster, Redlock, and the
+/// connection they share.
 #pragma once
 
 #include <dlock/redis/cluster_store.hpp>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
-// Deprecated since 0.1.0, removed in 1.0.0 (CHANGELOG.md): moved to <dlock/redis/store.hpp>; this header only
-// forwards to it for existing code.
+/// @file
+/// Deprecated since 0.1.0, removed in 1.0.0 (CHANGELOG.md): moved to <dlock/redis/store.hpp>; this header only
+/// forwards to it for existing code.
 #pragma once
 
 #include <dlock/redis/store.hpp>

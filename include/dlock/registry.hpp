@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// Hands out one shared lock state per name, and frees it when nobody uses it any more.
+/// @file
+/// Hands out one shared lock state per name, and frees it when nobody uses it any more.
 #pragma once
 
 #include <dlock/config.hpp>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// A read-write lock shared across processes: many readers or one writer.
+/// @file
+/// A read-write lock shared across processes: many readers or one writer.
 #pragma once
 
 #include <dlock/lock.hpp>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// A semaphore of N permits shared across processes: each permit is a lease of its own.
+/// @file
+/// A semaphore of N permits shared across processes: each permit is a lease of its own.
 #pragma once
 
 #include <dlock/error.hpp>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// Counters and histograms a registry keeps for its locks.
+/// @file
+/// Counters and histograms a registry keeps for its locks.
 #pragma once
 
 #include <dlock/export.hpp>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// The store contract (v2): what a lock needs from a backend, and what a backend may offer.
+/// @file
+/// The store contract (v2): what a lock needs from a backend, and what a backend may offer.
 #pragma once
 
 #include <dlock/export.hpp>

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
-// dlock's version: the one in CMakeLists.txt's project() (CMake refuses to configure when the
-// two disagree), as macros for the preprocessor and constants a program can compare with
-// library_version(), the version of the library it was linked or loaded with.
+/// @file
+/// dlock's version: the one in CMakeLists.txt's project() (CMake refuses to configure when the
+/// two disagree), as macros for the preprocessor and constants a program can compare with
+/// library_version(), the version of the library it was linked or loaded with.
 #pragma once
 
 #include <dlock/export.hpp>
@@ -14,7 +15,7 @@
 #define DLOCK_VERSION_PATCH 0
 /// "major.minor.patch".
 #define DLOCK_VERSION_STRING "0.1.0"
-/// One number that grows with every release, for #if: major * 10000 + minor * 100 + patch.
+/// One number that grows with every release, for `#if`: major * 10000 + minor * 100 + patch.
 #define DLOCK_VERSION (DLOCK_VERSION_MAJOR * 10000 + DLOCK_VERSION_MINOR * 100 + DLOCK_VERSION_PATCH)
 
 namespace dlock {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// The ZooKeeper backend (dlock::zookeeper): Curator-compatible locks on a ZooKeeper ensemble.
+/// @file
+/// The ZooKeeper backend (dlock::zookeeper): Curator-compatible locks on a ZooKeeper ensemble.
 #pragma once
 
 #include <dlock/zookeeper/config.hpp>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// Where an etcd_store connects, and how: members, key prefix, lease, timeouts.
+/// @file
+/// Where an etcd_store connects, and how: members, key prefix, lease, timeouts.
 #pragma once
 
 #include <dlock/export.hpp>

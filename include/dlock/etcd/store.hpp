@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
-// The etcd store: etcd's own lock recipe (concurrency.Mutex) through its JSON gateway, on
-// the io_context, with one etcd lease per store as the session.
+/// @file
+/// The etcd store: etcd's own lock recipe (concurrency.Mutex) through its JSON gateway, on
+/// the io_context, with one etcd lease per store as the session.
 #pragma once
 
 #include <dlock/etcd/config.hpp>

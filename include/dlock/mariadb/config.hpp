@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// Where a mariadb_store connects: server, credentials, database, lease table, wake-up pool, timeouts.
+/// @file
+/// Where a mariadb_store connects: server, credentials, database, lease table, wake-up pool, timeouts.
 #pragma once
 
 #include <dlock/export.hpp>

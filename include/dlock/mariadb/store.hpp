@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
-// The MariaDB/MySQL store: leases as rows of one table judged on the server's clock, fencing
-// tokens from a sequence, waiters woken through the holder's GET_LOCK.
+/// @file
+/// The MariaDB/MySQL store: leases as rows of one table judged on the server's clock, fencing
+/// tokens from a sequence, waiters woken through the holder's GET_LOCK.
 #pragma once
 
 #include <dlock/export.hpp>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// Where a memcached_store connects: servers, key namespace, timeouts.
+/// @file
+/// Where a memcached_store connects: servers, key namespace, timeouts.
 #pragma once
 
 #include <dlock/export.hpp>

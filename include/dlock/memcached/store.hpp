@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
-// The memcached store: acquire by add with a TTL, renew and release by CAS on the owner's
-// value, over memcached's meta text protocol (1.6+). An efficiency lock, not a correctness lock.
+/// @file
+/// The memcached store: acquire by add with a TTL, renew and release by CAS on the owner's
+/// value, over memcached's meta text protocol (1.6+). An efficiency lock, not a correctness lock.
 #pragma once
 
 #include <dlock/export.hpp>

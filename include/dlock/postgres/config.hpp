@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// Where a postgres_store connects: server, credentials, database, lease table, timeouts.
+/// @file
+/// Where a postgres_store connects: server, credentials, database, lease table, timeouts.
 #pragma once
 
 #include <dlock/export.hpp>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
-// The PostgreSQL store: leases as rows of one table, taken and renewed by single statements
-// judged on the server's clock, fencing tokens from a sequence, releases announced by NOTIFY.
+/// @file
+/// The PostgreSQL store: leases as rows of one table, taken and renewed by single statements
+/// judged on the server's clock, fencing tokens from a sequence, releases announced by NOTIFY.
 #pragma once
 
 #include <dlock/export.hpp>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
-// The Redis Cluster store: redis_store's scripts routed to the master of each name's slot,
-// following MOVED and ASK, with wake-ups through sharded pub/sub.
+/// @file
+/// The Redis Cluster store: redis_store's scripts routed to the master of each name's slot,
+/// following MOVED and ASK, with wake-ups through sharded pub/sub.
 #pragma once
 
 #include <dlock/export.hpp>

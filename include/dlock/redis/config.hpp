@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// Connection settings, from a URL (Boost.URL) or a JSON object (Boost.JSON).
+/// @file
+/// Connection settings, from a URL (Boost.URL) or a JSON object (Boost.JSON).
 #pragma once
 
 #include <dlock/export.hpp>

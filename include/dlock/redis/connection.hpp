@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// One Redis connection: many concurrent requests pipelined over one socket, reconnecting.
+/// @file
+/// One Redis connection: many concurrent requests pipelined over one socket, reconnecting.
 #pragma once
 
 #include <dlock/export.hpp>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// The Redlock store: the store contract over N independent Redis masters, by majority.
+/// @file
+/// The Redlock store: the store contract over N independent Redis masters, by majority.
 #pragma once
 
 #include <dlock/export.hpp>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// A decoded RESP2 reply: a small tree of values owned by value.
+/// @file
+/// A decoded RESP2 reply: a small tree of values owned by value.
 #pragma once
 
 #include <cstdint>

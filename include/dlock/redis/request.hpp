@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// A batch of commands, encoded to RESP as they are added so a request is sent as-is.
+/// @file
+/// A batch of commands, encoded to RESP as they are added so a request is sent as-is.
 #pragma once
 
 #include <dlock/export.hpp>

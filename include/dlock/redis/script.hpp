@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// A Lua script sent as EVALSHA, with its SHA1 computed once.
+/// @file
+/// A Lua script sent as EVALSHA, with its SHA1 computed once.
 #pragma once
 
 #include <dlock/export.hpp>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// The Redis store: one round trip per operation through Lua scripts, pub/sub wake-ups.
+/// @file
+/// The Redis store: one round trip per operation through Lua scripts, pub/sub wake-ups.
 #pragma once
 
 #include <dlock/export.hpp>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// A connection in subscribe mode: shared channel subscriptions with per-channel refcounts.
+/// @file
+/// A connection in subscribe mode: shared channel subscriptions with per-channel refcounts.
 #pragma once
 
 #include <dlock/export.hpp>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// Where a zookeeper_store connects: the ensemble, its chroot, the lock root, timeouts.
+/// @file
+/// Where a zookeeper_store connects: the ensemble, its chroot, the lock root, timeouts.
 #pragma once
 
 #include <dlock/export.hpp>

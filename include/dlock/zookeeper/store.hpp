@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
-// The ZooKeeper store: the lock recipe of ZooKeeper's docs in Apache Curator's node layout
-// (InterProcessMutex), on the io_context through the C client's single-threaded library,
-// with one ZooKeeper session per store.
+/// @file
+/// The ZooKeeper store: the lock recipe of ZooKeeper's docs in Apache Curator's node layout
+/// (InterProcessMutex), on the io_context through the C client's single-threaded library,
+/// with one ZooKeeper session per store.
 #pragma once
 
 #include <dlock/export.hpp>
