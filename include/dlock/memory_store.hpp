@@ -12,6 +12,8 @@ namespace dlock {
 
 /// Keeps leases in memory and measures them on steady_clock. Same contract and guarantees
 /// as redis_store within one process; nothing is shared across processes.
+/// @cancellation Not honoured: every operation completes at once (posted).
+/// @threadsafety None: use it from its executor only.
 class DLOCK_API memory_store final : public store {
 public:
     /// An empty store whose operations complete on `ex`. With `direct_handoff`, a release

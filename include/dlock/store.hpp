@@ -477,6 +477,7 @@ protected:
 
     /// Calls set_error_text if this store still exists when a reply comes: a small object,
     /// copied into each completion without an allocation (a std::function of it would not be).
+    /// @threadsafety Call it on the store's executor, as the store.
     class error_text_keeper {
     public:
         /// Keeps `text` as the store's last_error_text(), if the store still exists.

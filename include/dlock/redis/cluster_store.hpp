@@ -104,8 +104,10 @@ public:
     void close() override;
 
     /// Re-reads the slot map now (it is also re-read by itself after MOVED and lost
-    /// connections). Completion: void(error_code), on the store's executor: connect_failed
-    /// (or the last seed's error) if no node answered, closed. Not cancellable.
+    /// connections).
+    /// @completion `void(error_code)`, on the store's executor (always posted).
+    /// @errors connect_failed (or the last seed's error) if no node answered, closed.
+    /// @cancellation Not cancellable (the read is bounded by connect_timeout).
     template <class Token = boost::asio::deferred_t>
     auto async_refresh(Token&& tok = {})
     {

@@ -16,6 +16,7 @@ namespace dlock::redis {
 
 /// One or more commands sent together; the reply to each arrives in the same order.
 /// Arguments are binary-safe strings or integers.
+/// @threadsafety A value: distinct objects may be used from distinct threads at once.
 class DLOCK_API request {
 public:
     /// Appends one command, e.g. `push("SET", key, value, "PX", 30000)`.

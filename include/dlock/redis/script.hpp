@@ -18,6 +18,7 @@ namespace dlock::redis {
 
 /// A Lua script. The connection sends EVALSHA and falls back to EVAL on NOSCRIPT (after a
 /// server restart or SCRIPT FLUSH), which also caches the script again.
+/// @threadsafety Immutable: copies (sharing one body) may be used from distinct threads at once.
 class DLOCK_API script {
 public:
     /// Computes the body's SHA1 once; copies share the body.
@@ -38,6 +39,7 @@ private:
 /// parts ("{tag}ns", ":lock:", name) is joined straight into the encoding, without a string
 /// of its own. The keys come first; `keys` says how many of the values are keys. A lock
 /// operation's fit in the object itself (no allocation until the command is taken).
+/// @threadsafety A value: distinct objects may be used from distinct threads at once.
 class DLOCK_API script_args {
 public:
     /// `reserve`: bytes to make room for at once (many values: renew_many's).
