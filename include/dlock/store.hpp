@@ -30,11 +30,11 @@ enum class lease_kind : std::uint8_t {
 
 /// One acquire attempt.
 struct lease_request {
-    std::string name{};   ///< the lock name as the lock sees it (registry prefix included)
-    std::string token{};  ///< the lease token: unique per lease, reused by retries of the same lease
+    std::string name{};                   ///< the lock name as the lock sees it (registry prefix included)
+    std::string token{};                  ///< the lease token: unique per lease, reused by retries of the same lease
     std::chrono::milliseconds ttl{0};     ///< the lease asked for (the store may grant less: granted_ttl)
     lease_kind kind = lease_kind::mutex;  ///< what the lease is for
-    unsigned capacity = 1;  ///< permits of a semaphore; 1 otherwise
+    unsigned capacity = 1;                ///< permits of a semaphore; 1 otherwise
     /// If the name is taken, also queue `token` (FIFO) so that the holder's release hands the
     /// name straight to it. Only with store_traits::direct_handoff or inherent_queue, and only
     /// while `token` is watched (watch with a token, after its `ready`).

@@ -22,9 +22,9 @@ namespace dlock {
 
 /// A release's number (semantic versioning: see CHANGELOG.md for what counts as breaking).
 struct version_info {
-    unsigned major = 0;  ///< DLOCK_VERSION_MAJOR of that release
-    unsigned minor = 0;  ///< DLOCK_VERSION_MINOR of that release
-    unsigned patch = 0;  ///< DLOCK_VERSION_PATCH of that release
+    unsigned major = 0;       ///< DLOCK_VERSION_MAJOR of that release
+    unsigned minor = 0;       ///< DLOCK_VERSION_MINOR of that release
+    unsigned patch = 0;       ///< DLOCK_VERSION_PATCH of that release
     const char* string = "";  ///< "major.minor.patch"
 
     /// A library of version `lib` can serve a program compiled against *this: the same major

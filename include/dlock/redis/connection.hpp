@@ -38,12 +38,12 @@ inline constexpr bool runs_anywhere =
 
 /// Counters a caller can read at any time (on the connection's executor).
 struct connection_stats {
-    std::uint64_t requests = 0;  ///< requests accepted by async_exec
-    std::uint64_t batches = 0;   ///< socket writes (each carries every queued request)
-    std::uint64_t connects = 0;  ///< successful (re)connections
+    std::uint64_t requests = 0;          ///< requests accepted by async_exec
+    std::uint64_t batches = 0;           ///< socket writes (each carries every queued request)
+    std::uint64_t connects = 0;          ///< successful (re)connections
     std::uint64_t connect_failures = 0;  ///< connection attempts that failed
-    std::uint64_t timeouts = 0;   ///< requests completed with error::timeout
-    std::uint64_t cancelled = 0;  ///< requests completed with operation_aborted
+    std::uint64_t timeouts = 0;          ///< requests completed with error::timeout
+    std::uint64_t cancelled = 0;         ///< requests completed with operation_aborted
     std::uint64_t noscript_reloads = 0;  ///< EVALSHA calls sent again as EVAL (the server lost its script cache)
 };
 
