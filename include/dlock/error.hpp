@@ -73,7 +73,7 @@ enum class error {
     /// The server is temporarily unable to serve (loading its data, busy script, failover
     /// in progress, cluster down). Transient: retried.
     server_busy,
-    /// Another operation of the same kind is already pending on this object (e.g. a second
+    /// Another operation of the same kind is already pending on this object (such as a second
     /// wait_lost on one guard).
     operation_in_progress,
     /// The handle is empty (a default-constructed lock): obtain it from a registry.
@@ -114,6 +114,7 @@ inline std::ostream& operator<<(std::ostream& os, error e)
 }  // namespace dlock
 
 namespace boost::system {
+/// Makes dlock::error convert to boost::system::error_code (through dlock::make_error_code).
 template <>
 struct is_error_code_enum<::dlock::error> : std::true_type {
 };

@@ -98,7 +98,7 @@ public:
     dlock::owner owner() const noexcept;
 
     /// Emits terminal cancellation when the lease is lost: bind it to work that must stop
-    /// then, e.g. `asio::bind_cancellation_slot(g.lost_slot(), token)`. One binding at a time.
+    /// then, as in `asio::bind_cancellation_slot(g.lost_slot(), token)`. One binding at a time.
     boost::asio::cancellation_slot lost_slot() noexcept;
 
     /// Waits until the lease is lost; an alternative to lost_slot() for a task of its own.

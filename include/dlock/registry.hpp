@@ -70,7 +70,7 @@ public:
     /// Store requests of this registry in flight (attempts, renewals, releases).
     std::size_t in_flight() const noexcept;
 
-    /// Completes when no store request of this registry is in flight, e.g. the release that
+    /// Completes when no store request of this registry is in flight, such as the release that
     /// gives back what a cancelled acquire's attempt took. Call it before closing the store,
     /// bounded by a timer or cancellation.
     /// @completion `void(error_code)`, on the store's executor (posted if nothing is in flight).

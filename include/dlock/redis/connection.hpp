@@ -185,7 +185,7 @@ public:
     /// Closes the socket, stops reconnecting and fails everything pending with error::closed.
     void close();
 
-    /// Drops the current connection and connects again now (e.g. Sentinel announced a new
+    /// Drops the current connection and connects again now (say, Sentinel announced a new
     /// master): requests on the wire fail with connection_lost, queued ones wait for it.
     void reconnect();
 
