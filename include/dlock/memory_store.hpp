@@ -20,6 +20,7 @@ public:
     /// hands the name to the first queued waiter that is still watching (as redis_store
     /// does); without, it wakes the waiters to retry (as the Redlock and Cluster stores do).
     explicit memory_store(boost::asio::any_io_executor ex, bool direct_handoff = false);
+    /// Drops every lease; operations already posted still complete.
     ~memory_store() override;
 
     boost::asio::any_io_executor get_executor() const override;

@@ -38,6 +38,7 @@ class DLOCK_API etcd_store final : public store {
 public:
     /// A store on `ex`; it connects and grants its lease at first use (or async_connect).
     etcd_store(boost::asio::any_io_executor ex, etcd::config cfg);
+    /// Closes the store (as close()): pending operations complete with error::closed.
     ~etcd_store() override;
 
     boost::asio::any_io_executor get_executor() const override;

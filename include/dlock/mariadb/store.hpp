@@ -48,6 +48,7 @@ public:
     /// A store on `ex`; it connects at first use (or async_connect). A table name that
     /// mariadb::check_table refuses is replaced by "dlock_locks" (parse_url refuses it).
     mariadb_store(boost::asio::any_io_executor ex, mariadb::config cfg);
+    /// Closes the store (as close()): pending operations complete with error::closed.
     ~mariadb_store() override;
 
     boost::asio::any_io_executor get_executor() const override;

@@ -42,6 +42,7 @@ public:
     /// A store on `ex` over `cfg.servers` (none: one on 127.0.0.1:11211); it connects to a
     /// server when a name first needs it (async_connect: to every server).
     memcached_store(boost::asio::any_io_executor ex, memcached::config cfg);
+    /// Closes the store (as close()): pending operations complete with error::closed.
     ~memcached_store() override;
 
     boost::asio::any_io_executor get_executor() const override;

@@ -44,6 +44,7 @@ public:
     /// A store on `ex`; it connects at first use (or async_connect). A table name that
     /// postgres::check_table refuses is replaced by "dlock_locks" (parse_url refuses it).
     postgres_store(boost::asio::any_io_executor ex, postgres::config cfg);
+    /// Closes the store (as close()): pending operations complete with error::closed.
     ~postgres_store() override;
 
     boost::asio::any_io_executor get_executor() const override;

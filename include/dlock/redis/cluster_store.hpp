@@ -85,6 +85,7 @@ public:
     /// One seed node.
     cluster_store(boost::asio::any_io_executor ex, redis::config seed, std::string ns = "dlock",
                   cluster_options opts = {});
+    /// Closes the store (as close()): pending operations complete with error::closed.
     ~cluster_store() override;
     cluster_store(const cluster_store&) = delete;
     cluster_store& operator=(const cluster_store&) = delete;

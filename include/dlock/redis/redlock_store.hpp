@@ -112,6 +112,8 @@ public:
     /// One config per node. Throws std::invalid_argument if `nodes` is empty.
     redlock_store(boost::asio::any_io_executor ex, std::vector<redis::config> nodes, std::string ns = "dlock",
                   redlock_options opts = {});
+    /// Does not close the nodes: operations still in flight keep them and finish in the
+    /// background. Call close() first to end them at once (error::closed).
     ~redlock_store() override;
 
     boost::asio::any_io_executor get_executor() const override;

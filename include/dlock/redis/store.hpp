@@ -73,6 +73,7 @@ public:
     redis_store(boost::asio::any_io_executor ex, redis::config cfg, std::string ns = "dlock");
     /// The same with every store setting (`opts.ns` namespaces all keys).
     redis_store(boost::asio::any_io_executor ex, redis::config cfg, redis_store_options opts);
+    /// Destroys both connections, which closes them: pending operations complete with error::closed.
     ~redis_store() override;
 
     boost::asio::any_io_executor get_executor() const override;

@@ -40,6 +40,8 @@ class DLOCK_API zookeeper_store final : public store {
 public:
     /// A store on `ex`; it opens its session at first use (or async_connect).
     zookeeper_store(boost::asio::any_io_executor ex, zookeeper::config cfg);
+    /// Closes the store (as close(), so it may block for one round trip): pending operations
+    /// complete with error::closed.
     ~zookeeper_store() override;
 
     boost::asio::any_io_executor get_executor() const override;
