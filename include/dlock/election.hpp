@@ -47,10 +47,10 @@ class DLOCK_API leadership {
 public:
     /// No leadership: is_leader() is false.
     leadership() = default;
-    /// Takes the term; `other` is empty afterwards.
-    leadership(leadership&& other) noexcept = default;
-    /// Takes `other`'s term; this one's own, if any, is released in the background (as guard's).
-    leadership& operator=(leadership&& other) noexcept = default;
+    /// Takes the term; the source is empty afterwards.
+    leadership(leadership&&) noexcept = default;
+    /// Takes the source's term; this one's own, if any, is released in the background (as guard's).
+    leadership& operator=(leadership&&) noexcept = default;
 
     /// True while this leadership holds and its lease's local deadline has not passed: never
     /// true after valid_until(). Check it right before each side effect of the leader.
@@ -137,10 +137,10 @@ class DLOCK_API leader_observer {
 public:
     /// No stream: async_next completes with error::invalid_handle.
     leader_observer() = default;
-    /// Takes the stream; `other` is empty afterwards.
-    leader_observer(leader_observer&& other) noexcept = default;
-    /// Stops this observer's own watch, then takes `other`'s stream.
-    leader_observer& operator=(leader_observer&& other) noexcept;
+    /// Takes the stream; the source is empty afterwards.
+    leader_observer(leader_observer&&) noexcept = default;
+    /// Stops this observer's own watch, then takes the source's stream.
+    leader_observer& operator=(leader_observer&&) noexcept;
     /// Stops the watch; a pending async_next completes with operation_aborted.
     ~leader_observer();
 

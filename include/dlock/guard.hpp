@@ -66,8 +66,8 @@ class DLOCK_API guard {
 public:
     /// An empty guard.
     guard() noexcept = default;
-    /// Takes the hold; `other` is empty afterwards.
-    guard(guard&& other) noexcept = default;
+    /// Takes the hold; the source is empty afterwards.
+    guard(guard&&) noexcept = default;
     /// Releases this guard's own hold, if any, in the background (as the destructor does),
     /// then takes `other`'s; `other` is empty afterwards.
     guard& operator=(guard&& other) noexcept;

@@ -55,7 +55,7 @@ enum class lock_event_kind : std::uint8_t {
     renewed,   ///< the store confirmed a renewal of the lease
     suspect,   ///< a renewal failed (the store did not answer): the lease may still be ours
     lost,      ///< the lease ended before its release: holders must stop
-    released,  ///< the last hold of the lease was released
+    released   ///< the last hold of the lease was released
 };
 
 /// What lock_config::on_event receives; `name` is valid during the call only.
