@@ -3,53 +3,28 @@
 /// One hold of a lock: its fencing token, its lease deadline, its loss signal, its release.
 #pragma once
 
+#include <dlock/detail/completion.hpp>
 #include <dlock/error.hpp>
 #include <dlock/export.hpp>
 #include <dlock/owner.hpp>
 #include <dlock/store.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
-#include <boost/asio/append.hpp>
-#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/deferred.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <type_traits>
 
 namespace dlock {
 
 namespace detail {
 struct hold;
 class engine;
-
-/// Completes `h` with `args` through its own associated executor, never inline: for
-/// operations on an empty handle, which has no executor of its own.
-template <class Handler, class... Args>
-void post_to_handler(Handler h, Args&&... args)
-{
-    auto ex = boost::asio::get_associated_executor(h);
-    boost::asio::post(ex, boost::asio::append(std::move(h), std::forward<Args>(args)...));
-}
-
-/// Whether `h` would run in place where the registry's I/O completes: it has no executor of
-/// its own, or its own is `ex`. Then the engine calls it directly, as `dispatch` would on
-/// that thread, without a type-erased executor and work tracking per completion.
-template <class Handler>
-bool completes_in_place(const Handler& h, const boost::asio::any_io_executor& ex)
-{
-    using own = boost::asio::associated_executor_t<Handler, boost::asio::any_io_executor>;
-    if constexpr (std::is_same_v<own, boost::asio::any_io_executor>)
-        return boost::asio::get_associated_executor(h, ex) == ex;
-    else
-        return false;  // a strand, another context's executor, a type-erased one: dispatch
-}
 
 /// The executor of an engine's registry (defined with the engine).
 DLOCK_API const boost::asio::any_io_executor& executor_of(const engine& e) noexcept;

@@ -3,6 +3,7 @@
 /// One Redis connection: many concurrent requests pipelined over one socket, reconnecting.
 #pragma once
 
+#include <dlock/detail/completion.hpp>
 #include <dlock/export.hpp>
 #include <dlock/redis/config.hpp>
 #include <dlock/redis/reply.hpp>
@@ -11,7 +12,6 @@
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/system/error_code.hpp>
@@ -22,19 +22,8 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <type_traits>
 
 namespace dlock::redis {
-
-namespace detail {
-struct own_executor_probe {};
-/// A handler with no associated executor of its own runs wherever it is called: the
-/// connection then calls it straight from its read loop (as dispatch would, minus the
-/// type-erased executor and work tracking per completion). One with its own is dispatched.
-template <class Handler>
-inline constexpr bool runs_anywhere =
-    std::is_same_v<boost::asio::associated_executor_t<Handler, own_executor_probe>, own_executor_probe>;
-}  // namespace detail
 
 /// Counters a caller can read at any time (on the connection's executor).
 struct connection_stats {
@@ -130,7 +119,8 @@ public:
     {
         return boost::asio::async_initiate<Token, exec_signature>(
             [this](auto handler, const request* r, std::chrono::milliseconds t) {
-                exec_impl(*r, t, std::move(handler), false, detail::runs_anywhere<decltype(handler)>);
+                const bool direct = dlock::detail::completes_in_place(handler, get_executor());  // before the move
+                exec_impl(*r, t, std::move(handler), false, direct);
             },
             token, &req, timeout);
     }
@@ -163,7 +153,8 @@ public:
     {
         return boost::asio::async_initiate<Token, script_signature>(
             [this](auto handler, const script* sc, std::span<const std::string> k, std::span<const std::string> a) {
-                eval_impl(*sc, k, a, std::move(handler), detail::runs_anywhere<decltype(handler)>);
+                const bool direct = dlock::detail::completes_in_place(handler, get_executor());
+                eval_impl(*sc, k, a, std::move(handler), direct);
             },
             token, &s, keys, args);
     }
@@ -177,7 +168,8 @@ public:
     {
         return boost::asio::async_initiate<Token, script_signature>(
             [this](auto handler, const script* sc, script_args a) {
-                eval_impl(*sc, std::move(a), std::move(handler), detail::runs_anywhere<decltype(handler)>);
+                const bool direct = dlock::detail::completes_in_place(handler, get_executor());
+                eval_impl(*sc, std::move(a), std::move(handler), direct);
             },
             token, &s, std::move(args));
     }
