@@ -7,6 +7,7 @@
 #include "redis/describe.hpp"
 #include "redis/node_list.hpp"
 #include "redis/redlock_scripts.hpp"
+#include "redis/redlock_tally.hpp"
 #include "redis/script_replies.hpp"
 
 #include <boost/asio/append.hpp>
@@ -169,27 +170,8 @@ struct op_base {
     }
 };
 
-// A majority vote so far. `no_quorum` when neither side can reach its majority any more
-// because too many nodes failed: the answer is unknown, not "no".
-enum class vote {
-    pending,
-    yes,
-    no,
-    no_quorum
-};
-
-vote tally(std::size_t n, std::size_t yes, std::size_t no, std::size_t outstanding)
-{
-    std::size_t q = n / 2 + 1;
-    if (yes >= q)
-        return vote::yes;
-    if (no > n - q)
-        return vote::no;
-    if (yes + outstanding < q && no + outstanding <= n - q)
-        return vote::no_quorum;
-    return vote::pending;
-}
-
+using redis::tally;
+using redis::vote;
 
 // try_acquire: phase 1 asks every node for the lease; with a quorum of grants, phase 2
 // raises every node's counter to the token and waits for a quorum holding the lease.
