@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: BSL-1.0
+// The examples of each primitive (read_write_lock, semaphore, latch, election), run as a user
+// runs them against a redis-server the test starts. Each checks its own result and exits 0
+// only if every check passed; here we also read what it printed.
+#include "common/child.hpp"
+#include "common/redis_server.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+using namespace std::chrono_literals;
+using dlock::test::child;
+using dlock::test::redis_server;
+
+namespace {
+
+struct outcome {
+    int status = -1;
+    std::vector<std::string> lines;
+    std::string text() const
+    {
+        std::string out;
+        for (auto& l : lines)
+            out += l + "\n";
+        return out;
+    }
+    bool has(const std::string& line) const
+    {
+        for (auto& l : lines)
+            if (l == line)
+                return true;
+        return false;
+    }
+};
+
+outcome run(const char* example, const std::string& url)
+{
+    child c({example, url});
+    outcome o;
+    auto deadline = std::chrono::steady_clock::now() + 45s;
+    while (auto line = c.read_line(
+               std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())))
+        o.lines.push_back(*line);
+    o.status = c.wait(5s);
+    return o;
+}
+
+// Passes against a fresh server, twice in a row on the same one (nothing left behind that
+// would fail a second run), and fails (exit 1) against a port nobody listens on.
+outcome passes(const char* example)
+{
+    redis_server srv;
+    outcome o;
+    for (int i = 0; i < 2; ++i) {
+        o = run(example, srv.url());
+        BOOST_TEST_INFO("run " << i << " output:\n" << o.text());
+        BOOST_TEST(o.status == 0);
+        BOOST_TEST((!o.lines.empty() && o.lines.back() == "ok"));
+    }
+    auto down = run(example, "redis://127.0.0.1:" + std::to_string(dlock::test::free_port()));
+    BOOST_TEST_INFO("unreachable: output:\n" << down.text());
+    BOOST_TEST(down.status == 1);
+    return o;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(primitive_examples)
+
+BOOST_AUTO_TEST_CASE(read_write_lock)
+{
+    auto o = passes(DLOCK_EXAMPLE_READ_WRITE_LOCK);
+    BOOST_TEST_INFO("output:\n" << o.text());
+    BOOST_TEST(o.lines.size() == 3u);  // two readers, the writer, ok
+}
+
+BOOST_AUTO_TEST_CASE(semaphore)
+{
+    auto o = passes(DLOCK_EXAMPLE_SEMAPHORE);
+    BOOST_TEST_INFO("output:\n" << o.text());
+    BOOST_TEST((o.has("5 jobs done, at most 2 at once") || o.has("5 jobs done, at most 1 at once")));
+}
+
+BOOST_AUTO_TEST_CASE(latch)
+{
+    auto o = passes(DLOCK_EXAMPLE_LATCH);
+    BOOST_TEST_INFO("output:\n" << o.text());
+    BOOST_TEST(o.has("worker-3 counted down, 0 left"));
+    BOOST_TEST(o.has("the coordinator saw all 3 workers"));
+}
+
+BOOST_AUTO_TEST_CASE(election)
+{
+    auto o = passes(DLOCK_EXAMPLE_ELECTION);
+    BOOST_TEST_INFO("output:\n" << o.text());
+    BOOST_TEST(o.lines.size() >= 3u);  // A leads, [observer lines,] B leads, ok
+}
+
+BOOST_AUTO_TEST_CASE(bad_url_exits_2)
+{
+    for (const char* example :
+         {DLOCK_EXAMPLE_READ_WRITE_LOCK, DLOCK_EXAMPLE_SEMAPHORE, DLOCK_EXAMPLE_LATCH, DLOCK_EXAMPLE_ELECTION}) {
+        auto o = run(example, "http://127.0.0.1:6379");
+        BOOST_TEST_INFO(example << " output:\n" << o.text());
+        BOOST_TEST(o.status == 2);
+        BOOST_TEST(o.lines.empty());
+    }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
