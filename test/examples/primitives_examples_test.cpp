@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
-// The examples of each primitive (read_write_lock, semaphore, latch, election), run as a user
-// runs them against a redis-server the test starts. Each checks its own result and exits 0
+// The examples of each primitive (read_write_lock, semaphore, latch, election) and the
+// threads example, run as a user runs them against a redis-server the test starts. Each checks its own result and exits 0
 // only if every check passed; here we also read what it printed.
-#include "common/child.hpp"
+#include "run_example.hpp"
 #include "common/redis_server.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -12,40 +12,15 @@
 #include <vector>
 
 using namespace std::chrono_literals;
-using dlock::test::child;
 using dlock::test::redis_server;
 
 namespace {
 
-struct outcome {
-    int status = -1;
-    std::vector<std::string> lines;
-    std::string text() const
-    {
-        std::string out;
-        for (auto& l : lines)
-            out += l + "\n";
-        return out;
-    }
-    bool has(const std::string& line) const
-    {
-        for (auto& l : lines)
-            if (l == line)
-                return true;
-        return false;
-    }
-};
+using outcome = dlock::test::example_run;
 
 outcome run(const char* example, const std::string& url)
 {
-    child c({example, url});
-    outcome o;
-    auto deadline = std::chrono::steady_clock::now() + 45s;
-    while (auto line = c.read_line(
-               std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())))
-        o.lines.push_back(*line);
-    o.status = c.wait(5s);
-    return o;
+    return dlock::test::run_example({example, url}, std::chrono::seconds(45));
 }
 
 // Passes against a fresh server, twice in a row on the same one (nothing left behind that
@@ -99,10 +74,19 @@ BOOST_AUTO_TEST_CASE(election)
     BOOST_TEST(o.lines.size() >= 3u);  // A leads, [observer lines,] B leads, ok
 }
 
+// 4 threads run the io_context; the example checks where each part runs (docs/threading.md).
+BOOST_AUTO_TEST_CASE(threads)
+{
+    auto o = passes(DLOCK_EXAMPLE_THREADS);
+    BOOST_TEST_INFO("output:\n" << o.text());
+    BOOST_TEST(o.has("40 requests done on 4 threads"));
+}
+
 BOOST_AUTO_TEST_CASE(bad_url_exits_2)
 {
     for (const char* example :
-         {DLOCK_EXAMPLE_READ_WRITE_LOCK, DLOCK_EXAMPLE_SEMAPHORE, DLOCK_EXAMPLE_LATCH, DLOCK_EXAMPLE_ELECTION}) {
+         {DLOCK_EXAMPLE_READ_WRITE_LOCK, DLOCK_EXAMPLE_SEMAPHORE, DLOCK_EXAMPLE_LATCH, DLOCK_EXAMPLE_ELECTION,
+          DLOCK_EXAMPLE_THREADS}) {
         auto o = run(example, "http://127.0.0.1:6379");
         BOOST_TEST_INFO(example << " output:\n" << o.text());
         BOOST_TEST(o.status == 2);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // lock_any_store, the same program on each store: one test case per store, each on a throwaway
 // server of its own (one ctest entry per store: examples_store_<store>).
-#include "common/child.hpp"
+#include "run_example.hpp"
 #include "common/etcd_cluster.hpp"
 #include "common/redis_server.hpp"
 #include "common/zk_ensemble.hpp"
@@ -23,33 +23,14 @@
 #include <vector>
 
 using namespace std::chrono_literals;
-using dlock::test::child;
 
 namespace {
 
-struct outcome {
-    int status = -1;
-    std::vector<std::string> lines;
-    std::string text() const
-    {
-        std::string out;
-        for (auto& l : lines)
-            out += l + "\n";
-        return out;
-    }
-};
+using outcome = dlock::test::example_run;
 
-// Runs the example to its exit (bounded), as a user would.
 outcome run_example(const std::string& url)
 {
-    child c({DLOCK_EXAMPLE_LOCK_ANY_STORE, url});
-    outcome o;
-    auto deadline = std::chrono::steady_clock::now() + 60s;
-    while (auto line = c.read_line(
-               std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())))
-        o.lines.push_back(*line);
-    o.status = c.wait(5s);
-    return o;
+    return dlock::test::run_example({DLOCK_EXAMPLE_LOCK_ANY_STORE, url});
 }
 
 // The token at the end of the line that starts with `prefix`; 0 if there is none.
