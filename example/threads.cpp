@@ -53,7 +53,8 @@ asio::awaitable<std::uint64_t> section(shared& s, std::string name)
     check(s.dlock_strand.running_in_this_thread(), "the section runs on the store's strand");
     auto g = co_await s.locks.obtain(name).acquire_for(10s);
     const auto token = g.fencing_token();
-    check(token > s.last_token[name], "fencing tokens of a name increase");
+    // Same-process waiters get the lease by local hand-off and share its token: never lower.
+    check(token >= s.last_token[name], "fencing tokens of a name never go back");
     s.last_token[name] = token;
     co_await g.release();
     co_return token;
@@ -84,6 +85,31 @@ int main(int argc, char** argv)
     shared s{dlock_strand, locks, {}};
     auto work = asio::make_work_guard(io);  // run() goes on while main waits, even with nothing queued
 
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i)
+        threads.emplace_back([&] { io.run(); });
+    auto stop = [&] {
+        asio::post(dlock_strand, [&] { store.close(); });  // close() is a call on the store: on its strand
+        work.reset();
+        for (auto& t : threads)
+            t.join();
+    };
+
+    // main runs no handler of io, so it may block on a future, for work started on the
+    // store's strand (store.async_connect(asio::use_future) called from here would race with
+    // the strand): fail fast if Redis is unreachable.
+    auto connected = asio::co_spawn(
+        dlock_strand, [&]() -> asio::awaitable<void> { co_await store.async_connect(); }, asio::use_future);
+    try {
+        if (connected.wait_for(30s) != std::future_status::ready)
+            throw std::runtime_error("no connection within 30 s");
+        connected.get();  // rethrows the connection's error
+    } catch (const std::exception& x) {
+        std::cerr << "threads: " << x.what() << '\n';
+        stop();
+        return 1;
+    }
+
     constexpr int requests = 40;
     std::atomic<int> left{requests}, failed{0};
     std::promise<void> all_done;  // set by the last request to finish
@@ -102,17 +128,13 @@ int main(int argc, char** argv)
                 all_done.set_value();
         });
     }
-    std::vector<std::thread> threads;
-    for (int i = 0; i < 4; ++i)
-        threads.emplace_back([&] { io.run(); });
 
     int status = 1;
     if (all_done.get_future().wait_for(30s) != std::future_status::ready) {
         std::cerr << "threads: requests not done within 30 s\n";
     } else if (failed == 0) {
         std::cout << requests << " requests done on 4 threads" << std::endl;
-        // main runs no handler of io: it may block on a future, for a section started on the
-        // store's strand (calling acquire(asio::use_future) from here would race with the strand).
+        // A locked section for main, on the store's strand, waited for with a future.
         auto token = asio::co_spawn(dlock_strand, section(s, "account:0"), asio::use_future);
         if (token.wait_for(30s) != std::future_status::ready) {
             std::cerr << "threads: main's section not done within 30 s\n";
@@ -125,10 +147,7 @@ int main(int argc, char** argv)
             }
         }
     }
-    asio::post(dlock_strand, [&] { store.close(); });  // close() is a call on the store: on its strand
-    work.reset();
-    for (auto& t : threads)
-        t.join();
+    stop();
     if (status == 0)
         std::cout << "ok" << std::endl;
     return status;

@@ -87,7 +87,7 @@ BOOST_AUTO_TEST_CASE(zookeeper)
 BOOST_AUTO_TEST_CASE(postgres)
 {
     dlock::test::postgres_server pg;
-    passes_on(pg.url(), "postgres");
+    passes_on(pg.url(), "postgresql");
 }
 #endif
 
