@@ -45,13 +45,13 @@ asio::awaitable<dlock::leader_info> step_down(dlock::leadership& a, dlock::leade
 
 asio::awaitable<void> run(dlock::redis_store& store, dlock::registry& reg_a, dlock::registry& reg_b)
 {
-    co_await store.async_connect();  // fails at once if Redis is unreachable
+    co_await store.async_connect();         // fails at once if Redis is unreachable
     dlock::election a(reg_a, "scheduler");  // two candidates, as two processes would be
     dlock::election b(reg_b, "scheduler");
 
     auto la = co_await a.campaign("host-a:8080");  // waits to lead, then proclaims its value
     check(la.is_leader(), "A leads");
-    const auto term_a = la.term();                // the lease's fencing token: pass it to what the leader writes
+    const auto term_a = la.term();  // the lease's fencing token: pass it to what the leader writes
     std::cout << "A leads, term " << term_a << std::endl;
 
     auto watch = a.observe();  // anyone can follow the leader: first the current one, then each change

@@ -10,12 +10,12 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include <cstdint>
-#include <random>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <random>
 #include <stdexcept>
 #include <string>
 
@@ -47,9 +47,9 @@ asio::awaitable<void> run(dlock::redis_store& store, dlock::registry& reg)
     auto workers = [&]() -> asio::awaitable<void> {
         for (int i = 1; i <= 3; ++i) {
             const std::string member = "worker-" + std::to_string(i);
-            auto left = co_await done.count_down(member);  // each member counts once...
+            auto left = co_await done.count_down(member);  // each member counts once, even when retried:
             if (i == 1)
-                check(co_await done.count_down(member) == left, "a repeated count-down counts once");  // ...even when retried
+                check(co_await done.count_down(member) == left, "a repeated count-down counts once");
             std::cout << member << " counted down, " << left << " left" << std::endl;
             check(left == std::uint64_t(3 - i), "each member counts one");
             if (i < 3)

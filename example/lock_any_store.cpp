@@ -7,7 +7,7 @@
 //   mariadb://u:pw@h/db  memcached://h:11211
 // Exit status: 0 all checks passed, 1 a check failed or the store is unreachable, 2 bad URL.
 #include <dlock/dlock.hpp>  // the core and Redis; each other store has a header and a library
-#ifdef DLOCK_HAS_ETCD        // defined by linking dlock::etcd (CMake) or by pkg-config's dlock-etcd
+#ifdef DLOCK_HAS_ETCD       // defined by linking dlock::etcd (CMake) or by pkg-config's dlock-etcd
 #include <dlock/etcd.hpp>
 #endif
 #ifdef DLOCK_HAS_ZOOKEEPER
@@ -92,8 +92,8 @@ void check(bool ok, const char* what)
 // Only the store contract from here on: this coroutine is the same for every store.
 asio::awaitable<void> take_turns(dlock::store& store)
 {
-    co_await store.async_connect();     // fails at once if the store is unreachable or refuses us
-    dlock::registry first(store);       // two registries: two owners, as two processes would be
+    co_await store.async_connect();  // fails at once if the store is unreachable or refuses us
+    dlock::registry first(store);    // two registries: two owners, as two processes would be
     dlock::registry second(store);
     const std::string name = "orders:42";
 
@@ -105,8 +105,8 @@ asio::awaitable<void> take_turns(dlock::store& store)
     check(!refused, "the second owner got the lock while the first held it");
     std::cout << "second is refused while first holds it" << std::endl;
 
-    co_await g1.release();                                      // throws lock_lost if the lease had ended
-    auto g2 = co_await second.obtain(name).acquire_for(10s);    // free now; error::timeout after 10 s
+    co_await g1.release();                                    // throws lock_lost if the lease had ended
+    auto g2 = co_await second.obtain(name).acquire_for(10s);  // free now; error::timeout after 10 s
     const auto token2 = g2.fencing_token();
     std::cout << "second holds " << name << " with fencing token " << token2 << std::endl;
     check(token2 > token1, "fencing tokens increase from one holder to the next");

@@ -46,7 +46,7 @@ asio::awaitable<void> job(dlock::semaphore pool, int& running, int& most)
 
 asio::awaitable<void> run(dlock::redis_store& store, dlock::registry& here, dlock::registry& there)
 {
-    co_await store.async_connect();  // fails at once if Redis is unreachable
+    co_await store.async_connect();                      // fails at once if Redis is unreachable
     auto gpus = here.obtain_semaphore("gpu", 2);         // at most 2 holders, across every process
     auto gpus_there = there.obtain_semaphore("gpu", 2);  // the same semaphore from "another process"
 

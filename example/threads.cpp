@@ -42,7 +42,7 @@ void check(bool ok, const char* what)
 }
 
 struct shared {
-    strand dlock_strand;                              // the store's executor
+    strand dlock_strand;  // the store's executor
     dlock::registry& locks;
     std::map<std::string, std::uint64_t> last_token;  // per name; used on the store's strand only
 };

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSL-1.0
 // The examples of each primitive (read_write_lock, semaphore, latch, election) and the
-// threads example, run as a user runs them against a redis-server the test starts. Each checks its own result and exits 0
-// only if every check passed; here we also read what it printed.
-#include "run_example.hpp"
+// threads example, run as a user runs them against a redis-server the test starts. Each checks its own result and exits
+// 0 only if every check passed; here we also read what it printed.
 #include "common/redis_server.hpp"
+#include "run_example.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -84,9 +84,8 @@ BOOST_AUTO_TEST_CASE(threads)
 
 BOOST_AUTO_TEST_CASE(bad_url_exits_2)
 {
-    for (const char* example :
-         {DLOCK_EXAMPLE_READ_WRITE_LOCK, DLOCK_EXAMPLE_SEMAPHORE, DLOCK_EXAMPLE_LATCH, DLOCK_EXAMPLE_ELECTION,
-          DLOCK_EXAMPLE_THREADS}) {
+    for (const char* example : {DLOCK_EXAMPLE_READ_WRITE_LOCK, DLOCK_EXAMPLE_SEMAPHORE, DLOCK_EXAMPLE_LATCH,
+                                DLOCK_EXAMPLE_ELECTION, DLOCK_EXAMPLE_THREADS}) {
         auto o = run(example, "http://127.0.0.1:6379");
         BOOST_TEST_INFO(example << " output:\n" << o.text());
         BOOST_TEST(o.status == 2);

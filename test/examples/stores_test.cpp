@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSL-1.0
 // lock_any_store, the same program on each store: one test case per store, each on a throwaway
 // server of its own (one ctest entry per store: examples_store_<store>).
-#include "run_example.hpp"
 #include "common/etcd_cluster.hpp"
 #include "common/redis_server.hpp"
 #include "common/zk_ensemble.hpp"
+#include "run_example.hpp"
 #ifdef DLOCK_HAS_MARIADB
 #include "common/mariadb_server.hpp"
 #endif

@@ -64,7 +64,8 @@ std::vector<row> rows()
         {"`cluster_store`", [=](auto ex) { return std::make_unique<dlock::cluster_store>(ex, redis()); }},
         {"`redlock_store`",
          [=](auto ex) {
-             return std::make_unique<dlock::redlock_store>(ex, std::vector<dlock::redis::config>{redis(), redis(), redis()});
+             return std::make_unique<dlock::redlock_store>(
+                 ex, std::vector<dlock::redis::config>{redis(), redis(), redis()});
          }},
         {"`etcd_store`",
          [](auto ex) {
@@ -72,7 +73,8 @@ std::vector<row> rows()
          }},
         {"`zookeeper_store`",
          [](auto ex) {
-             return std::make_unique<dlock::zookeeper_store>(ex, parsed(dlock::zookeeper::parse_url, "zk://127.0.0.1:1"));
+             return std::make_unique<dlock::zookeeper_store>(ex,
+                                                             parsed(dlock::zookeeper::parse_url, "zk://127.0.0.1:1"));
          }},
         {"`postgres_store`",
          [](auto ex) {
@@ -81,8 +83,8 @@ std::vector<row> rows()
          }},
         {"`mariadb_store`",
          [](auto ex) {
-             return std::make_unique<dlock::mariadb_store>(ex,
-                                                           parsed(dlock::mariadb::parse_url, "mariadb://u@127.0.0.1:1/db"));
+             return std::make_unique<dlock::mariadb_store>(
+                 ex, parsed(dlock::mariadb::parse_url, "mariadb://u@127.0.0.1:1/db"));
          }},
         {"`memcached_store`",
          [](auto ex) {
@@ -93,9 +95,15 @@ std::vector<row> rows()
     };
 }
 
-const char* yes(bool b) { return b ? "yes" : "no"; }
+const char* yes(bool b)
+{
+    return b ? "yes" : "no";
+}
 
-bool serves(const dlock::store_traits& t, dlock::lease_kind k) { return (t.kinds & static_cast<unsigned>(k)) != 0; }
+bool serves(const dlock::store_traits& t, dlock::lease_kind k)
+{
+    return (t.kinds & static_cast<unsigned>(k)) != 0;
+}
 
 // Whole seconds or any number of milliseconds, and the shortest lease.
 std::string lease_lengths(const dlock::store_traits& t)
