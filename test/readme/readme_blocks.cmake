@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSL-1.0
-# Every ```cpp block of README.md compiles (issue 29: a call shown there did not).
+# Every ```cpp block of README.md (or of the page given as README, e.g. docs/threading.md)
+# compiles (issue 29: a call shown there did not).
 # Run by ctest: cmake -DCXX=... -DINCLUDE_DIR=... -DREADME=... -DHERE=... -DWORK_DIR=... -P readme_blocks.cmake
 # A block is a whole translation unit, unless the line right before its fence is the mark
 # below: then it is the body of a coroutine that has the names of readme_fragment.hpp.
@@ -7,6 +8,7 @@ cmake_minimum_required(VERSION 3.20)
 set(mark "<!-- cpp fragment: coroutine body -->\n")
 set(fence "```cpp\n")
 file(READ ${README} text)
+get_filename_component(page ${README} NAME)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 string(LENGTH "${mark}" mark_len)
@@ -25,13 +27,13 @@ while(1)
   string(SUBSTRING "${text}" ${body_at} -1 rest)
   string(FIND "${rest}" "\n```" end)
   if(end EQUAL -1)
-    message(FATAL_ERROR "README.md: a ```cpp block is not closed")
+    message(FATAL_ERROR "${page}: a ```cpp block is not closed")
   endif()
   math(EXPR end_nl "${end} + 1")
   string(SUBSTRING "${rest}" 0 ${end_nl} code)
   math(EXPR after "${end} + 4")
   string(SUBSTRING "${rest}" ${after} -1 text)
-  # The block's first line in README.md: lines before it, plus one for the fence.
+  # The block's first line in the page: lines before it, plus one for the fence.
   string(APPEND done_text "${before}${fence}")
   string(REGEX MATCHALL "\n" newlines "${done_text}")
   list(LENGTH newlines line)
@@ -60,14 +62,14 @@ while(1)
   execute_process(COMMAND ${CXX} -std=c++20 -fsyntax-only -I${INCLUDE_DIR} -I${HERE} ${file}
                   RESULT_VARIABLE rc ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
-    list(APPEND failed "block ${n} (README.md line ${line})")
-    message("README.md's block ${n} (line ${line}) does not compile:\n${err}")
+    list(APPEND failed "block ${n} (${page} line ${line})")
+    message("${page}'s block ${n} (line ${line}) does not compile:\n${err}")
   endif()
 endwhile()
 if(n EQUAL 0)
   message(FATAL_ERROR "no ```cpp block found in ${README}")
 endif()
 if(failed)
-  message(FATAL_ERROR "README.md blocks that do not compile: ${failed}")
+  message(FATAL_ERROR "${page} blocks that do not compile: ${failed}")
 endif()
-message(STATUS "${n} README.md blocks compile (${fragments} of them coroutine-body fragments)")
+message(STATUS "${n} ${page} blocks compile (${fragments} of them coroutine-body fragments)")
