@@ -1,15 +1,26 @@
 // SPDX-License-Identifier: BSL-1.0
 // Sentinel discovery without a sentinel (src/redis/sentinel_query.*): the bytes one sentinel
-// is sent, each state x reply of its exchange, and the walk over several sentinels.
+// is sent, each state x reply of its exchange, and the walk over several sentinels; then
+// the driver against fake sentinels on loopback.
 #include <dlock/error.hpp>
 #include <dlock/redis/reply.hpp>
 
+#include "redis/sentinel.hpp"
 #include "redis/sentinel_query.hpp"
 #include "unit/print.hpp"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/error.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -451,6 +462,143 @@ BOOST_AUTO_TEST_CASE(after_the_walk_nothing_changes_and_an_undecided_query_is_a_
     BOOST_TEST(w.host() == "10.0.0.3");
     BOOST_TEST(w.port() == 7000);
     BOOST_TEST(order(w) == (std::vector<std::string>{"b:26380", "a:26379", "c:26381"}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The driver (sentinel.cpp) against fake sentinels on loopback: bytes in any split, a
+// refused port, a sentinel that hangs up or never answers.
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+enum class then { hang_up, stay_silent };
+
+// Accepts one connection, reads the question, writes `answer` a byte at a time, then hangs
+// up or keeps the socket open until the test ends.
+struct fake_sentinel {
+    tcp::acceptor acc;
+    std::shared_ptr<tcp::socket> kept;
+
+    fake_sentinel(asio::io_context& io, std::string answer, std::size_t question_size, then after)
+        : acc(io, {asio::ip::make_address("127.0.0.1"), 0})
+    {
+        asio::co_spawn(io, serve(std::move(answer), question_size, after), asio::detached);
+    }
+    std::uint16_t port() const { return acc.local_endpoint().port(); }
+
+    asio::awaitable<void> serve(std::string answer, std::size_t question_size, then after)
+    {
+        auto s = std::make_shared<tcp::socket>(co_await acc.async_accept(asio::use_awaitable));
+        std::string got(question_size, '\0');
+        co_await asio::async_read(*s, asio::buffer(got), asio::use_awaitable);
+        for (char ch : answer)
+            co_await asio::async_write(*s, asio::buffer(&ch, 1), asio::use_awaitable);
+        if (after == then::stay_silent)
+            kept = s;
+    }
+};
+
+struct discovery {
+    boost::system::error_code ec;
+    std::string message;
+    dlock::redis::config cfg;
+};
+
+discovery discover(asio::io_context& io, dlock::redis::config cfg)
+{
+    discovery d;
+    d.cfg = std::move(cfg);
+    bool finished = false;
+    asio::co_spawn(io, dlock::redis::detail::discover_master(io.get_executor(), d.cfg, d.message),
+                   [&](std::exception_ptr e, boost::system::error_code ec) {
+                       BOOST_TEST(!e);
+                       d.ec = ec;
+                       finished = true;
+                   });
+    io.run_for(std::chrono::seconds(10));
+    BOOST_TEST_REQUIRE(finished);
+    return d;
+}
+
+dlock::redis::config sentinels(std::vector<std::uint16_t> ports, std::string password = {})
+{
+    dlock::redis::config c;
+    c.sentinel.master_name = "mymaster";
+    c.sentinel.password = std::move(password);
+    for (auto p : ports)
+        c.sentinel.nodes.push_back({"127.0.0.1", p});
+    return c;
+}
+
+std::uint16_t refused_port(asio::io_context& io)
+{
+    tcp::acceptor a(io, {asio::ip::make_address("127.0.0.1"), 0});
+    return a.local_endpoint().port();  // closed when `a` goes: connecting there is refused
+}
+
+std::string node(std::uint16_t port)
+{
+    return "sentinel 127.0.0.1:" + std::to_string(port) + ": ";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(sentinel_discovery_driver)
+
+BOOST_AUTO_TEST_CASE(a_refused_sentinel_then_one_that_answers_after_auth_byte_by_byte)
+{
+    asio::io_context io;
+    auto cfg = sentinels({}, "pw");
+    const auto q = sentinel_query(cfg.sentinel).request().size();
+    fake_sentinel good(io, "+OK\r\n*2\r\n$8\r\n10.0.0.9\r\n$4\r\n6390\r\n", q, then::hang_up);
+    const auto dead = refused_port(io);
+    cfg.sentinel.nodes = {{"127.0.0.1", dead}, {"127.0.0.1", good.port()}};
+    auto d = discover(io, cfg);
+    BOOST_TEST(!d.ec, d.ec.message());
+    BOOST_TEST(d.cfg.host == "10.0.0.9");
+    BOOST_TEST(d.cfg.port == 6390);
+    BOOST_TEST(d.cfg.sentinel.nodes[0].port == good.port());
+    BOOST_TEST(d.cfg.sentinel.nodes[1].port == dead);
+    BOOST_TEST(d.message == node(dead) + boost::system::error_code(dlock::error::connect_failed).message());
+}
+
+BOOST_AUTO_TEST_CASE(auth_refused_hang_up_bad_resp_and_silence_each_named)
+{
+    asio::io_context io;
+    auto cfg = sentinels({}, "pw");
+    cfg.connect_timeout = std::chrono::milliseconds(300);
+    const auto q = sentinel_query(cfg.sentinel).request().size();
+    fake_sentinel refusing(io, "-WRONGPASS no\r\n", q, then::stay_silent);
+    fake_sentinel hanging_up(io, "+OK\r\n", q, then::hang_up);
+    fake_sentinel garbled(io, "+OK\r\n?what\r\n", q, then::stay_silent);
+    fake_sentinel silent(io, "+OK\r\n", q, then::stay_silent);
+    cfg.sentinel.nodes = {{"127.0.0.1", refusing.port()},
+                          {"127.0.0.1", hanging_up.port()},
+                          {"127.0.0.1", garbled.port()},
+                          {"127.0.0.1", silent.port()}};
+    auto d = discover(io, cfg);
+    BOOST_TEST(d.ec == dlock::error::resolve_failed);
+    // Silence past connect_timeout is a timeout, not "closed the connection".
+    BOOST_TEST(d.message == node(refusing.port()) + "WRONGPASS no; " + node(hanging_up.port()) + closed_text + "; " +
+                                node(garbled.port()) +
+                                boost::system::error_code(dlock::error::protocol_error).message() + "; " +
+                                node(silent.port()) + boost::system::error_code(timeout).message());
+    BOOST_TEST(d.cfg.sentinel.nodes[0].port == refusing.port());
+}
+
+BOOST_AUTO_TEST_CASE(the_last_sentinel_refusing_auth_is_auth_failed)
+{
+    asio::io_context io;
+    auto cfg = sentinels({}, "pw");
+    const auto q = sentinel_query(cfg.sentinel).request().size();
+    fake_sentinel unknown(io, "+OK\r\n*-1\r\n", q, then::hang_up);
+    fake_sentinel refusing(io, "-WRONGPASS no\r\n", q, then::hang_up);
+    cfg.sentinel.nodes = {{"127.0.0.1", unknown.port()}, {"127.0.0.1", refusing.port()}};
+    auto d = discover(io, cfg);
+    BOOST_TEST(d.ec == dlock::error::auth_failed);
+    BOOST_TEST(d.message == node(unknown.port()) + no_master + "; " + node(refusing.port()) + "WRONGPASS no");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
