@@ -6,6 +6,7 @@
 #include "common/post_completion.hpp"
 #include "common/slot_allocator.hpp"
 #include "common/stored_handler.hpp"
+#include "redis/handshake.hpp"
 #include "redis/request_queue.hpp"
 #include "redis/resp/decoder.hpp"
 #include "redis/sentinel.hpp"
@@ -357,72 +358,33 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                           }));
     }
 
-    // Runs the handshake over the fresh socket, reading replies with the shared decoder.
+    // Runs the handshake (detail::handshake) over the fresh socket, reading replies with the
+    // shared decoder.
     asio::awaitable<error_code> handshake()
     {
-        request req;
-        enum class step {
-            auth,
-            select,
-            setname,
-            role
-        };
-        std::vector<step> steps;
-        if (!cfg.password.empty()) {
-            if (cfg.username.empty())
-                req.push("AUTH", cfg.password);
-            else
-                req.push("AUTH", cfg.username, cfg.password);
-            steps.push_back(step::auth);
-        }
-        if (cfg.database != 0) {
-            req.push("SELECT", cfg.database);
-            steps.push_back(step::select);
-        }
-        if (!cfg.client_name.empty()) {
-            req.push("CLIENT", "SETNAME", cfg.client_name);
-            steps.push_back(step::setname);
-        }
-        // Through Sentinel: make sure its answer was not stale (a demoted master).
-        if (!cfg.sentinel.master_name.empty()) {
-            req.push("ROLE");
-            steps.push_back(step::role);
-        }
-        if (req.empty())
+        detail::handshake hs(cfg);
+        if (hs.done())
             co_return error_code();
-        co_await sock->write(asio::buffer(req.payload()));
+        co_await sock->write(asio::buffer(hs.request()));
         std::array<char, 4096> buf;
-        std::size_t got = 0;
-        while (got < steps.size()) {
+        while (!hs.done()) {
             std::size_t n = co_await sock->async_read_some(
                 asio::buffer(buf), false,  // the handshake's replies come together
                 asio::bind_allocator(dlock::detail::slot_allocator<void>(read_slot), asio::use_awaitable));
             decoder.feed({buf.data(), n});
             error_code ec;
-            while (got < steps.size()) {
+            while (!hs.done()) {
                 auto r = decoder.next(ec);
                 if (ec)
                     co_return ec;
                 if (!r)
                     break;
-                if (r->is_error()) {
-                    server_message = r->str;
-                    // NOAUTH: the server wants a password the config does not give.
-                    bool auth = steps[got] == step::auth || r->str.rfind("NOAUTH", 0) == 0;
-                    co_return auth ? error::auth_failed : error::handshake_failed;
-                }
-                if (steps[got] == step::role) {
-                    std::string role = r->type == reply_type::array && !r->elements.empty() ? r->elements[0].str : "?";
-                    if (role != "master") {
-                        server_message = "Sentinel named " + cfg.host + ":" + std::to_string(cfg.port) +
-                                         " as master '" + cfg.sentinel.master_name + "' but its ROLE is " + role;
-                        co_return error::handshake_failed;
-                    }
-                }
-                ++got;
+                hs.feed(*r);
             }
         }
-        co_return error_code();
+        if (hs.error())
+            server_message = hs.said();
+        co_return hs.error();
     }
 
     asio::awaitable<error_code> connect_once()
