@@ -33,6 +33,16 @@ sentinel_query::state sentinel_query::decide(state s, error_code ec, std::string
     return state_;
 }
 
+namespace {
+bool whole_port(const reply& r)
+{
+    std::uint16_t p = 0;
+    const char* end = r.str.data() + r.str.size();
+    auto [at, ec] = std::from_chars(r.str.data(), end, p);
+    return r.type == reply_type::string && ec == std::errc() && at == end && p != 0;
+}
+}  // namespace
+
 sentinel_query::state sentinel_query::feed(const reply& r)
 {
     if (done())
@@ -46,12 +56,13 @@ sentinel_query::state sentinel_query::feed(const reply& r)
         return state_;  // +OK: the answer to the question comes next
     if (r.is_nil())
         return decide(state::unknown_master, error::resolve_failed, "does not know master '" + master_ + "'");
-    std::uint16_t p = 0;
-    if (r.type != reply_type::array || r.elements.size() != 2 ||
-        std::from_chars(r.elements[1].str.data(), r.elements[1].str.data() + r.elements[1].str.size(), p).ec !=
-                std::errc() ||
-        p == 0)
+    // Two bulk strings: a host that is not empty and a whole port number, 1 to 65535.
+    if (r.type != reply_type::array || r.elements.size() != 2 || r.elements[0].type != reply_type::string ||
+        r.elements[0].str.empty() || !whole_port(r.elements[1]))
         return decide(state::malformed, error::protocol_error, "gave an unexpected reply");
+    const std::string& digits = r.elements[1].str;
+    std::uint16_t p = 0;
+    std::from_chars(digits.data(), digits.data() + digits.size(), p);
     host_ = r.elements[0].str;
     port_ = p;
     return decide(state::found, {}, {});

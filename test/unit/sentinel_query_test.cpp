@@ -232,6 +232,10 @@ BOOST_AUTO_TEST_CASE(answers_of_the_wrong_shape_or_with_a_bad_port)
         {"port 0", addr("10.0.0.1", "0")},
         {"port above 65535", addr("10.0.0.1", "65536")},
         {"nil port", arr({str("10.0.0.1"), nil()})},
+        {"port with trailing junk", addr("10.0.0.1", "6379x")},
+        {"nil host", arr({nil(), str("6379")})},
+        {"empty host", addr("", "6379")},
+        {"host as integer", arr({num(1), str("6379")})},
     };
     for (const auto& c : {no_auth(), with_auth()}) {
         for (const auto& [what, r] : bad) {
