@@ -59,16 +59,20 @@ dlock_pkgconfig(dlock-core "dlock: distributed locks for C++20 coroutines on Boo
   "-I\${includedir} -std=c++20 -pthread" "-L\${libdir} -ldlock_core -pthread" "")
 set(_dlock_pc_all dlock-core)
 foreach(b IN LISTS DLOCK_BACKENDS)
-  # What dlock_add_backend() recorded: the store's name and its private libraries.
+  # What dlock_add_backend() recorded: the store's name, its DLOCK_HAS_* and its private libraries.
   get_target_property(what dlock_${b} DLOCK_WHAT)
   get_target_property(priv dlock_${b} DLOCK_PKG_CONFIG_LIBS)
   if(NOT priv)
     set(priv "")
   endif()
   list(JOIN priv " " priv)
-  string(TOUPPER "${b}" upper)
-  dlock_pkgconfig(dlock-${b} "dlock's ${what} store" "dlock-core = ${PROJECT_VERSION}"
-    "-I\${includedir} -DDLOCK_HAS_${upper}=1" "-L\${libdir} -ldlock_${b}" "${priv}")
+  get_target_property(has dlock_${b} DLOCK_HAS_DEFINE)
+  set(cflags "-I\${includedir}")
+  if(has)
+    string(APPEND cflags " -D${has}")
+  endif()
+  dlock_pkgconfig(dlock-${b} "dlock's ${what} store" "dlock-core = ${PROJECT_VERSION}" "${cflags}"
+    "-L\${libdir} -ldlock_${b}" "${priv}")
   list(APPEND _dlock_pc_all dlock-${b})
 endforeach()
 list(JOIN _dlock_pc_all " " _dlock_pc_requires)
