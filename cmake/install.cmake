@@ -20,7 +20,11 @@ configure_package_config_file(cmake/dlock-config.cmake.in
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/dlock-config-version.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/dlock-config.cmake ${CMAKE_CURRENT_BINARY_DIR}/dlock-config-version.cmake
-  ${CMAKE_CURRENT_LIST_DIR}/dlock-hiredis.cmake ${CMAKE_CURRENT_LIST_DIR}/dlock-zookeeper-c.cmake
-  ${CMAKE_CURRENT_LIST_DIR}/dlock-mariadb-c.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dlock)
+# Each built backend's dependency finder, re-run by dlock-config.cmake.
+foreach(b IN LISTS DLOCK_BACKENDS)
+  if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/dlock-${b}-deps.cmake)
+    install(FILES ${CMAKE_CURRENT_LIST_DIR}/dlock-${b}-deps.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dlock)
+  endif()
+endforeach()
 include(${CMAKE_CURRENT_LIST_DIR}/pkgconfig.cmake)

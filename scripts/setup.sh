@@ -14,14 +14,15 @@ packages=(
   libhiredis-dev libssl-dev openssl
   redis-server redis-tools
 )
-# The tests' own servers, one line per store; python3 for the docs' link check, doxygen for
-# the API reference's check (api_docs).
+# The tests' own servers, one line per store; clang and its libFuzzer runtime for the fuzzers;
+# python3 for the docs' link check, doxygen for the API reference's check (api_docs).
 test_packages=(
   etcd-server etcd-client
   memcached
   postgresql libpq-dev
   mariadb-server libmariadb-dev
   zookeeper libzookeeper-st-dev default-jdk-headless libcurator-recipes-java libslf4j-java
+  clang libclang-rt-14-dev
   python3
   doxygen
 )

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSL-1.0
 # Builds and runs a project that consumes dlock, the way users do. Run by ctest as
-#   cmake -DMODE=find_package|find_package_shared|add_subdirectory -DSOURCE_DIR=... -DBINARY_DIR=...
+#   cmake -DMODE=find_package|find_package_shared|add_subdirectory|pkg_config|core_only -DSOURCE_DIR=... -DBINARY_DIR=...
 #         -DWORK_DIR=... [-DCXX_COMPILER=...] [-DLAUNCHER=ccache] [-DBUILD_TYPE=...] [-DSANITIZE=...]
 #         -P run_consumer.cmake
 # find_package: installs the built dlock into a staging prefix, moves the prefix (the package
@@ -9,6 +9,9 @@
 # the tool too): the consumers must load libdlock_*.so.<soversion>, which export the public API
 # and none of src/'s internals.
 # add_subdirectory: builds dlock's source tree as part of the consumer project.
+# core_only: builds dlock here with every store switched off and OpenSSL's find disabled, installs
+# it and builds a consumer of dlock::core: neither configure may look for OpenSSL, hiredis or
+# any store's client library (their cache entries), nor any object include their headers.
 # pkg_config: installs as find_package does, then builds the consumers with nothing but
 # `c++ FILE $(pkg-config --cflags --libs dlock)` (dlock-core for the core alone); the shared
 # variant does that too.
@@ -94,6 +97,49 @@ if(MODE STREQUAL "find_package_shared")
   run(${CMAKE_COMMAND} --build "${BINARY_DIR}" --parallel 2)
 endif()
 
+# No cache entry of a store's dependency in `build`, no header of one in its objects' dependencies.
+function(check_no_store_deps build)
+  file(STRINGS "${build}/CMakeCache.txt" entries REGEX "^[^#/]*(OPENSSL|OpenSSL|HIREDIS|hiredis|PostgreSQL|LIBPQ|ZOOKEEPER|MARIADB|boost_json|boost_url)[^=]*=")
+  list(FILTER entries EXCLUDE REGEX "^(DLOCK_WITH_|CMAKE_DISABLE_FIND_PACKAGE_)")  # what this script set
+  if(entries)
+    message(FATAL_ERROR "${build} looked for a store's dependency:\n${entries}")
+  endif()
+  file(GLOB_RECURSE depfiles "${build}/*.o.d")
+  if(NOT depfiles)
+    message(FATAL_ERROR "no compiler dependency files (*.o.d) under ${build}: nothing to check")
+  endif()
+  foreach(d IN LISTS depfiles)
+    file(STRINGS "${d}" hit REGEX "/(openssl|hiredis|libpq-fe[.]h|zookeeper|mariadb)/?")
+    if(hit)
+      message(FATAL_ERROR "${d}: a core-only object includes a store's library header:\n${hit}")
+    endif()
+  endforeach()
+endfunction()
+
+if(MODE STREQUAL "core_only")
+  set(BINARY_DIR "${WORK_DIR}/dlock-build")
+  set(no_stores)
+  foreach(store REDIS ETCD MEMCACHED ZOOKEEPER POSTGRES MARIADB)
+    list(APPEND no_stores -DDLOCK_WITH_${store}=OFF)
+  endforeach()
+  # The stores' options alone: the tool, tests, examples and benchmarks leave themselves out.
+  run(${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${BINARY_DIR}" ${configure_args} ${no_stores}
+      -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON)
+  run(${CMAKE_COMMAND} --build "${BINARY_DIR}" --parallel 2)
+  check_no_store_deps("${BINARY_DIR}")
+  run(${CMAKE_COMMAND} --install "${BINARY_DIR}" --prefix "${WORK_DIR}/prefix" ${install_config})
+  file(GLOB_RECURSE deps_files "${WORK_DIR}/prefix/*-deps.cmake")
+  if(deps_files)
+    message(FATAL_ERROR "a core-only install carries store dependency finders: ${deps_files}")
+  endif()
+  run(${CMAKE_COMMAND} -S "${CMAKE_CURRENT_LIST_DIR}/core_only" -B "${WORK_DIR}/build"
+      "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix" -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON ${configure_args})
+  run(${CMAKE_COMMAND} --build "${WORK_DIR}/build" --parallel 2)
+  check_no_store_deps("${WORK_DIR}/build")
+  run("${WORK_DIR}/build/core_consumer")
+  return()
+endif()
+
 if(MODE STREQUAL "find_package")
   set(stage "${WORK_DIR}/stage")
   set(prefix "${WORK_DIR}/prefix")
@@ -134,7 +180,7 @@ elseif(MODE STREQUAL "add_subdirectory")
   run(${CMAKE_COMMAND} -S "${CMAKE_CURRENT_LIST_DIR}/add_subdirectory" -B "${WORK_DIR}/build"
       "-DDLOCK_SOURCE_DIR=${SOURCE_DIR}" ${configure_args})
 else()
-  message(FATAL_ERROR "MODE must be find_package or add_subdirectory, not '${MODE}'")
+  message(FATAL_ERROR "MODE must be find_package, find_package_shared, add_subdirectory, pkg_config or core_only, not '${MODE}'")
 endif()
 
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/build" --parallel 2)

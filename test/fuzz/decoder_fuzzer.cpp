@@ -2,10 +2,11 @@
 // libFuzzer target for the RESP decoder: any bytes, in any split, must decode to the same
 // replies or to protocol_error, without crashing, leaking or reading out of bounds.
 //
-//   cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DDLOCK_BUILD_FUZZERS=ON \
+// ctest runs it a few seconds (fuzz_decoder, after fuzz_build: test/fuzz/run_fuzzers.cmake). By hand:
+//   cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DDLOCK_BUILD_FUZZERS=ON \
 //         -DDLOCK_BUILD_TESTS=OFF -DDLOCK_BUILD_EXAMPLES=OFF -DDLOCK_BUILD_BENCH=OFF
-//   cmake --build build-fuzz --target dlock_decoder_fuzzer
-//   ./build-fuzz/test/fuzz/dlock_decoder_fuzzer -dict=test/fuzz/resp.dict -max_len=4096
+//   cmake --build build-fuzz --target dlock_fuzzers
+//   ./build-fuzz/test/fuzz/dlock_decoder_fuzzer -dict=test/fuzz/resp.dict -max_len=4096 test/fuzz/corpus/decoder
 #include <dlock/error.hpp>
 
 #include "redis/resp/decoder.hpp"

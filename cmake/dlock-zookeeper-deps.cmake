@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSL-1.0
-# Finds the ZooKeeper C client's single-threaded library (Debian: libzookeeper-st-dev) and
-# defines the imported target dlock::zookeeper_c. Shared by the build and the installed config.
+# dlock::zookeeper's dependency: the ZooKeeper C client's single-threaded library (Debian:
+# libzookeeper-st-dev) as the imported target dlock::zookeeper_c. Run by dlock_add_backend()
+# and by the installed dlock-config.cmake. Appends what is missing to _dlock_missing.
 if(NOT TARGET dlock::zookeeper_c)
   find_path(DLOCK_ZOOKEEPER_INCLUDE_DIR zookeeper/zookeeper.h)
   find_library(DLOCK_ZOOKEEPER_LIBRARY zookeeper_st)
@@ -9,5 +10,7 @@ if(NOT TARGET dlock::zookeeper_c)
     set_target_properties(dlock::zookeeper_c PROPERTIES
       IMPORTED_LOCATION "${DLOCK_ZOOKEEPER_LIBRARY}"
       INTERFACE_INCLUDE_DIRECTORIES "${DLOCK_ZOOKEEPER_INCLUDE_DIR}")
+  else()
+    list(APPEND _dlock_missing "the ZooKeeper C client (Debian: libzookeeper-st-dev)")
   endif()
 endif()
