@@ -73,7 +73,9 @@ void add_proxy_faults(std::vector<fault>& faults, tcp_proxy& p, std::chrono::mil
 
 void redis_run(const std::string& name, std::vector<std::string> extra)
 {
-    dlock::test::redis_server srv({.appendonly = true});  // fsync always: a restart keeps the leases
+    dlock::test::server_options opts;
+    opts.appendonly = true;  // fsync always: a restart keeps the leases
+    dlock::test::redis_server srv(opts);
     tcp_proxy proxy(srv.port());
     fault_run run(name, 1000ms, 150ms, three_workers(proxy.url(), srv.url(), extra));
     auto faults = run.worker_faults();
