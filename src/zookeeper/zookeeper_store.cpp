@@ -705,6 +705,8 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
             auto hp = std::make_shared<asio::any_completion_handler<bool_signature>>(std::move(h));
             zk->get_children(path, [self = shared_from_this(), k, key, path, hp,
                                     sid = session_id](int rc, std::vector<std::string> c) {
+                if (self->release_later(rc, sid, k, hp))
+                    return;
                 if (rc != ZOK && rc != ZNONODE)
                     return dlock::detail::post_completion(self->ex, std::move(*hp),
                                                           self->to_error(rc, "children of " + path), false);
@@ -725,7 +727,10 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
         }
         bool held = it->second.held;
         auto hp = std::make_shared<asio::any_completion_handler<bool_signature>>(std::move(h));
-        zk->remove(node, [self = shared_from_this(), key, held, name = k.name, token = k.token, hp](int rc) {
+        zk->remove(node, [self = shared_from_this(), k, key, held, name = k.name, token = k.token, hp,
+                          sid = session_id](int rc) {
+            if (self->release_later(rc, sid, k, hp))
+                return;
             if (rc != ZOK && rc != ZNONODE)
                 return dlock::detail::post_completion(self->ex, std::move(*hp), self->to_error(rc, "delete"), false);
             self->nodes.erase(key);
@@ -736,6 +741,19 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
                         self->notify(w, watch_event::released);
             dlock::detail::post_completion(self->ex, std::move(*hp), error_code(), was);
         });
+    }
+
+    // The connection went under a release while the session lives on, and its node with it:
+    // that node would stay in front of every contender. Asked again until the session is
+    // answered or gone (its end deletes the node; the deadline timer bounds the wait).
+    bool release_later(int rc, std::int64_t sid, const lease_key& k,
+                       const std::shared_ptr<asio::any_completion_handler<bool_signature>>& hp)
+    {
+        if ((rc != ZCONNECTIONLOSS && rc != ZOPERATIONTIMEOUT) || closed || !sid || session_id != sid)
+            return false;
+        auto t = std::make_shared<asio::steady_timer>(ex, std::max(milliseconds(10), timeout / 20));
+        t->async_wait([self = shared_from_this(), t, k, hp](error_code) { self->release(k, std::move(*hp)); });
+        return true;
     }
 
     // Untokened watches: the name's children, watched and re-read on each change.

@@ -155,7 +155,13 @@ std::string tcp_proxy::url() const
 void tcp_proxy::pass_through()
 {
     answer_ok_ = false;
+    drop_requests_ = false;
     delay_ms_ = 0;
+}
+
+void tcp_proxy::drop_requests()
+{
+    drop_requests_ = true;
 }
 
 void tcp_proxy::delay_replies(std::chrono::milliseconds d)
@@ -241,6 +247,10 @@ asio::awaitable<void> tcp_proxy::relay_requests(std::shared_ptr<session> s)
         auto [ec, n] = co_await s->client.async_read_some(asio::buffer(buf), use_tuple);
         if (ec)
             break;
+        if (drop_requests_) {
+            dropped_ += n;
+            continue;
+        }
         if (!resp_) {
             auto [wec, written] = co_await asio::async_write(s->server, asio::buffer(buf, n), use_tuple);
             if (wec)

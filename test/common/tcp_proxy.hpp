@@ -46,6 +46,11 @@ public:
     /// all go at once (a stall of a given length, as a paused link or a stuck middlebox;
     /// requests still go through). New connections meanwhile are stalled the same way.
     void stall_replies(std::chrono::milliseconds d);
+    /// Drops every request from now until pass_through() (a link that lost its way out):
+    /// nothing reaches the server, so neither requests nor the client's pings act there.
+    void drop_requests();
+    /// Bytes drop_requests() has dropped so far.
+    std::size_t requests_dropped() const noexcept { return dropped_; }
     /// Forwards nothing: answers each complete RESP command with "+OK\r\n".
     void answer_ok_to_everything();
 
@@ -80,6 +85,8 @@ private:
     std::vector<std::weak_ptr<session>> sessions_;  // touched on the proxy thread only
 
     std::atomic<bool> answer_ok_{false};
+    std::atomic<bool> drop_requests_{false};
+    std::atomic<std::size_t> dropped_{0};
     std::atomic<std::int64_t> delay_ms_{0};
     std::atomic<std::int64_t> stall_until_{0};  // steady_clock ticks: replies wait until then
 

@@ -20,9 +20,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -103,7 +105,9 @@ public:
                 std::uniform_int_distribution<int>(200, 1200)(rng_)));  // a quiet gap
             auto f = std::uniform_int_distribution<std::size_t>(0, faults.size() - 1)(rng_);
             BOOST_TEST_MESSAGE(name_ << ": " << faults[f].name);
+            auto began = std::chrono::steady_clock::now();
             faults[f].inject();
+            history_.push_back({faults[f].name, began, std::chrono::steady_clock::now()});
             ++injected[f];
         }
         healed_ = std::chrono::steady_clock::now();
@@ -128,10 +132,33 @@ public:
         auto healed_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(healed_.time_since_epoch()).count();
         BOOST_TEST(r.valid_since(healed_ns) >= 3u, name_ << ": no progress in the " << tail_.count()
                                                          << " s after the last fault healed");
+        if (r.valid_since(healed_ns) < 3u)
+            print_log_tail(healed_ns);
         return r;
     }
 
 private:
+    /// The log's last 15 s, times in ms from the last fault's healing: what a stuck tail did.
+    void print_log_tail(std::int64_t healed_ns) const
+    {
+        auto ms = [&](std::chrono::steady_clock::time_point t) {
+            return (std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count() - healed_ns) /
+                   1'000'000;
+        };
+        for (const auto& h : history_)
+            BOOST_TEST_MESSAGE(name_ << " fault: " << h.name << " from " << ms(h.began) << " ms to " << ms(h.healed)
+                                     << " ms");
+        std::ifstream in(log_);
+        for (std::string line; std::getline(in, line);) {
+            std::istringstream f(line);
+            std::string kind, pid, token;
+            std::int64_t t = 0;
+            if ((f >> kind >> pid >> token >> t) && t >= healed_ns - 15'000'000'000)
+                BOOST_TEST_MESSAGE(name_ << " log: " << kind << " pid " << pid << " token " << token << " at "
+                                         << (t - healed_ns) / 1'000'000 << " ms");
+        }
+    }
+
     std::unique_ptr<child> spawn(std::size_t i)
     {
         auto end_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(end_.time_since_epoch()).count();
@@ -152,6 +179,11 @@ private:
     std::chrono::steady_clock::time_point end_, healed_;
     std::vector<std::unique_ptr<child>> workers_;
     std::size_t killed_ = 0;
+    struct injected {
+        std::string name;
+        std::chrono::steady_clock::time_point began, healed;
+    };
+    std::vector<injected> history_;
 };
 
 }  // namespace dlock::test

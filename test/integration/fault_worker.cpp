@@ -87,6 +87,9 @@ int main(int argc, char** argv)
                 auto g = co_await lock.acquire_for(3 * lease, asio::redirect_error(asio::use_awaitable, ec));
                 if (ec) {
                     ++errors;
+                    // On stderr, for the test's output: what kept this worker out, and when.
+                    std::cerr << "fault worker " << pid << " at " << now_ns() << ": acquire failed: " << ec.message()
+                              << std::endl;
                     t.expires_after(50ms);
                     co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
                     continue;

@@ -506,6 +506,58 @@ BOOST_AUTO_TEST_CASE(a_create_whose_reply_was_lost_is_found_again)
         60s);
 }
 
+// CI, stop 38 (the fault runs' ZooKeeper stall): a delete lost with its connection while
+// the session lives on. Its node stays, in front of every contender, for as long as the
+// session does; the release must ask again once the connection is back, not fail.
+BOOST_AUTO_TEST_CASE(a_release_whose_connection_went_still_deletes_the_node)
+{
+    zk_ensemble z;
+    dlock::test::tcp_proxy proxy(z.client_port(0), false);
+    asio::io_context io;
+    dlock::zookeeper_store store(io.get_executor(),
+                                 config_of("zk://127.0.0.1:" + std::to_string(proxy.port()) + "?session_timeout=8s"));
+    dlock::zookeeper_store observer(io.get_executor(), config_of(z.url("?session_timeout=4s")));
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto got = co_await store.async_try_acquire("orphan", "tok", 4s, asio::use_awaitable);
+            BOOST_REQUIRE(got.acquired);
+            auto before = store.session().generation;
+            proxy.drop_requests();
+            bool done = false, owned = false;
+            boost::system::error_code release_ec;
+            dlock::test::notifier wake(io.get_executor());
+            asio::co_spawn(
+                io,
+                [&]() -> asio::awaitable<void> {
+                    auto [ec, was] = co_await store.async_release("orphan", "tok", asio::as_tuple(asio::use_awaitable));
+                    release_ec = ec;
+                    owned = was;
+                    done = true;
+                    wake.notify();
+                },
+                asio::detached);
+            // The delete (some 60 bytes; a ping is 12) went into the void: now the link breaks.
+            asio::steady_timer t(io);
+            for (int i = 0; i < 500 && proxy.requests_dropped() < 40; ++i) {
+                t.expires_after(10ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            BOOST_REQUIRE(proxy.requests_dropped() >= 40u);
+            BOOST_TEST(!done);
+            proxy.pass_through();
+            proxy.drop_connections();
+            BOOST_TEST((co_await wake.wait([&] { return done; }, 20s)));
+            BOOST_TEST(!release_ec, release_ec.message());
+            BOOST_TEST(owned);
+            BOOST_TEST(store.session().generation == before);  // gone by the delete, not by the session's end
+            BOOST_TEST(!(co_await observer.async_status("orphan", asio::use_awaitable)).held);
+            store.close();
+            observer.close();
+        },
+        60s);
+}
+
 // Issue 29, item 1: H holds; A waits through a proxy, B waits directly. The proxy holds A's
 // replies back longer than the session timeout: A's store gives its session up and queues
 // again in a new one once the stall ends, while its old node lives on at the server until
