@@ -4,6 +4,7 @@
 
 #include "common/backoff.hpp"
 #include "common/post_completion.hpp"
+#include "common/session_life.hpp"
 #include "etcd/codec.hpp"
 #include "etcd/http_pool.hpp"
 #include "etcd/watch_stream.hpp"
@@ -47,11 +48,9 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
     std::minstd_rand rng{std::random_device{}()};
 
     // ---- the session: one etcd lease ----
-    std::int64_t lease = 0;  // 0: none
-    std::int64_t ttl_s = 0;
-    clock_type::time_point raw_deadline{};  // send time of the last confirmed keep-alive + TTL
+    std::int64_t lease = 0;  // 0: none (life.id() as etcd numbers it)
+    dlock::detail::session_life life;  // its events, keep-alive schedule and deadline
     bool granting = false;
-    bool suspect = false;
     std::vector<std::function<void(error_code)>> session_waiters;
     asio::steady_timer keepalive_timer, deadline_timer;
     std::map<watch_id, std::function<void(session_event, const session_info&)>> session_watchers;
@@ -150,11 +149,7 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
         if (v.empty())
             slots.erase(s);
     }
-    milliseconds drift() const { return milliseconds(ttl_s * 10 + 2); }  // 1% + 2 ms, as the registry's
-    session_info info() const
-    {
-        return {static_cast<std::uint64_t>(lease), raw_deadline - drift(), milliseconds(ttl_s * 1000)};
-    }
+    session_info info() const { return life.info(); }
     void set_text(std::string t)
     {
         if (owner)
@@ -200,12 +195,14 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
     }
 
     // ---- session -------------------------------------------------------------------
-    void emit_session(session_event ev)
+    void emit_session(std::optional<session_event> ev)
     {
+        if (!ev)
+            return;
         auto i = info();
         for (auto& [id, cb] : std::map(session_watchers))  // a callback may unwatch
             if (session_watchers.count(id))
-                cb(ev, i);
+                cb(*ev, i);
     }
 
     // Calls `cont` once a lease is live (granted now if none), or with the error.
@@ -286,22 +283,23 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
                 return fail_session_waiters(error::invalid_lease);
             }
             lease = l.id;
-            ttl_s = l.ttl;
-            raw_deadline = sent + std::chrono::seconds(l.ttl);
-            suspect = false;
             granting = false;
-            arm_keepalive(sent + milliseconds(ttl_s * 1000 / 3));
+            // A keep-alive each third of the TTL; after a failed one, again soon.
+            auto third = milliseconds(std::max<std::int64_t>(l.ttl * 1000 / 3, 100));
+            auto up = life.opened(static_cast<std::uint64_t>(l.id), sent, std::chrono::seconds(l.ttl),
+                                  {third, std::min(third / 2, milliseconds(250))});
+            arm_keepalive();
             arm_deadline();
-            emit_session(session_event::up);
+            emit_session(up);
             auto w = std::move(session_waiters);
             session_waiters.clear();
             for (auto& c : w)
                 c({});
         });
     }
-    void arm_keepalive(clock_type::time_point at)
+    void arm_keepalive()
     {
-        keepalive_timer.expires_at(at);
+        keepalive_timer.expires_at(life.next_keepalive());
         keepalive_timer.async_wait([self = shared_from_this(), l = lease](error_code ec) {
             if (!ec && !self->closed && self->lease == l)
                 self->keepalive();
@@ -309,11 +307,11 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
     }
     void arm_deadline()
     {
-        deadline_timer.expires_at(raw_deadline - drift());
+        deadline_timer.expires_at(life.deadline());
         deadline_timer.async_wait([self = shared_from_this(), l = lease](error_code ec) {
             if (ec || self->closed || self->lease != l)
                 return;
-            if (clock_type::now() >= self->raw_deadline - self->drift())
+            if (self->life.expired(clock_type::now()))
                 self->session_gone("etcd: no keep-alive of lease " + std::to_string(l) +
                                    " was confirmed before its local deadline");
         });
@@ -322,10 +320,10 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
     {
         auto sent = clock_type::now();
         auto l = lease;
-        auto third = milliseconds(std::max<std::int64_t>(ttl_s * 1000 / 3, 100));
+        auto third = milliseconds(std::max<std::int64_t>(life.ttl().count() / 3, 100));
         request(
             keepalive_path, lease_id_request(l),
-            [this, sent, l, third](error_code ec, http_reply r) {
+            [this, sent, l](error_code ec, http_reply r) {
                 if (closed || lease != l)
                     return;
                 reply_error err;
@@ -337,18 +335,14 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
                 if (ec == error::session_lost)
                     return session_gone(err.text);
                 if (ec) {
-                    if (!suspect) {
-                        suspect = true;
-                        emit_session(session_event::suspect);
-                    }
-                    return arm_keepalive(clock_type::now() + std::min(third / 2, milliseconds(250)));
+                    auto ev = life.unconfirmed(clock_type::now());
+                    arm_keepalive();
+                    return emit_session(ev);
                 }
-                raw_deadline = std::max(raw_deadline, sent + std::chrono::seconds(out.ttl));
-                bool was = suspect;
-                suspect = false;
+                auto ev = life.confirmed(sent, std::chrono::seconds(out.ttl));
                 arm_deadline();
-                arm_keepalive(sent + third);
-                emit_session(was ? session_event::restored : session_event::up);
+                arm_keepalive();
+                emit_session(ev);
             },
             std::min(cfg.request_timeout, third), true);  // ahead of queued requests
     }
@@ -358,11 +352,10 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
         if (!lease)
             return;
         set_text(std::move(why));
-        auto old = info();
+        auto old = life.end();
         auto old_id = lease;
         lease = 0;
         slots.clear();  // every key of the lease is gone with it
-        suspect = false;
         keepalive_timer.cancel();
         deadline_timer.cancel();
         // Best effort: a lease we stopped trusting must not keep its keys until it expires.
@@ -454,7 +447,7 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
             if (!p.predecessor) {
                 // Ours is the first key: the name is ours, its lease the session's.
                 grant_notice g{static_cast<std::uint64_t>(q->mine),
-                               std::min(q->ttl, ms_until(raw_deadline, q->first_send)), q->key,
+                               std::min(q->ttl, ms_until(life.raw_deadline(), q->first_send)), q->key,
                                static_cast<std::uint64_t>(lease)};
                 auto w = tokened(q->name, q->token);
                 drop_queued(q, std::nullopt);
@@ -589,7 +582,7 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
                         res.acquired = true;
                         res.fencing_token = static_cast<std::uint64_t>(a.mine->create_revision);
                         // At least 1 ms: 0 would read as "as asked"; a lease this short is a late reply.
-                        res.granted_ttl = std::max(milliseconds(1), std::min(req.ttl, ms_until(raw_deadline, sent)));
+                        res.granted_ttl = std::max(milliseconds(1), std::min(req.ttl, ms_until(life.raw_deadline(), sent)));
                         res.lease_ref = key;
                         res.session = static_cast<std::uint64_t>(l);
                         if (auto q = queue.find({req.name, req.token}); q != queue.end())
@@ -796,6 +789,7 @@ void etcd_store::close()
         return m.pool.close();
     // Every key of ours goes with the lease, now rather than at its expiry; then the pool closes.
     auto id = std::exchange(m.lease, 0);
+    m.life.end();
     m.pool.post(
         revoke_path, lease_id_request(id), [self = impl_](error_code, http_reply) { self->pool.close(); },
         milliseconds(1000));
@@ -934,7 +928,7 @@ void etcd_store::do_status(const std::string& name, asio::any_completion_handler
                   // The holder's remaining lease, for operators. This store's own lease: to the
                   // millisecond, as its keep-alives confirmed it.
                   if (first.lease != 0 && first.lease == self->lease) {
-                      s.ttl = ms_until(self->raw_deadline - self->drift(), clock_type::now());
+                      s.ttl = ms_until(self->life.deadline(), clock_type::now());
                       return complete(self->ex, h, error_code(), std::move(s));
                   }
                   // Another client's: etcd tells whole seconds, rounded down (a 1 s lease always

@@ -3,6 +3,7 @@
 #include <dlock/zookeeper/store.hpp>
 
 #include "common/post_completion.hpp"
+#include "common/session_life.hpp"
 #include "zookeeper/client.hpp"
 #include "zookeeper/recipe.hpp"
 
@@ -79,7 +80,7 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
     std::int64_t session_id = 0;  // 0: none trusted
     milliseconds timeout{0};      // negotiated
     bool opening = false;
-    bool suspect = false;
+    dlock::detail::session_life life;  // its events, ping schedule and deadline
     std::vector<std::function<void(error_code)>> session_waiters;
     asio::steady_timer connect_timer, deadline_timer, ping_timer;
     std::map<watch_id, std::function<void(session_event, const session_info&)>> session_watchers;
@@ -122,12 +123,22 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
     std::map<std::pair<std::string, std::string>, std::vector<std::function<void()>>> after_acquire;
 
     // ---------------------------------------------------------------------------------
-    milliseconds drift() const { return timeout / 100 + milliseconds(2); }
-    clock_type::time_point deadline() const
+    // Any answered request dates the session (the client keeps the latest one's send time).
+    void heard()
     {
-        return zk ? zk->confirmed() + timeout - drift() : clock_type::time_point{};
+        if (zk)
+            life.heard(zk->confirmed());
     }
-    session_info info() const { return {static_cast<std::uint64_t>(session_id), deadline(), timeout}; }
+    clock_type::time_point deadline()
+    {
+        heard();
+        return life.deadline();
+    }
+    session_info info()
+    {
+        heard();
+        return life.info();
+    }
     void set_text(std::string t)
     {
         if (owner)
@@ -295,12 +306,14 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
                         return s->fail_session_waiters(s->to_error(rc, "confirming a new session"));
                     }
                     s->session_id = id;
-                    s->suspect = false;
                     s->opening = false;
                     s->connect_timer.cancel();
+                    auto every = std::max(milliseconds(20), s->timeout / 3);
+                    auto up = s->life.opened(static_cast<std::uint64_t>(id), s->zk->confirmed(), s->timeout,
+                                             {every, every});
                     s->arm_ping();
                     s->arm_deadline();
-                    s->emit_session(session_event::up, s->info());
+                    s->emit_session(up, s->info());
                     auto waiters = std::move(s->session_waiters);
                     s->session_waiters.clear();
                     for (auto& f : waiters)
@@ -308,17 +321,15 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
                 });
                 return;
             }
-            if (session_id && id == session_id && suspect) {
-                suspect = false;
-                emit_session(session_event::restored, info());
-            }
+            if (session_id && id == session_id)
+                if (auto ev = life.reconnected())
+                    emit_session(*ev, info());
             return;
         }
         if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE) {
-            if (session_id && !suspect) {
-                suspect = true;
-                emit_session(session_event::suspect, info());
-            }
+            if (session_id)
+                if (auto ev = life.unconfirmed(clock_type::now()))
+                    emit_session(*ev, info());
             return;
         }
         if (state == ZOO_EXPIRED_SESSION_STATE)
@@ -342,20 +353,22 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
     // C client's own pings are invisible to us).
     void arm_ping()
     {
-        ping_timer.expires_after(std::max(milliseconds(20), timeout / 3));
+        ping_timer.expires_at(life.next_keepalive());
         ping_timer.async_wait([w = weak_from_this(), id = session_id](error_code ec) {
             auto s = w.lock();
             if (ec || !s || s->closed || s->session_id != id || !s->zk)
                 return;
-            s->zk->exists("/", [w, id](int rc, node_stat) {
+            auto sent = clock_type::now();
+            s->life.keepalive_sent(sent);
+            s->zk->exists("/", [w, id, sent](int rc, node_stat) {
                 auto s = w.lock();
                 if (!s || s->closed || s->session_id != id || (rc != ZOK && rc != ZNONODE))
                     return;
                 // Answered: the session lived at the send time; its locks' ends move with it.
-                bool was = s->suspect;
-                s->suspect = false;
+                auto ev = s->life.confirmed(sent);
                 s->arm_deadline();
-                s->emit_session(was ? session_event::restored : session_event::up, s->info());
+                if (ev)
+                    s->emit_session(*ev, s->info());
             });
             s->arm_ping();
         });
@@ -369,7 +382,8 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
             auto s = w.lock();
             if (ec || !s || s->closed || s->session_id != id)
                 return;
-            if (clock_type::now() < s->deadline())
+            s->heard();
+            if (!s->life.expired(clock_type::now()))
                 return s->arm_deadline();
             s->session_gone("zookeeper: no request was answered within the session timeout (" +
                             std::to_string(s->timeout.count()) + " ms) of session 0x" + hex(id));
@@ -382,9 +396,9 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
         if (!session_id)
             return;
         set_text(std::move(why));
-        auto old = info();
+        heard();
+        auto old = life.end();
         session_id = 0;
-        suspect = false;
         nodes.clear();
         ping_timer.cancel();
         deadline_timer.cancel();
@@ -943,6 +957,7 @@ void zookeeper_store::close()
         w->alive = false;
     m.fail_session_waiters(error::closed);
     m.session_id = 0;
+    m.life.end();
     m.drop_client();  // the session ends: every node of ours goes now
 }
 

@@ -62,6 +62,9 @@ public:
         std::filesystem::remove_all(dir_, ec);
     }
 
+    /// What the store holds, printed when progress stalled (keys, nodes, rows of the lock).
+    std::function<std::string()> describe_stall;
+
     std::size_t workers() const noexcept { return workers_.size(); }
     std::chrono::milliseconds lease() const noexcept { return lease_; }
     std::mt19937& rng() noexcept { return rng_; }
@@ -132,8 +135,11 @@ public:
         auto healed_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(healed_.time_since_epoch()).count();
         BOOST_TEST(r.valid_since(healed_ns) >= 3u, name_ << ": no progress in the " << tail_.count()
                                                          << " s after the last fault healed");
-        if (r.valid_since(healed_ns) < 3u)
+        if (r.valid_since(healed_ns) < 3u) {
             print_log_tail(healed_ns);
+            if (describe_stall)
+                BOOST_TEST_MESSAGE(name_ << " store: " << describe_stall());
+        }
         return r;
     }
 

@@ -105,6 +105,7 @@ BOOST_AUTO_TEST_CASE(etcd)
     dlock::test::etcd_cluster c(3);
     tcp_proxy proxy(c.client_port(0), false);
     fault_run run("etcd", 1000ms, 150ms, three_workers("etcd://127.0.0.1:" + std::to_string(proxy.port()), c.url()));
+    run.describe_stall = [&] { return "\n" + c.etcdctl({"get", "--prefix", "", "-w", "fields"}); };
     auto faults = run.worker_faults();
     faults.push_back({"kill the leader, restart it", [&] {
                           auto l = c.leader();

@@ -88,8 +88,11 @@ int main(int argc, char** argv)
                 if (ec) {
                     ++errors;
                     // On stderr, for the test's output: what kept this worker out, and when.
+                    auto st = reg.stats();
                     std::cerr << "fault worker " << pid << " at " << now_ns() << ": acquire failed: " << ec.message()
-                              << std::endl;
+                              << " (store errors " << st.store_errors << ", contended " << st.contended
+                              << ", woken by the store " << st.woken_by_notification << ", by timer "
+                              << st.woken_by_timer << "; " << store->last_error_text() << ")" << std::endl;
                     t.expires_after(50ms);
                     co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
                     continue;
