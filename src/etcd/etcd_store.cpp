@@ -517,7 +517,8 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
             }
         }
     }
-    void release(const lease_key& k, asio::any_completion_handler<bool_signature> h)
+    // `again`: asked again after a transient failure (the first try may have run).
+    void release(const lease_key& k, asio::any_completion_handler<bool_signature> h, bool again = false)
     {
         if (auto q = queue.find({k.name, k.token}); q != queue.end())
             drop_queued(q->second, std::nullopt);
@@ -534,12 +535,17 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
             return dlock::detail::post_completion(ex, std::move(h), error_code(), false);
         request(
             txn_path, release_txn(key, range_of(k.name), k.token),
-            [this, name = k.name, token = k.token, key, h = std::move(h)](error_code ec, http_reply r) mutable {
+            [this, k, name = k.name, token = k.token, key, again, l = lease,
+             h = std::move(h)](error_code ec, http_reply r) mutable {
                 reply_error err;
                 bool deleted = false, held = false;
                 ec = decode(
                     ec, r, [&](std::string_view b, reply_error& e) { return parse_release(b, key, deleted, held, e); },
                     err);
+                if (ec && is_transient(ec) && !closed && l != 0 && lease == l)
+                    return release_later(k, std::move(h));
+                if (!ec && again && !deleted)
+                    held = true;  // gone when asked again: most likely the first try, whose reply was lost, did it
                 if (!ec)
                     free_slot(name, token);  // deleted, or not ours: the token has no key now
                 if (!ec && held)             // our own tokened watchers hear it here, not on a stream
@@ -549,6 +555,14 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
                 dlock::detail::post_completion(ex, std::move(h), ec, held);
             },
             milliseconds(0), false, false);  // not idempotent: a second try finds nothing
+    }
+    // The key lives as long as the lease does, in front of every contender: a release that
+    // may not have run is asked again while the lease lives (its end deletes the key).
+    void release_later(const lease_key& k, asio::any_completion_handler<bool_signature> h)
+    {
+        auto hp = std::make_shared<asio::any_completion_handler<bool_signature>>(std::move(h));
+        auto t = std::make_shared<asio::steady_timer>(ex, std::max(milliseconds(10), life.ttl() / 20));
+        t->async_wait([self = shared_from_this(), t, k, hp](error_code) { self->release(k, std::move(*hp), true); });
     }
     void send_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h, bool retried)
     {

@@ -4,6 +4,7 @@
 
 #include "common/post_completion.hpp"
 #include "common/session_life.hpp"
+#include "zookeeper/acquire_round.hpp"
 #include "zookeeper/client.hpp"
 #include "zookeeper/recipe.hpp"
 
@@ -26,6 +27,9 @@ using clock_type = std::chrono::steady_clock;
 using zookeeper::detail::client;
 using zookeeper::detail::node_stat;
 namespace recipe = zookeeper::recipe;
+using zookeeper::acquire_next;
+using zookeeper::acquire_round;
+using zookeeper::reply;
 
 namespace {
 
@@ -562,6 +566,111 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
             self->make_parent(chain, i + 1, done);
         });
     }
+    // One acquire round's replies (a create and a getChildren, or the latter alone).
+    struct round_replies {
+        bool create_sent = false;
+        int create_rc = 1, children_rc = 1;  // 1: not come yet (0 is ZOK)
+        std::string node;
+        node_stat stat;
+        std::vector<std::string> children;
+    };
+    static reply reply_of(int rc)
+    {
+        switch (rc) {
+        case ZOK: return reply::ok;
+        case ZNONODE: return reply::no_node;
+        case ZCONNECTIONLOSS:
+        case ZOPERATIONTIMEOUT: return reply::lost;
+        default: return reply::failed;
+        }
+    }
+    using acquire_handler = std::shared_ptr<asio::any_completion_handler<acquire_signature>>;
+    // What an acquire round's replies mean is judge()'s (acquire_round.hpp); doing it is this.
+    void judge_round(const lease_request& req, const std::string& path, const std::pair<std::string, std::string>& key,
+                     std::int64_t sid, clock_type::time_point sent, const acquire_handler& hp, bool retried,
+                     bool parents_made, round_replies& st)
+    {
+        acquire_round r{.closed = closed,
+                        .same_session = session_id == sid,
+                        .retried = retried,
+                        .parents_made = parents_made,
+                        .queue = req.queue,
+                        .create = st.create_sent ? reply_of(st.create_rc) : reply::not_sent,
+                        .children = reply_of(st.children_rc)};
+        // A node this round made is ours whatever comes next: a release must find it.
+        if (!closed && r.same_session && r.create == reply::ok && !st.node.empty())
+            nodes[key] = node_state{.node = st.node, .czxid = st.stat.czxid};
+        std::vector<std::string> sorted;
+        if (r.children == reply::ok) {
+            sorted = recipe::contenders(std::move(st.children));
+            r.pos = recipe::find(sorted, req.token, sid);
+        }
+        auto known = nodes.find(key);
+        r.czxid_known = known != nodes.end() && !known->second.node.empty() && known->second.czxid != 0;
+        acquire_result res;
+        switch (judge(r)) {
+        case acquire_next::fail_closed: return acquired(req, std::move(*hp), error::closed, res);
+        case acquire_next::start_over: return acquire(req, std::move(*hp), true);
+        case acquire_next::fail_session_lost: return acquired(req, std::move(*hp), error::connection_lost, res);
+        case acquire_next::make_parents:
+            return make_parents(path, [self = shared_from_this(), req, hp, retried](int rc) {
+                if (rc != ZOK && rc != ZNODEEXISTS)
+                    return self->acquired(req, std::move(*hp), self->to_error(rc, "creating the lock path"),
+                                          acquire_result{});
+                self->send_acquire(req, std::move(*hp), retried, true);
+            });
+        case acquire_next::fail_create_uncertain:
+            nodes[key].uncertain = true;  // it may exist: the guid finds it next time
+            [[fallthrough]];
+        case acquire_next::fail_create:
+            return acquired(req, std::move(*hp), to_error(st.create_rc, "create in " + path), res);
+        case acquire_next::fail_children:
+            return acquired(req, std::move(*hp), to_error(st.children_rc, "children of " + path), res);
+        case acquire_next::gone:
+            nodes.erase(key);  // deleted under us (a forced release): nothing of ours is left
+            return acquired(req, std::move(*hp), error_code(), res);
+        case acquire_next::check_owner:
+            // Found by its guid after a lost reply: its czxid first, and only if this session
+            // owns it (a node of a session given up is never adopted).
+            nodes[key].node = path + "/" + r.pos.node;
+            return zk->exists(nodes[key].node, [self = shared_from_this(), req, hp, key, retried, sid](int rc,
+                                                                                                     node_stat s) {
+                if (rc == ZOK && s.ephemeral_owner == sid && self->session_id == sid)
+                    self->nodes[key].czxid = s.czxid;
+                else
+                    self->nodes.erase(key);
+                self->send_acquire(req, std::move(*hp), retried, true);
+            });
+        case acquire_next::held: {
+            auto& ns = nodes[key];
+            ns.held = true;
+            res.acquired = true;
+            res.fencing_token = static_cast<std::uint64_t>(ns.czxid);
+            res.granted_ttl = std::max(milliseconds(1), std::min(req.ttl, ms_until(deadline(), sent)));
+            res.lease_ref = ns.node;
+            res.session = static_cast<std::uint64_t>(sid);
+            if (auto q = queue.find(key); q != queue.end())
+                drop_queued(q->second, std::nullopt);
+            return acquired(req, std::move(*hp), error_code(), res);
+        }
+        case acquire_next::queued:
+        case acquire_next::withdraw: break;
+        }
+        if (sorted.size() > 1)
+            contended[req.name] = true;
+        if (req.queue) {
+            start_queued(req.name, req.token, req.ttl);
+            return acquired(req, std::move(*hp), error_code(), res);
+        }
+        // Not queued: our node goes again; a try must leave nothing behind.
+        auto node = nodes[key].node;
+        nodes.erase(key);
+        zk->remove(node, [self = shared_from_this(), req, hp, res](int rc) {
+            if (rc != ZOK && rc != ZNONODE)
+                return self->acquired(req, std::move(*hp), self->to_error(rc, "withdrawing"), acquire_result{});
+            self->acquired(req, std::move(*hp), error_code(), res);
+        });
+    }
     void send_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h, bool retried,
                       bool parents_made = false)
     {
@@ -576,91 +685,11 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
         auto sent = clock_type::now();
         auto hp = std::make_shared<asio::any_completion_handler<acquire_signature>>(std::move(h));
         auto& ns = nodes[key];
-        struct pair_state {
-            int create_rc = 1, children_rc = 1;
-            std::string node;
-            node_stat stat;
-            std::vector<std::string> children;
-        };
-        auto st = std::make_shared<pair_state>();
+        auto st = std::make_shared<round_replies>();
         auto evaluate = [self = shared_from_this(), req, path, key, sid, sent, hp, retried, st, parents_made] {
             if (st->create_rc == 1 || st->children_rc == 1)
                 return;  // the other reply is still due
-            if (self->closed)
-                return self->acquired(req, std::move(*hp), error::closed, acquire_result{});
-            if (self->session_id != sid) {
-                // The session went while we asked: once more with a new one.
-                if (!retried)
-                    return self->acquire(req, std::move(*hp), true);
-                return self->acquired(req, std::move(*hp), error::connection_lost, acquire_result{});
-            }
-            auto& ns = self->nodes[key];
-            if (st->create_rc == ZNONODE && !parents_made) {
-                return self->make_parents(path, [self, req, hp, retried](int rc) {
-                    if (rc != ZOK && rc != ZNODEEXISTS)
-                        return self->acquired(req, std::move(*hp), self->to_error(rc, "creating the lock path"),
-                                              acquire_result{});
-                    self->send_acquire(req, std::move(*hp), retried, true);
-                });
-            }
-            if (st->create_rc != ZOK && st->create_rc != 0) {
-                if (st->create_rc == ZCONNECTIONLOSS || st->create_rc == ZOPERATIONTIMEOUT)
-                    ns.uncertain = true;  // it may exist: the guid finds it next time
-                return self->acquired(req, std::move(*hp), self->to_error(st->create_rc, "create in " + path),
-                                      acquire_result{});
-            }
-            if (st->children_rc != ZOK)
-                return self->acquired(req, std::move(*hp), self->to_error(st->children_rc, "children of " + path),
-                                      acquire_result{});
-            if (!st->node.empty()) {
-                ns.node = st->node;
-                ns.czxid = st->stat.czxid;
-                ns.uncertain = false;
-            }
-            auto sorted = recipe::contenders(std::move(st->children));
-            auto pos = recipe::find(sorted, req.token, sid);
-            acquire_result res;
-            if (!pos.found) {
-                self->nodes.erase(key);  // deleted under us (a forced release): nothing of ours is left
-                return self->acquired(req, std::move(*hp), error_code(), res);
-            }
-            if (ns.node.empty() || ns.czxid == 0) {
-                // Found by its guid after a lost reply: its czxid first, and only if this
-                // session owns it (a node of a session given up is never adopted).
-                ns.node = path + "/" + pos.node;
-                return self->zk->exists(ns.node, [self, req, hp, key, retried, sid](int rc, node_stat s) {
-                    if (rc == ZOK && s.ephemeral_owner == sid && self->session_id == sid)
-                        self->nodes[key].czxid = s.czxid;
-                    else
-                        self->nodes.erase(key);
-                    self->send_acquire(req, std::move(*hp), retried, true);
-                });
-            }
-            if (pos.first) {
-                ns.held = true;
-                res.acquired = true;
-                res.fencing_token = static_cast<std::uint64_t>(ns.czxid);
-                res.granted_ttl = std::max(milliseconds(1), std::min(req.ttl, ms_until(self->deadline(), sent)));
-                res.lease_ref = ns.node;
-                res.session = static_cast<std::uint64_t>(sid);
-                if (auto q = self->queue.find(key); q != self->queue.end())
-                    self->drop_queued(q->second, std::nullopt);
-                return self->acquired(req, std::move(*hp), error_code(), res);
-            }
-            if (sorted.size() > 1)
-                self->contended[req.name] = true;
-            if (req.queue) {
-                self->start_queued(req.name, req.token, req.ttl);
-                return self->acquired(req, std::move(*hp), error_code(), res);
-            }
-            // Not queued: our node goes again; a try must leave nothing behind.
-            auto node = ns.node;
-            self->nodes.erase(key);
-            self->zk->remove(node, [self, req, hp, res](int rc) {
-                if (rc != ZOK && rc != ZNONODE)
-                    return self->acquired(req, std::move(*hp), self->to_error(rc, "withdrawing"), acquire_result{});
-                self->acquired(req, std::move(*hp), error_code(), res);
-            });
+            self->judge_round(req, path, key, sid, sent, hp, retried, parents_made, *st);
         };
         if (!ns.node.empty() && !ns.uncertain) {
             st->create_rc = 0;  // ours exists: look where it stands
@@ -682,6 +711,7 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
             });
             return;
         } else {
+            st->create_sent = true;
             zk->create(path + "/" + recipe::node_prefix(req.token, sid), req.token, ZOO_EPHEMERAL_SEQUENTIAL,
                        [st, evaluate](int rc, std::string node, node_stat s) {
                            st->create_rc = rc;
@@ -699,7 +729,8 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
         (void)ns;
     }
 
-    void release(const lease_key& k, asio::any_completion_handler<bool_signature> h)
+    // `again`: asked again after a reply lost with its connection (release_later).
+    void release(const lease_key& k, asio::any_completion_handler<bool_signature> h, bool again = false)
     {
         std::pair<std::string, std::string> key{k.name, k.token};
         if (auto q = queue.find(key); q != queue.end())
@@ -741,14 +772,15 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
         }
         bool held = it->second.held;
         auto hp = std::make_shared<asio::any_completion_handler<bool_signature>>(std::move(h));
-        zk->remove(node, [self = shared_from_this(), k, key, held, name = k.name, token = k.token, hp,
+        zk->remove(node, [self = shared_from_this(), k, key, held, name = k.name, token = k.token, hp, again,
                           sid = session_id](int rc) {
             if (self->release_later(rc, sid, k, hp))
                 return;
             if (rc != ZOK && rc != ZNONODE)
                 return dlock::detail::post_completion(self->ex, std::move(*hp), self->to_error(rc, "delete"), false);
             self->nodes.erase(key);
-            bool was = rc == ZOK && held;
+            // Gone when asked again: most likely the first delete, whose reply was lost, did it.
+            bool was = (rc == ZOK || (again && rc == ZNONODE)) && held;
             if (was)  // this store's watchers hear it here (an untokened one also through its watch)
                 for (auto& [id, w] : self->watchers)
                     if (w->name == name && w->token != token)
@@ -766,7 +798,7 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
         if ((rc != ZCONNECTIONLOSS && rc != ZOPERATIONTIMEOUT) || closed || !sid || session_id != sid)
             return false;
         auto t = std::make_shared<asio::steady_timer>(ex, std::max(milliseconds(10), timeout / 20));
-        t->async_wait([self = shared_from_this(), t, k, hp](error_code) { self->release(k, std::move(*hp)); });
+        t->async_wait([self = shared_from_this(), t, k, hp](error_code) { self->release(k, std::move(*hp), true); });
         return true;
     }
 
