@@ -637,8 +637,11 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
                                                                                                      node_stat s) {
                 if (rc == ZOK && s.ephemeral_owner == sid && self->session_id == sid)
                     self->nodes[key].czxid = s.czxid;
-                else
-                    self->nodes.erase(key);
+                else if (rc == ZOK || rc == ZNONODE)
+                    self->nodes.erase(key);  // gone, or not this session's: not ours to keep
+                else  // unanswered: it stays ours, for the release that follows the error
+                    return self->acquired(req, std::move(*hp), self->to_error(rc, "checking our node"),
+                                          acquire_result{});
                 self->send_acquire(req, std::move(*hp), retried, true);
             });
         case acquire_next::held: {
@@ -662,12 +665,13 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
             start_queued(req.name, req.token, req.ttl);
             return acquired(req, std::move(*hp), error_code(), res);
         }
-        // Not queued: our node goes again; a try must leave nothing behind.
-        auto node = nodes[key].node;
-        nodes.erase(key);
-        zk->remove(node, [self = shared_from_this(), req, hp, res](int rc) {
+        // Not queued: our node goes again; a try must leave nothing behind. Until the delete
+        // is answered the node stays ours: an error here is followed by a release, which must
+        // find it (forgotten, it stayed in front of every contender while the session lived).
+        zk->remove(nodes[key].node, [self = shared_from_this(), req, hp, res, key](int rc) {
             if (rc != ZOK && rc != ZNONODE)
                 return self->acquired(req, std::move(*hp), self->to_error(rc, "withdrawing"), acquire_result{});
+            self->nodes.erase(key);
             self->acquired(req, std::move(*hp), error_code(), res);
         });
     }
