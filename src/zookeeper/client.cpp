@@ -78,6 +78,7 @@ struct client_access {
         complete(data, rc, nullptr, 0, st, v);
     }
     static void stat(int rc, const Stat* st, const void* data) { complete(data, rc, nullptr, 0, st, nullptr); }
+    static void string_done(int rc, const char*, const void* data) { complete(data, rc, nullptr, 0, nullptr, nullptr); }
     static void data(int rc, const char* value, int len, const Stat* st, const void* d)
     {
         complete(d, rc, value, len, st, nullptr);
@@ -300,6 +301,16 @@ void client::remove(const std::string& path, std::function<void(int)> cb)
                                   const String_vector*) -> std::function<void()> { return [cb, rc] { cb(rc); }; };
     auto id = c->id;
     int rc = zh_ ? zoo_adelete(zh_, path.c_str(), -1, &client_access::void_done, c) : ZCLOSING;
+    started(rc, id);
+}
+
+void client::sync(const std::string& path, std::function<void(int)> cb)
+{
+    auto* c = add_call(false);
+    c->raw = [cb = std::move(cb)](int rc, const char*, int, const Stat*,
+                                  const String_vector*) -> std::function<void()> { return [cb, rc] { cb(rc); }; };
+    auto id = c->id;
+    int rc = zh_ ? zoo_async(zh_, path.c_str(), &client_access::string_done, c) : ZCLOSING;
     started(rc, id);
 }
 

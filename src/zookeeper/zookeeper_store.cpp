@@ -698,7 +698,9 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
         if (!ns.node.empty() && !ns.uncertain) {
             st->create_rc = 0;  // ours exists: look where it stands
         } else if (ns.uncertain) {
-            // A create whose reply was lost: find it by its guid before creating again.
+            // A create whose reply was lost: find it by its guid before creating again, on a
+            // server synced with the leader (this one may not have applied it yet).
+            zk->sync(path, [](int) {});  // its failure fails the read behind it too
             zk->get_children(path, [self = shared_from_this(), req, hp, retried, key, path, parents_made,
                                     sid](int rc, std::vector<std::string> children) {
                 if (rc != ZOK && rc != ZNONODE)
@@ -749,9 +751,11 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
         auto it = nodes.find(key);
         std::string node = it != nodes.end() ? it->second.node : std::string();
         if (node.empty() && it != nodes.end() && it->second.uncertain && zk) {
-            // A create whose reply was lost may have made a node: find it by the guid.
+            // A create whose reply was lost may have made a node: find it by the guid, on a
+            // server synced with the leader (this one may not have applied it yet).
             auto path = path_of(k.name);
             auto hp = std::make_shared<asio::any_completion_handler<bool_signature>>(std::move(h));
+            zk->sync(path, [](int) {});  // its failure fails the read behind it too
             zk->get_children(path, [self = shared_from_this(), k, key, path, hp,
                                     sid = session_id](int rc, std::vector<std::string> c) {
                 if (self->release_later(rc, sid, k, hp))
