@@ -698,8 +698,7 @@ void lock_fsm::on_release_done(std::uint64_t release_id, error_code ec, bool own
             if (it == background_retries_.end())
                 it = background_retries_.insert(it, {token, 0});
             if (++it->second <= max_release_attempts) {
-                auto delay =
-                    equal_jitter(std::min(cfg().backoff_min * (1 << it->second), cfg().backoff_max), ctx_.rng);
+                auto delay = equal_jitter(std::min(cfg().backoff_min * (1 << it->second), cfg().backoff_max), ctx_.rng);
                 ++background_;
                 push({.t = act::release, .token = token, .ref = ref, .id = 0, .at = now + delay});
                 return;

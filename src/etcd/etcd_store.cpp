@@ -48,7 +48,7 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
     std::minstd_rand rng{std::random_device{}()};
 
     // ---- the session: one etcd lease ----
-    std::int64_t lease = 0;  // 0: none (life.id() as etcd numbers it)
+    std::int64_t lease = 0;            // 0: none (life.id() as etcd numbers it)
     dlock::detail::session_life life;  // its events, keep-alive schedule and deadline
     bool granting = false;
     std::vector<std::function<void(error_code)>> session_waiters;
@@ -535,8 +535,8 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
             return dlock::detail::post_completion(ex, std::move(h), error_code(), false);
         request(
             txn_path, release_txn(key, range_of(k.name), k.token),
-            [this, k, name = k.name, token = k.token, key, again, l = lease,
-             h = std::move(h)](error_code ec, http_reply r) mutable {
+            [this, k, name = k.name, token = k.token, key, again, l = lease, h = std::move(h)](error_code ec,
+                                                                                               http_reply r) mutable {
                 reply_error err;
                 bool deleted = false, held = false;
                 ec = decode(
@@ -596,7 +596,8 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
                         res.acquired = true;
                         res.fencing_token = static_cast<std::uint64_t>(a.mine->create_revision);
                         // At least 1 ms: 0 would read as "as asked"; a lease this short is a late reply.
-                        res.granted_ttl = std::max(milliseconds(1), std::min(req.ttl, ms_until(life.raw_deadline(), sent)));
+                        res.granted_ttl =
+                            std::max(milliseconds(1), std::min(req.ttl, ms_until(life.raw_deadline(), sent)));
                         res.lease_ref = key;
                         res.session = static_cast<std::uint64_t>(l);
                         if (auto q = queue.find({req.name, req.token}); q != queue.end())

@@ -313,8 +313,8 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
                     s->opening = false;
                     s->connect_timer.cancel();
                     auto every = std::max(milliseconds(20), s->timeout / 3);
-                    auto up = s->life.opened(static_cast<std::uint64_t>(id), s->zk->confirmed(), s->timeout,
-                                             {every, every});
+                    auto up =
+                        s->life.opened(static_cast<std::uint64_t>(id), s->zk->confirmed(), s->timeout, {every, every});
                     s->arm_ping();
                     s->arm_deadline();
                     s->emit_session(up, s->info());
@@ -633,17 +633,17 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
             // Found by its guid after a lost reply: its czxid first, and only if this session
             // owns it (a node of a session given up is never adopted).
             nodes[key].node = path + "/" + r.pos.node;
-            return zk->exists(nodes[key].node, [self = shared_from_this(), req, hp, key, retried, sid](int rc,
-                                                                                                     node_stat s) {
-                if (rc == ZOK && s.ephemeral_owner == sid && self->session_id == sid)
-                    self->nodes[key].czxid = s.czxid;
-                else if (rc == ZOK || rc == ZNONODE)
-                    self->nodes.erase(key);  // gone, or not this session's: not ours to keep
-                else  // unanswered: it stays ours, for the release that follows the error
-                    return self->acquired(req, std::move(*hp), self->to_error(rc, "checking our node"),
-                                          acquire_result{});
-                self->send_acquire(req, std::move(*hp), retried, true);
-            });
+            return zk->exists(nodes[key].node,
+                              [self = shared_from_this(), req, hp, key, retried, sid](int rc, node_stat s) {
+                                  if (rc == ZOK && s.ephemeral_owner == sid && self->session_id == sid)
+                                      self->nodes[key].czxid = s.czxid;
+                                  else if (rc == ZOK || rc == ZNONODE)
+                                      self->nodes.erase(key);  // gone, or not this session's: not ours to keep
+                                  else  // unanswered: it stays ours, for the release that follows the error
+                                      return self->acquired(req, std::move(*hp),
+                                                            self->to_error(rc, "checking our node"), acquire_result{});
+                                  self->send_acquire(req, std::move(*hp), retried, true);
+                              });
         case acquire_next::held: {
             auto& ns = nodes[key];
             ns.held = true;

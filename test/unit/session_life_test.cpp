@@ -113,7 +113,7 @@ BOOST_AUTO_TEST_CASE(up_unconfirmed_is_suspect_once_and_asks_again_soon)
     BOOST_TEST((l.unconfirmed(at(500ms)) == session_event::suspect));
     BOOST_TEST(l.suspect());
     BOOST_TEST((l.next_keepalive() == at(750ms)));
-    BOOST_TEST((l.raw_deadline() == at(3000ms)));  // the deadline stands
+    BOOST_TEST((l.raw_deadline() == at(3000ms)));       // the deadline stands
     BOOST_TEST(!l.unconfirmed(at(800ms)).has_value());  // said once
     BOOST_TEST((l.next_keepalive() == at(1050ms)));
 }

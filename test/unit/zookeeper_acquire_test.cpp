@@ -123,8 +123,7 @@ BOOST_AUTO_TEST_CASE(properties_over_every_input)
                 ++cases;
                 bool answered = !r.closed && r.same_session && (create == reply::ok || create == reply::not_sent) &&
                                 children == reply::ok;
-                BOOST_TEST((next == acquire_next::held) ==
-                           (answered && r.pos.found && r.pos.first && r.czxid_known));
+                BOOST_TEST((next == acquire_next::held) == (answered && r.pos.found && r.pos.first && r.czxid_known));
                 if (r.closed)
                     BOOST_TEST(next == acquire_next::fail_closed);
                 if (!r.closed && r.same_session && create == reply::lost)
