@@ -443,17 +443,22 @@ BOOST_AUTO_TEST_CASE(the_tool_runs_reports_and_forces_a_release)
 }
 #endif
 
+// A store whose connection goes through a proxy the test controls (8 s session), and an
+// observer connected directly.
+struct proxied_store {
+    zk_ensemble z;
+    dlock::test::tcp_proxy proxy{z.client_port(0), false};
+    asio::io_context io;
+    dlock::zookeeper_store store{io.get_executor(),
+                                 config_of("zk://127.0.0.1:" + std::to_string(proxy.port()) + "?session_timeout=8s")};
+    dlock::zookeeper_store observer{io.get_executor(), config_of(z.url("?session_timeout=4s"))};
+};
+
 // A create whose reply is lost (the connection drops while the reply is held back): the
 // node exists at the servers; the retry with the same token finds it by its guid and takes
 // it, instead of leaving it behind as an orphan that would block the name.
-BOOST_AUTO_TEST_CASE(a_create_whose_reply_was_lost_is_found_again)
+BOOST_FIXTURE_TEST_CASE(a_create_whose_reply_was_lost_is_found_again, proxied_store)
 {
-    zk_ensemble z;
-    dlock::test::tcp_proxy proxy(z.client_port(0), false);
-    asio::io_context io;
-    dlock::zookeeper_store store(io.get_executor(),
-                                 config_of("zk://127.0.0.1:" + std::to_string(proxy.port()) + "?session_timeout=8s"));
-    dlock::zookeeper_store observer(io.get_executor(), config_of(z.url("?session_timeout=4s")));
     run_test(
         io,
         [&]() -> asio::awaitable<void> {
@@ -509,14 +514,8 @@ BOOST_AUTO_TEST_CASE(a_create_whose_reply_was_lost_is_found_again)
 // CI, stop 38 (the fault runs' ZooKeeper stall): a delete lost with its connection while
 // the session lives on. Its node stays, in front of every contender, for as long as the
 // session does; the release must ask again once the connection is back, not fail.
-BOOST_AUTO_TEST_CASE(a_release_whose_connection_went_still_deletes_the_node)
+BOOST_FIXTURE_TEST_CASE(a_release_whose_connection_went_still_deletes_the_node, proxied_store)
 {
-    zk_ensemble z;
-    dlock::test::tcp_proxy proxy(z.client_port(0), false);
-    asio::io_context io;
-    dlock::zookeeper_store store(io.get_executor(),
-                                 config_of("zk://127.0.0.1:" + std::to_string(proxy.port()) + "?session_timeout=8s"));
-    dlock::zookeeper_store observer(io.get_executor(), config_of(z.url("?session_timeout=4s")));
     run_test(
         io,
         [&]() -> asio::awaitable<void> {
