@@ -629,50 +629,62 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
         case acquire_next::gone:
             nodes.erase(key);  // deleted under us (a forced release): nothing of ours is left
             return acquired(req, std::move(*hp), error_code(), res);
-        case acquire_next::check_owner:
-            // Found by its guid after a lost reply: its czxid first, and only if this session
-            // owns it (a node of a session given up is never adopted).
-            nodes[key].node = path + "/" + r.pos.node;
-            return zk->exists(nodes[key].node,
-                              [self = shared_from_this(), req, hp, key, retried, sid](int rc, node_stat s) {
-                                  if (rc == ZOK && s.ephemeral_owner == sid && self->session_id == sid)
-                                      self->nodes[key].czxid = s.czxid;
-                                  else if (rc == ZOK || rc == ZNONODE)
-                                      self->nodes.erase(key);  // gone, or not this session's: not ours to keep
-                                  else  // unanswered: it stays ours, for the release that follows the error
-                                      return self->acquired(req, std::move(*hp),
-                                                            self->to_error(rc, "checking our node"), acquire_result{});
-                                  self->send_acquire(req, std::move(*hp), retried, true);
-                              });
-        case acquire_next::held: {
-            auto& ns = nodes[key];
-            ns.held = true;
-            res.acquired = true;
-            res.fencing_token = static_cast<std::uint64_t>(ns.czxid);
-            res.granted_ttl = std::max(milliseconds(1), std::min(req.ttl, ms_until(deadline(), sent)));
-            res.lease_ref = ns.node;
-            res.session = static_cast<std::uint64_t>(sid);
-            if (auto q = queue.find(key); q != queue.end())
-                drop_queued(q->second, std::nullopt);
-            return acquired(req, std::move(*hp), error_code(), res);
-        }
+        case acquire_next::check_owner: return check_owner(req, path + "/" + r.pos.node, key, sid, hp, retried);
+        case acquire_next::held: return grant(req, key, sid, sent, hp);
         case acquire_next::queued:
-        case acquire_next::withdraw: break;
+        case acquire_next::withdraw: return not_first(req, key, sorted.size(), hp);
         }
-        if (sorted.size() > 1)
+    }
+    // Found by its guid after a lost reply: its czxid first, and only if this session owns
+    // it (a node of a session given up is never adopted); then the round again.
+    void check_owner(const lease_request& req, const std::string& node, const std::pair<std::string, std::string>& key,
+                     std::int64_t sid, const acquire_handler& hp, bool retried)
+    {
+        nodes[key].node = node;
+        zk->exists(node, [self = shared_from_this(), req, hp, key, retried, sid](int rc, node_stat s) {
+            if (rc == ZOK && s.ephemeral_owner == sid && self->session_id == sid)
+                self->nodes[key].czxid = s.czxid;
+            else if (rc == ZOK || rc == ZNONODE)
+                self->nodes.erase(key);  // gone, or not this session's: not ours to keep
+            else                         // unanswered: it stays ours, for the release that follows the error
+                return self->acquired(req, std::move(*hp), self->to_error(rc, "checking our node"), acquire_result{});
+            self->send_acquire(req, std::move(*hp), retried, true);
+        });
+    }
+    // Ours is the first node: the lock, good until the session's deadline at the most.
+    void grant(const lease_request& req, const std::pair<std::string, std::string>& key, std::int64_t sid,
+               clock_type::time_point sent, const acquire_handler& hp)
+    {
+        auto& ns = nodes[key];
+        ns.held = true;
+        acquire_result res;
+        res.acquired = true;
+        res.fencing_token = static_cast<std::uint64_t>(ns.czxid);
+        res.granted_ttl = std::max(milliseconds(1), std::min(req.ttl, ms_until(deadline(), sent)));
+        res.lease_ref = ns.node;
+        res.session = static_cast<std::uint64_t>(sid);
+        if (auto q = queue.find(key); q != queue.end())
+            drop_queued(q->second, std::nullopt);
+        acquired(req, std::move(*hp), error_code(), res);
+    }
+    // Not first: a queued acquire keeps its node and waits; a try withdraws it.
+    void not_first(const lease_request& req, const std::pair<std::string, std::string>& key, std::size_t contenders,
+                   const acquire_handler& hp)
+    {
+        if (contenders > 1)
             contended[req.name] = true;
         if (req.queue) {
             start_queued(req.name, req.token, req.ttl);
-            return acquired(req, std::move(*hp), error_code(), res);
+            return acquired(req, std::move(*hp), error_code(), acquire_result{});
         }
-        // Not queued: our node goes again; a try must leave nothing behind. Until the delete
-        // is answered the node stays ours: an error here is followed by a release, which must
-        // find it (forgotten, it stayed in front of every contender while the session lived).
-        zk->remove(nodes[key].node, [self = shared_from_this(), req, hp, res, key](int rc) {
+        // A try must leave nothing behind. Until the delete is answered the node stays ours:
+        // an error here is followed by a release, which must find it (forgotten, it stayed
+        // in front of every contender while the session lived).
+        zk->remove(nodes[key].node, [self = shared_from_this(), req, hp, key](int rc) {
             if (rc != ZOK && rc != ZNONODE)
                 return self->acquired(req, std::move(*hp), self->to_error(rc, "withdrawing"), acquire_result{});
             self->nodes.erase(key);
-            self->acquired(req, std::move(*hp), error_code(), res);
+            self->acquired(req, std::move(*hp), error_code(), acquire_result{});
         });
     }
     void send_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h, bool retried,
