@@ -402,10 +402,9 @@ void engine::send_release(const fsm_action& a)
         return;
     reg_->request_sent();
     reg_->st.async_release(lease_key{store_name_, a.token, a.ref, kind_},
-                           [self = shared_from_this(), id = a.id, token = a.id ? std::string() : a.token,
-                            ref = a.id ? std::string() : a.ref](error_code ec, bool owned) {
+                           [self = shared_from_this(), id = a.id](error_code ec, bool owned) {
                                self->reg_->request_done();
-                               self->fsm_.on_release_done(id, ec, owned, clock_type::now(), token, ref);
+                               self->fsm_.on_release_done(id, ec, owned, clock_type::now());
                                self->feed(true);
                            });
 }

@@ -682,30 +682,13 @@ void lock_fsm::on_release(std::uint64_t hold, std::uint64_t release_id, time_poi
     schedule(now);
 }
 
-void lock_fsm::on_release_done(std::uint64_t release_id, error_code ec, bool owned, time_point now,
-                               const std::string& token, const std::string& ref)
+void lock_fsm::on_release_done(std::uint64_t release_id, error_code ec, bool owned, time_point now)
 {
     if (release_id == 0) {
         if (background_ > 0)
             --background_;
         if (ec)
             ++ctx_.stats.store_errors;
-        // Given up on a lost connection, a spent token's node or key would stay queued in
-        // front of every other contender for as long as the session lives: ask again.
-        auto it = std::find_if(background_retries_.begin(), background_retries_.end(),
-                               [&](const auto& r) { return r.first == token; });
-        if (ec && is_transient(ec) && !token.empty()) {
-            if (it == background_retries_.end())
-                it = background_retries_.insert(it, {token, 0});
-            if (++it->second <= max_release_attempts) {
-                auto delay = equal_jitter(std::min(cfg().backoff_min * (1 << it->second), cfg().backoff_max), ctx_.rng);
-                ++background_;
-                push({.t = act::release, .token = token, .ref = ref, .id = 0, .at = now + delay});
-                return;
-            }
-        }
-        if (it != background_retries_.end())
-            background_retries_.erase(it);
         return;
     }
     auto it = std::find_if(releases_.begin(), releases_.end(), [&](auto& r) { return r.id == release_id; });

@@ -124,10 +124,7 @@ public:
     void on_renew_done(boost::system::error_code ec, const renew_result& res, time_point now);
     /// A hold ends; `release_id` 0 when nobody waits for the outcome (a guard's destructor).
     void on_release(std::uint64_t hold, std::uint64_t release_id, time_point now);
-    /// `token` and `ref`: a background release's (id 0), echoed from its action, so that one
-    /// failing transiently is asked again (else its key or node could outlive the need).
-    void on_release_done(std::uint64_t release_id, boost::system::error_code ec, bool owned, time_point now,
-                         const std::string& token = {}, const std::string& ref = {});
+    void on_release_done(std::uint64_t release_id, boost::system::error_code ec, bool owned, time_point now);
     void on_session(session_event ev, const session_info& info, time_point now);
 
     // ---- outputs and queries ----
@@ -256,8 +253,6 @@ private:
     wait_state wait_;
     std::vector<release_state> releases_;
     std::size_t background_ = 0;  // background releases in flight
-    // Background releases asked again after a transient failure: (token, attempts so far).
-    std::vector<std::pair<std::string, int>> background_retries_;
 
     backoff_count wait_backoff_;   // bounds: backoff_min, backoff_max
     backoff_count renew_backoff_;  // bounds: backoff_min, renew_every

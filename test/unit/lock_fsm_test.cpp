@@ -1789,7 +1789,7 @@ BOOST_DATA_TEST_CASE_F(fixture, release_with_id_0_is_a_background_release, modes
     BOOST_TEST(is_release(v.at(1), "c:1", "r", 0));
     BOOST_TEST(f().in_flight() == 1u);
     auto errors = stats.store_errors;
-    f().on_release_done(0, transient, false, at(101ms));  // its token not echoed: counted, not retried
+    f().on_release_done(0, transient, false, at(101ms));  // counted, not retried
     BOOST_TEST(take().empty());
     BOOST_TEST(stats.store_errors == errors + 1);
     check_idle();
@@ -1813,52 +1813,6 @@ BOOST_DATA_TEST_CASE_F(fixture, release_with_id_0_is_a_background_release, modes
     f().on_attempt_done(ok, busy(), at(234ms));
     f().on_release_done(0, ok, false, at(235ms));
     BOOST_TEST(take().empty());
-    check_idle();
-}
-
-// The fault runs' stall on ZooKeeper (CI, stop 38): an attempt failed on a lost connection;
-// its background release failed too, the session lived on, and the node it may have made
-// stayed in front of every contender for as long as the process lived. A background release
-// failing transiently is asked again with backoff, a bounded number of times.
-BOOST_DATA_TEST_CASE_F(fixture, a_background_release_failing_transiently_is_asked_again, modes, direct)
-{
-    make(direct);
-    f().on_acquire(1, 10, false, t0);
-    take();
-    f().on_attempt_done(transient, {}, at(5ms));
-    auto v = take();
-    BOOST_TEST(is_release(v.at(0), "c:1", "", 0));  // it may have made a node: give it back
-    auto now = at(6ms);
-    int retries = 0;
-    for (;; ++retries) {
-        f().on_release_done(0, transient, false, now, "c:1", "");
-        v = take();
-        if (v.empty())
-            break;
-        BOOST_REQUIRE(v.size() == 1u);
-        BOOST_TEST((v[0].t == act::release && v[0].token == "c:1" && v[0].id == 0u));
-        BOOST_TEST((v[0].at > now && v[0].at <= now + 1000ms));  // backoff, at most backoff_max
-        BOOST_TEST(f().in_flight() >= 1u);
-        now = v[0].at;
-        BOOST_REQUIRE(retries < 100);
-    }
-    BOOST_TEST(retries == 14);  // then given up: bounded
-    f().on_cancel(1, aborted, at(19s));
-    take();
-    check_idle();
-    // A success ends the retries; a permanent error is not retried.
-    f().on_acquire(2, 10, false, at(20s));
-    take();
-    f().on_attempt_done(transient, {}, at(20s + 5ms));
-    take();
-    f().on_release_done(0, transient, false, at(20s + 6ms), "c:2", "");
-    BOOST_TEST(take().size() == 1u);
-    f().on_release_done(0, ok, true, at(20s + 50ms), "c:2", "");
-    BOOST_TEST(take().empty());
-    f().on_release_done(0, permanent, false, at(20s + 60ms), "c:3", "");
-    BOOST_TEST(take().empty());
-    f().on_cancel(2, aborted, at(21s));
-    take();
     check_idle();
 }
 
