@@ -119,4 +119,10 @@ private:
     bool suspect_ = false;
 };
 
+/// The whole milliseconds from `from` to `t`, never fewer than none (a lease's time left).
+inline std::chrono::milliseconds ms_until(session_life::time_point t, session_life::time_point from)
+{
+    return std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(t - from));
+}
+
 }  // namespace dlock::detail

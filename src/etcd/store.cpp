@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: BSL-1.0
+// etcd_store: the contract's entry points (include/dlock/etcd/store.hpp) over the driver's
+// steps in this folder (store_impl.hpp says which file holds which).
+#include "etcd/store_impl.hpp"
+
+namespace dlock {
+
+namespace asio = boost::asio;
+using namespace etcd::detail;
+using boost::system::error_code;
+using dlock::detail::ms_until;
+using std::chrono::milliseconds;
+using clock_type = std::chrono::steady_clock;
+
+error_code etcd_store::impl::reply_failed(error_code ec, const http_reply& r, reply_error& err)
+{
+    if (closed)
+        return error::closed;
+    if (ec) {
+        set_text("etcd " + pool.current() + ": " + ec.message());
+        return ec;
+    }
+    if (r.status != 200) {
+        err = classify(r.status, r.body);
+        set_text(err.text);
+        return err.code;
+    }
+    return {};
+}
+
+etcd_store::etcd_store(asio::any_io_executor ex, etcd::config cfg) : impl_(std::make_shared<impl>(ex, std::move(cfg)))
+{
+    impl_->owner = this;
+}
+
+etcd_store::~etcd_store()
+{
+    close();
+    impl_->owner = nullptr;
+}
+
+asio::any_io_executor etcd_store::get_executor() const
+{
+    return impl_->ex;
+}
+
+store_traits etcd_store::traits() const noexcept
+{
+    store_traits t;
+    t.direct_handoff = true;  // the key after the holder's is the next holder, at the release
+    t.inherent_queue = true;
+    t.live = liveness::per_session;
+    t.confirms_leases = true;
+    t.ttl_granularity = std::chrono::seconds(1);
+    t.min_ttl = std::chrono::seconds(1);
+    t.max_ttl = std::chrono::seconds(9'000'000'000LL);  // etcd's MaxLeaseTTL
+    return t;
+}
+
+std::string etcd_store::describe() const
+{
+    return "etcd " + etcd::to_url(impl_->cfg);
+}
+
+std::string etcd_store::key_of(const std::string& name, const std::string& token) const
+{
+    return impl_->key_for(name, token);
+}
+
+std::string etcd_store::current_member() const
+{
+    return impl_->pool.current();
+}
+
+session_info etcd_store::session() const noexcept
+{
+    return impl_->lease ? impl_->life.info() : session_info{};
+}
+
+store::watch_id etcd_store::watch_session(std::function<void(session_event, const session_info&)> cb)
+{
+    return impl_->watches.add_session(std::move(cb));
+}
+
+store::watch_id etcd_store::watch(const std::string& name, const std::string& token, watch_callback cb)
+{
+    auto& m = *impl_;
+    auto added = m.watches.add(name, token, std::move(cb));
+    if (added.starts_name && !m.closed)
+        m.start_name_stream(name);
+    return added.id;
+}
+
+void etcd_store::unwatch(watch_id id)
+{
+    auto& m = *impl_;
+    auto r = m.watches.remove(id);
+    if (!r.last)
+        return;
+    if (r.kind == dlock::detail::watch_table::removed::what::tokened)
+        m.drop_queued({r.name, r.token});  // nobody waits for its grant any more
+    else
+        m.stop_name_stream(r.name);
+}
+
+void etcd_store::close()
+{
+    auto& m = *impl_;
+    if (m.closed)
+        return;
+    m.closed = true;
+    m.keepalive_timer.cancel();
+    m.deadline_timer.cancel();
+    for (auto& [k, q] : std::map(m.queue))
+        m.drop_queued(q, std::nullopt);
+    for (auto& [n, ns] : std::map(m.names))
+        m.stop_name_stream(n);
+    m.watches.close();
+    m.gate.opened(error::closed);
+    if (!m.lease)
+        return m.pool.close();
+    // Every key of ours goes with the lease, now rather than at its expiry; then the pool closes.
+    auto id = std::exchange(m.lease, 0);
+    m.life.end();
+    m.pool.post(
+        revoke_path, lease_id_request(id), [self = impl_](error_code, http_reply) { self->pool.close(); },
+        milliseconds(1000));
+}
+
+// ---- operations ----------------------------------------------------------------------
+
+namespace {
+
+template <class H, class... Args>
+void complete(const asio::any_io_executor& ex, H& h, Args&&... args)
+{
+    dlock::detail::post_completion(ex, std::move(h), std::forward<Args>(args)...);
+}
+
+}  // namespace
+
+void etcd_store::do_connect(asio::any_completion_handler<connect_signature> h)
+{
+    auto& m = *impl_;
+    if (m.closed)
+        return complete(m.ex, h, error_code(error::closed));
+    if (m.probed)
+        return complete(m.ex, h, error_code());
+    // A connect checks that the members answer as etcd; the lease waits for the first acquire.
+    m.request("/v3/maintenance/status", "{}", [self = impl_, h = std::move(h)](error_code ec, http_reply r) mutable {
+        reply_error err;
+        if (auto e = self->reply_failed(ec, r, err))
+            return complete(self->ex, h, e);
+        if (r.body.find("\"version\"") == std::string::npos) {
+            self->set_text("etcd " + self->pool.current() + ": the server did not answer as an etcd v3 gateway");
+            return complete(self->ex, h, error_code(error::protocol_error));
+        }
+        self->probed = true;
+        complete(self->ex, h, error_code());
+    });
+}
+
+void etcd_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
+{
+    auto& m = *impl_;
+    if (m.closed)
+        return complete(m.ex, h, error_code(error::closed), acquire_result{});
+    if (req.kind != lease_kind::mutex) {
+        set_error_text("etcd: this store serves mutex leases only");
+        return complete(m.ex, h, error_code(error::not_supported), acquire_result{});
+    }
+    if (req.ttl.count() <= 0 || req.ttl.count() % 1000 != 0 || req.ttl > traits().max_ttl) {
+        set_error_text("etcd: leases are whole seconds from 1 s (got " + std::to_string(req.ttl.count()) + " ms)");
+        return complete(m.ex, h, error_code(error::invalid_lease), acquire_result{});
+    }
+    m.acquire(req, std::move(h), false);
+}
+
+void etcd_store::do_renew(const lease_key& k, std::chrono::milliseconds,
+                          asio::any_completion_handler<renew_signature> h)
+{
+    auto& m = *impl_;
+    if (m.closed)
+        return complete(m.ex, h, error_code(error::closed), renew_result{});
+    auto key = k.ref.empty() ? m.key_for(k.name, k.token) : k.ref;
+    if (key.empty())
+        return complete(m.ex, h, error_code(), renew_result{});  // no lease: nothing of ours exists
+    m.request(txn_path, confirm_txn(key, m.range_of(k.name), k.token),
+              [self = impl_, name = k.name, h = std::move(h)](error_code ec, http_reply r) mutable {
+                  reply_error err;
+                  confirm_reply c;
+                  ec = self->decode(
+                      ec, r, [&](std::string_view b, reply_error& e) { return parse_confirm(b, c, e); }, err);
+                  if (ec)
+                      return complete(self->ex, h, ec, renew_result{});
+                  renew_result res{c.owned, c.owned && c.count > 1};
+                  if (auto it = self->contended.find(name); c.owned && it != self->contended.end()) {
+                      res.contended = true;  // another token of this store asked meanwhile
+                      self->contended.erase(it);
+                  }
+                  complete(self->ex, h, error_code(), res);
+              });
+}
+
+void etcd_store::do_release(const lease_key& k, asio::any_completion_handler<bool_signature> h)
+{
+    impl_->release(k, std::move(h));
+}
+
+void etcd_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
+{
+    auto& m = *impl_;
+    if (m.closed)
+        return complete(m.ex, h, error_code(error::closed), false);
+    m.request(range_path, range_request(m.range_of(name), 1),
+              [self = impl_, h = std::move(h)](error_code ec, http_reply r) mutable {
+                  reply_error err;
+                  range_reply rr;
+                  ec = self->decode(
+                      ec, r, [&](std::string_view b, reply_error& e) { return parse_range(b, rr, e); }, err);
+                  if (ec || rr.kvs.empty())
+                      return complete(self->ex, h, ec, false);
+                  // Deletes the holder's key only if it is still that key (not a successor's).
+                  self->request(
+                      txn_path, delete_if_created_txn(rr.kvs[0].key, rr.kvs[0].create_revision),
+                      [self, h = std::move(h)](error_code ec, http_reply r) mutable {
+                          reply_error err;
+                          bool deleted = false;
+                          ec = self->decode(
+                              ec, r, [&](std::string_view b, reply_error& e) { return parse_succeeded(b, deleted, e); },
+                              err);
+                          complete(self->ex, h, ec, deleted);
+                      });
+              });
+}
+
+void etcd_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
+{
+    auto& m = *impl_;
+    if (m.closed)
+        return complete(m.ex, h, error_code(error::closed), lock_status{});
+    m.request(range_path, range_request(m.range_of(name)),
+              [self = impl_, h = std::move(h)](error_code ec, http_reply r) mutable {
+                  reply_error err;
+                  range_reply rr;
+                  ec = self->decode(
+                      ec, r, [&](std::string_view b, reply_error& e) { return parse_range(b, rr, e); }, err);
+                  lock_status s;
+                  if (ec || rr.kvs.empty())
+                      return complete(self->ex, h, ec, s);
+                  const auto& first = rr.kvs.front();
+                  s.held = true;
+                  s.holder = first.value;
+                  s.key = first.key;
+                  s.fencing_token = static_cast<std::uint64_t>(first.create_revision);
+                  for (auto& kv : rr.kvs)
+                      s.last_fencing_token =
+                          std::max(s.last_fencing_token, static_cast<std::uint64_t>(kv.create_revision));
+                  s.queued = rr.kvs.size() - 1;
+                  // The holder's remaining lease, for operators. This store's own lease: to the
+                  // millisecond, as its keep-alives confirmed it.
+                  if (first.lease != 0 && first.lease == self->lease) {
+                      s.ttl = ms_until(self->life.deadline(), clock_type::now());
+                      return complete(self->ex, h, error_code(), std::move(s));
+                  }
+                  // Another client's: etcd tells whole seconds, rounded down (a 1 s lease always
+                  // reads 0): the middle of that second, no more than the lease granted.
+                  self->request(ttl_path, lease_id_request(first.lease),
+                                [self, s, h = std::move(h)](error_code ec, http_reply r) mutable {
+                                    lease_reply l;
+                                    reply_error err;
+                                    if (!ec && r.status == 200 && parse_lease(r.body, l, err) && l.ttl >= 0) {
+                                        s.ttl = std::chrono::seconds(l.ttl) + milliseconds(500);
+                                        if (l.granted_ttl > 0)
+                                            s.ttl = std::min<milliseconds>(s.ttl, std::chrono::seconds(l.granted_ttl));
+                                    }
+                                    complete(self->ex, h, error_code(), std::move(s));
+                                });
+              });
+}
+
+}  // namespace dlock

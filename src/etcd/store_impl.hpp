@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: BSL-1.0
+// etcd_store's state and the driver's steps, one file per topic: the lease that carries
+// every lock of the store (session.cpp), an acquire and a release (acquire.cpp), a queued
+// token's wait for its predecessor's key (queue.cpp), a name's untokened watch
+// (name_watch.cpp), the contract's entry points (store.cpp). The kit gives the session's
+// life, the watch table and the acquire/release order.
+#pragma once
+
+#include <dlock/error.hpp>
+#include <dlock/etcd/store.hpp>
+
+#include "common/backoff.hpp"
+#include "common/post_completion.hpp"
+#include "common/session_gate.hpp"
+#include "common/session_life.hpp"
+#include "common/token_order.hpp"
+#include "common/watch_table.hpp"
+#include "etcd/codec.hpp"
+#include "etcd/http_pool.hpp"
+#include "etcd/key_slots.hpp"
+#include "etcd/watch_stream.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <map>
+#include <optional>
+#include <random>
+
+namespace dlock {
+
+struct etcd_store::impl : std::enable_shared_from_this<impl> {
+    using error_code = boost::system::error_code;
+    using milliseconds = std::chrono::milliseconds;
+    using clock_type = std::chrono::steady_clock;
+    using key_pair = std::pair<std::string, std::string>;  // (name, token)
+    using acquire_handler = boost::asio::any_completion_handler<acquire_signature>;
+    using release_handler = boost::asio::any_completion_handler<bool_signature>;
+
+    impl(boost::asio::any_io_executor e, etcd::config c)
+        : ex(e), cfg(std::move(c)), pool(e, cfg), keepalive_timer(e), deadline_timer(e), watches(e)
+    {
+    }
+
+    boost::asio::any_io_executor ex;
+    etcd::config cfg;
+    etcd::detail::http_pool pool;
+    etcd_store* owner = nullptr;  // null once the store is gone
+    bool closed = false;
+    bool probed = false;  // the gateway answered as etcd once
+    std::minstd_rand rng{std::random_device{}()};
+
+    // ---- the session: one etcd lease (session.cpp) ----
+    std::int64_t lease = 0;            // 0: none (life.id() as etcd numbers it)
+    dlock::detail::session_life life;  // its events, keep-alive schedule and deadline
+    dlock::detail::session_gate gate;  // acquires waiting for a lease
+    boost::asio::steady_timer keepalive_timer, deadline_timer;
+
+    void ensure_session(std::int64_t want_s, std::function<void(error_code)> cont);
+    void probe(std::int64_t want_s, bool again = false);
+    void grant(std::int64_t want_s);
+    void arm_keepalive();
+    void arm_deadline();
+    void keepalive();
+    void session_gone(std::string why);
+
+    // ---- keys, acquires and releases (acquire.cpp) ----
+    etcd::detail::key_slots slots;
+    dlock::detail::token_order order;  // a release waits for its token's acquire
+    std::map<std::string, bool> contended;  // another token of ours asked while one of ours held
+
+    std::string range_of(const std::string& name) const { return cfg.prefix + name + "/"; }
+    std::string slot_key(const std::string& name, std::size_t slot) const;
+    std::string key_for(const std::string& name, const std::string& token) const;  // empty: none
+    std::string assign_key(const std::string& name, const std::string& token);
+    void acquire(const lease_request& req, acquire_handler h, bool retried);
+    void send_acquire(const lease_request& req, acquire_handler h, bool retried);
+    void acquired(const lease_request& req, acquire_handler h, error_code ec, acquire_result res);
+    void release(const lease_key& k, release_handler h, bool again = false);
+    void release_later(const lease_key& k, release_handler h);
+
+    // ---- watches: the table, queued tokens (queue.cpp), names (name_watch.cpp) ----
+    dlock::detail::watch_table watches;
+
+    // A queued token waiting for its predecessor's key to go.
+    struct queued {
+        std::string name, token, key;
+        std::int64_t mine = 0;                // our key's create_revision
+        milliseconds ttl{0};                  // the lease the attempt asked for
+        clock_type::time_point first_send{};  // the first queued attempt's send time
+        std::shared_ptr<etcd::detail::watch_stream> stream;
+        std::string watching;          // the predecessor the stream watches
+        std::int64_t checked_rev = 0;  // the revision of the last check
+        std::shared_ptr<boost::asio::steady_timer> retry;
+        dlock::detail::backoff pause{milliseconds(20), milliseconds(1000)};
+        bool done = false;
+        bool checking = false;
+    };
+    std::map<key_pair, std::shared_ptr<queued>> queue;
+
+    void start_queued(const std::string& name, const std::string& token, const etcd::detail::key_value& mine,
+                      clock_type::time_point sent, milliseconds ttl);
+    void drop_queued(const std::shared_ptr<queued>& q, std::optional<watch_event> tell);
+    void drop_queued(const key_pair& k);
+    void retry_queued(const std::shared_ptr<queued>& q);
+    void check_queued(const std::shared_ptr<queued>& q);
+    void on_predecessor(const std::shared_ptr<queued>& q, const etcd::detail::predecessor_reply& p);
+    void watch_predecessor(const std::shared_ptr<queued>& q, const std::string& pred);
+
+    // Untokened watchers of a name share one stream of deletions under it.
+    struct name_stream {
+        std::shared_ptr<etcd::detail::watch_stream> stream;
+        std::shared_ptr<boost::asio::steady_timer> retry;
+        std::int64_t next_rev = 0;
+        bool created = false;
+        dlock::detail::backoff pause{milliseconds(20), milliseconds(1000)};
+    };
+    std::map<std::string, name_stream> names;
+
+    void start_name_stream(const std::string& name);
+    void on_name_message(const std::string& name, error_code ec, const etcd::detail::watch_message& m);
+    void stop_name_stream(const std::string& name);
+
+    // ---- replies (store.cpp) ----
+    void set_text(std::string t)
+    {
+        if (owner)
+            owner->set_error_text(std::move(t));
+    }
+    // A reply's status and body: the error if it failed.
+    error_code reply_failed(error_code ec, const etcd::detail::http_reply& r, etcd::detail::reply_error& err);
+    // A reply through `parse(body, err)`: the transport's, the server's or the parser's error.
+    template <class Parse>
+    error_code decode(error_code ec, const etcd::detail::http_reply& r, Parse parse, etcd::detail::reply_error& err)
+    {
+        ec = reply_failed(ec, r, err);
+        if (!ec && !parse(r.body, err)) {
+            set_text(err.text);
+            ec = err.code;
+        }
+        return ec;
+    }
+    template <class F>
+    void request(std::string_view path, std::string body, F f, milliseconds timeout = milliseconds(0),
+                 bool urgent = false, bool idempotent = true)
+    {
+        pool.post(
+            path, std::move(body),
+            [self = shared_from_this(), f = std::move(f)](error_code ec, etcd::detail::http_reply r) mutable {
+                f(ec, std::move(r));
+            },
+            timeout, urgent, idempotent);
+    }
+};
+
+}  // namespace dlock

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: BSL-1.0
+// A name's untokened watchers share one children watch of its lock path, re-armed on each
+// change; a child gone since the last read is a release. No lock path yet: its creation is
+// watched instead.
+#include "zookeeper/store_impl.hpp"
+
+#include <zookeeper/zookeeper.h>
+
+#include <algorithm>
+
+namespace dlock {
+
+using boost::system::error_code;
+using zookeeper::detail::node_stat;
+namespace recipe = zookeeper::recipe;
+
+void zookeeper_store::impl::arm_name(const std::string& name)
+{
+    auto it = names.find(name);
+    if (it == names.end() || closed)
+        return;
+    auto epoch = ++it->second.epoch;
+    ensure_session([self = shared_from_this(), name, epoch](error_code ec) {
+        auto it = self->names.find(name);
+        if (it == self->names.end() || it->second.epoch != epoch)
+            return;
+        if (ec)
+            return;  // the watchers learn nothing until the next session: they fall back on their timers
+        auto on_change = [w = self->weak_from_this(), name, epoch](int) {
+            auto s = w.lock();
+            if (!s)
+                return;
+            auto it = s->names.find(name);
+            if (it != s->names.end() && it->second.epoch == epoch)
+                s->arm_name(name);
+        };
+        self->zk->get_children(
+            self->path_of(name),
+            [self, name, epoch, on_change](int rc, std::vector<std::string> children) {
+                auto it = self->names.find(name);
+                if (it == self->names.end() || it->second.epoch != epoch)
+                    return;
+                if (rc == ZNONODE)  // no lock path yet (or reaped): watch for its creation instead
+                    self->zk->exists(self->path_of(name), [](int, node_stat) {}, on_change);
+                self->on_children(name, rc, std::move(children));
+            },
+            on_change);
+    });
+}
+
+void zookeeper_store::impl::on_children(const std::string& name, int rc, std::vector<std::string> children)
+{
+    auto& nw = names[name];
+    if (rc != ZOK && rc != ZNONODE)
+        return watches.name_down(name, watch_event::resync);
+    auto now = rc == ZOK ? recipe::contenders(std::move(children)) : std::vector<std::string>();
+    bool gone = std::any_of(nw.last.begin(), nw.last.end(),
+                            [&](const std::string& c) { return std::find(now.begin(), now.end(), c) == now.end(); });
+    nw.last = std::move(now);
+    watches.name_ready(name);
+    if (gone)
+        watches.tell_name(name, watch_event::released);
+}
+
+}  // namespace dlock

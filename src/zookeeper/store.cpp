@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: BSL-1.0
+// zookeeper_store: the contract's entry points (include/dlock/zookeeper/store.hpp) over the
+// driver's steps in this folder (store_impl.hpp says which file holds which).
+#include "zookeeper/store_impl.hpp"
+
+#include <zookeeper/zookeeper.h>
+
+#include <algorithm>
+
+namespace dlock {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using dlock::detail::ms_until;
+using std::chrono::milliseconds;
+using clock_type = std::chrono::steady_clock;
+using zookeeper::detail::node_stat;
+namespace recipe = zookeeper::recipe;
+
+namespace {
+
+// A server closes the connection on a request larger than its jute.maxbuffer (1 MiB - 1
+// unless configured): the same request would then fail as a lost connection for ever. A
+// contender's create is its path, node name, token and some 200 bytes of framing.
+constexpr std::size_t max_request = 0xfffff;
+constexpr std::size_t request_overhead = 512;
+
+// Why a name's lock path cannot be sent (empty if it can), for the error text.
+std::string too_long(const std::string& path, std::size_t token_size)
+{
+    auto size = path.size() + 64 + token_size + request_overhead;
+    if (size <= max_request)
+        return {};
+    return "zookeeper: the lock path of " + std::to_string(path.size()) +
+           " bytes makes a request larger than ZooKeeper's servers take (jute.maxbuffer, " +
+           std::to_string(max_request) + " bytes unless configured): a lock name this long cannot be used";
+}
+
+template <class H, class... Args>
+void complete(const asio::any_io_executor& ex, H& h, Args&&... args)
+{
+    dlock::detail::post_completion(ex, std::move(h), std::forward<Args>(args)...);
+}
+
+}  // namespace
+
+zookeeper_store::zookeeper_store(asio::any_io_executor ex, zookeeper::config cfg)
+    : impl_(std::make_shared<impl>(ex, std::move(cfg)))
+{
+    impl_->owner = this;
+}
+
+zookeeper_store::~zookeeper_store()
+{
+    close();
+    impl_->owner = nullptr;
+}
+
+asio::any_io_executor zookeeper_store::get_executor() const
+{
+    return impl_->ex;
+}
+
+store_traits zookeeper_store::traits() const noexcept
+{
+    store_traits t;
+    t.direct_handoff = true;  // the node after the holder's is the next holder, at the delete
+    t.inherent_queue = true;
+    t.live = liveness::per_session;
+    t.confirms_leases = true;
+    t.min_ttl = milliseconds(1);
+    return t;
+}
+
+std::string zookeeper_store::describe() const
+{
+    return "zookeeper " + zookeeper::to_url(impl_->cfg) + " (root " + impl_->cfg.root + ")";
+}
+
+std::string zookeeper_store::node_of(const std::string& name, const std::string& token) const
+{
+    auto it = impl_->nodes.find({name, token});
+    return it == impl_->nodes.end() ? std::string() : it->second.node;
+}
+
+session_info zookeeper_store::session() const noexcept
+{
+    return impl_->session_id ? impl_->info() : session_info{};
+}
+
+store::watch_id zookeeper_store::watch_session(std::function<void(session_event, const session_info&)> cb)
+{
+    return impl_->watches.add_session(std::move(cb));
+}
+
+store::watch_id zookeeper_store::watch(const std::string& name, const std::string& token, watch_callback cb)
+{
+    auto& m = *impl_;
+    auto added = m.watches.add(name, token, std::move(cb));  // a token's queued node anchors its wait
+    if (added.starts_name && !m.closed) {
+        m.names[name];
+        m.arm_name(name);
+    }
+    return added.id;
+}
+
+void zookeeper_store::unwatch(watch_id id)
+{
+    auto& m = *impl_;
+    auto r = m.watches.remove(id);
+    if (!r.last)
+        return;
+    if (r.kind == dlock::detail::watch_table::removed::what::tokened)
+        m.drop_queued({r.name, r.token});  // nobody waits for its grant any more
+    else
+        m.names.erase(r.name);  // its watch fires once more, into nothing
+}
+
+void zookeeper_store::close()
+{
+    auto& m = *impl_;
+    if (m.closed)
+        return;
+    m.closed = true;
+    m.resolver.cancel();
+    m.ping_timer.cancel();
+    m.deadline_timer.cancel();
+    for (auto& [k, q] : std::map(m.queue))
+        m.drop_queued(q, std::nullopt);
+    m.names.clear();
+    m.watches.close();
+    m.opening_ended(error::closed);
+    m.session_id = 0;
+    m.life.end();
+    m.drop_client();  // the session ends: every node of ours goes now
+}
+
+// ---- operations ----------------------------------------------------------------------
+
+void zookeeper_store::do_connect(asio::any_completion_handler<connect_signature> h)
+{
+    auto hp = std::make_shared<asio::any_completion_handler<connect_signature>>(std::move(h));
+    impl_->ensure_session([self = impl_, hp](error_code ec) { complete(self->ex, *hp, ec); });
+}
+
+void zookeeper_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
+{
+    auto& m = *impl_;
+    if (m.closed)
+        return complete(m.ex, h, error_code(error::closed), acquire_result{});
+    if (req.kind != lease_kind::mutex) {
+        set_error_text("zookeeper: this store serves mutex leases only");
+        return complete(m.ex, h, error_code(error::not_supported), acquire_result{});
+    }
+    std::string why;
+    auto path = recipe::lock_path(m.cfg.root, req.name, why);
+    if (path.empty()) {
+        set_error_text("zookeeper: " + why);
+        return complete(m.ex, h, error_code(error::invalid_name), acquire_result{});
+    }
+    if (auto long_path = too_long(path, req.token.size()); !long_path.empty()) {
+        set_error_text(std::move(long_path));
+        return complete(m.ex, h, error_code(error::invalid_name), acquire_result{});
+    }
+    m.acquire(req, std::move(h), false);
+}
+
+void zookeeper_store::do_renew(const lease_key& k, std::chrono::milliseconds,
+                               asio::any_completion_handler<renew_signature> h)
+{
+    auto& m = *impl_;
+    if (m.closed)
+        return complete(m.ex, h, error_code(error::closed), renew_result{});
+    auto it = m.nodes.find({k.name, k.token});
+    auto node = !k.ref.empty() ? k.ref : it != m.nodes.end() ? it->second.node : std::string();
+    if (node.empty() || !m.session_id || !m.zk)
+        return complete(m.ex, h, error_code(), renew_result{});  // no session: nothing of ours exists
+    auto sid = m.session_id;
+    auto hp = std::make_shared<asio::any_completion_handler<renew_signature>>(std::move(h));
+    m.zk->exists(node, [self = impl_, sid, name = k.name, hp](int rc, node_stat s) {
+        if (rc != ZOK && rc != ZNONODE)
+            return complete(self->ex, *hp, self->to_error(rc, "confirming a node"), renew_result{});
+        renew_result res{rc == ZOK && s.ephemeral_owner == sid && self->session_id == sid, false};
+        if (auto it = self->contended.find(name); it != self->contended.end()) {
+            res.contended = res.owned;
+            self->contended.erase(it);
+        }
+        complete(self->ex, *hp, error_code(), res);
+    });
+}
+
+void zookeeper_store::do_release(const lease_key& k, asio::any_completion_handler<bool_signature> h)
+{
+    impl_->release(k, std::move(h));
+}
+
+void zookeeper_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
+{
+    auto& m = *impl_;
+    if (m.closed)
+        return complete(m.ex, h, error_code(error::closed), false);
+    if (auto long_path = too_long(m.path_of(name), 0); !long_path.empty()) {
+        set_error_text(std::move(long_path));
+        return complete(m.ex, h, error_code(error::invalid_name), false);
+    }
+    auto hp = std::make_shared<asio::any_completion_handler<bool_signature>>(std::move(h));
+    m.ensure_session([self = impl_, name, hp](error_code ec) {
+        if (ec)
+            return complete(self->ex, *hp, ec, false);
+        auto path = self->path_of(name);
+        self->zk->get_children(path, [self, path, hp](int rc, std::vector<std::string> children) {
+            if (rc == ZNONODE)
+                return complete(self->ex, *hp, error_code(), false);
+            if (rc != ZOK)
+                return complete(self->ex, *hp, self->to_error(rc, "children of " + path), false);
+            auto sorted = recipe::contenders(std::move(children));
+            if (sorted.empty())
+                return complete(self->ex, *hp, error_code(), false);
+            self->zk->remove(path + "/" + sorted.front(), [self, hp](int rc) {
+                if (rc != ZOK && rc != ZNONODE)
+                    return complete(self->ex, *hp, self->to_error(rc, "delete"), false);
+                complete(self->ex, *hp, error_code(), rc == ZOK);
+            });
+        });
+    });
+}
+
+void zookeeper_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
+{
+    auto& m = *impl_;
+    if (m.closed)
+        return complete(m.ex, h, error_code(error::closed), lock_status{});
+    if (auto long_path = too_long(m.path_of(name), 0); !long_path.empty()) {
+        set_error_text(std::move(long_path));
+        return complete(m.ex, h, error_code(error::invalid_name), lock_status{});
+    }
+    auto hp = std::make_shared<asio::any_completion_handler<status_signature>>(std::move(h));
+    m.ensure_session([self = impl_, name, hp](error_code ec) {
+        if (ec)
+            return complete(self->ex, *hp, ec, lock_status{});
+        auto path = self->path_of(name);
+        self->zk->get_children(path, [self, path, hp](int rc, std::vector<std::string> children) {
+            lock_status s;
+            if (rc == ZNONODE)
+                return complete(self->ex, *hp, error_code(), s);
+            if (rc != ZOK)
+                return complete(self->ex, *hp, self->to_error(rc, "children of " + path), s);
+            auto sorted = recipe::contenders(std::move(children));
+            if (sorted.empty())
+                return complete(self->ex, *hp, error_code(), s);
+            s.held = true;
+            s.key = path + "/" + sorted.front();
+            s.queued = sorted.size() - 1;
+            // The holder's data (its token; Curator writes its address) and czxid, then the
+            // others' czxids for the highest token issued.
+            auto left = std::make_shared<std::size_t>(sorted.size());
+            auto out = std::make_shared<lock_status>(std::move(s));
+            for (std::size_t i = 0; i < sorted.size(); ++i)
+                self->zk->get(path + "/" + sorted[i], [self, hp, left, out, i](int rc, std::string data, node_stat st) {
+                    if (rc == ZOK) {
+                        if (i == 0) {
+                            out->holder = std::move(data);
+                            out->fencing_token = static_cast<std::uint64_t>(st.czxid);
+                            // A holder of this session has what the session has left; the
+                            // servers tell no client how long another session has (-1).
+                            if (st.ephemeral_owner != 0 && st.ephemeral_owner == self->session_id)
+                                out->ttl = ms_until(self->deadline(), clock_type::now());
+                        }
+                        out->last_fencing_token =
+                            std::max(out->last_fencing_token, static_cast<std::uint64_t>(st.czxid));
+                    }
+                    if (--*left == 0)
+                        complete(self->ex, *hp, error_code(), std::move(*out));
+                });
+        });
+    });
+}
+
+}  // namespace dlock

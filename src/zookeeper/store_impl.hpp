@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: BSL-1.0
+// zookeeper_store's state and the driver's steps, one file per topic: the session that
+// carries every node of the store (session.cpp), an acquire round (acquire.cpp; what its
+// replies mean is acquire_round.hpp's), a release (release.cpp), a queued token's wait for
+// the node before its own (queue.cpp), a name's untokened watch (name_watch.cpp), the
+// contract's entry points (store.cpp). The kit gives the session's life, the watch table and
+// the acquire/release order.
+#pragma once
+
+#include <dlock/error.hpp>
+#include <dlock/zookeeper/store.hpp>
+
+#include "common/post_completion.hpp"
+#include "common/session_gate.hpp"
+#include "common/session_life.hpp"
+#include "common/token_order.hpp"
+#include "common/watch_table.hpp"
+#include "zookeeper/acquire_round.hpp"
+#include "zookeeper/client.hpp"
+#include "zookeeper/recipe.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <map>
+#include <optional>
+
+namespace dlock {
+
+struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
+    using error_code = boost::system::error_code;
+    using milliseconds = std::chrono::milliseconds;
+    using clock_type = std::chrono::steady_clock;
+    using key_pair = std::pair<std::string, std::string>;  // (name, token)
+    using acquire_handler = std::shared_ptr<boost::asio::any_completion_handler<acquire_signature>>;
+    using release_handler = std::shared_ptr<boost::asio::any_completion_handler<bool_signature>>;
+
+    impl(boost::asio::any_io_executor e, zookeeper::config c)
+        : ex(e), cfg(std::move(c)), resolver(e), connect_timer(e), deadline_timer(e), ping_timer(e), watches(e)
+    {
+    }
+
+    boost::asio::any_io_executor ex;
+    zookeeper::config cfg;
+    zookeeper_store* owner = nullptr;
+    bool closed = false;
+    boost::asio::ip::tcp::resolver resolver;
+
+    // ---- the session (session.cpp) ----
+    std::shared_ptr<zookeeper::detail::client> zk;
+    std::int64_t session_id = 0;  // 0: none trusted
+    milliseconds timeout{0};      // negotiated
+    dlock::detail::session_life life;  // its events, ping schedule and deadline
+    dlock::detail::session_gate gate;  // callers waiting for a session
+    boost::asio::steady_timer connect_timer, deadline_timer, ping_timer;
+
+    void heard();  // any answered request dates the session
+    clock_type::time_point deadline();
+    session_info info();
+    void ensure_session(std::function<void(error_code)> cont);
+    void opening_ended(error_code ec);  // the opening succeeded (ec empty) or failed
+    void open_session();
+    void resolved(std::vector<std::string> hosts, const std::string& failed);
+    void start_client(const std::string& hosts);
+    void drop_client();
+    void on_state(int state);
+    void on_connected();
+    void confirm_session(std::int64_t id);
+    void arm_ping();
+    void arm_deadline();
+    void session_gone(std::string why);
+    // A ZooKeeper return code as the contract's error.
+    error_code to_error(int rc, const std::string& what);
+
+    // ---- per (name, token): the node this session made for it ----
+    struct node_state {
+        std::string node;  // full path; empty while unknown
+        std::int64_t czxid = 0;
+        bool uncertain = false;  // a create's reply was lost: look for the guid before creating again
+        bool held = false;
+    };
+    std::map<key_pair, node_state> nodes;
+    dlock::detail::token_order order;       // a release waits for its token's acquire
+    std::map<std::string, bool> contended;  // another contender asked while one of ours held
+
+    std::string path_of(const std::string& name) const;
+
+    // ---- an acquire round (acquire.cpp) ----
+    // One round's replies (a create and a getChildren, or the latter alone).
+    struct round_replies {
+        bool create_sent = false;
+        int create_rc = 1, children_rc = 1;  // 1: not come yet (0 is ZOK)
+        std::string node;
+        zookeeper::detail::node_stat stat;
+        std::vector<std::string> children;
+    };
+    // What a round is for and where it stands.
+    struct round_ctx {
+        lease_request req;
+        std::string path;
+        key_pair key;
+        std::int64_t sid = 0;
+        clock_type::time_point sent{};
+        bool retried = false, parents_made = false;
+    };
+    void acquire(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h, bool retried);
+    void acquired(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h, error_code ec,
+                  acquire_result res);
+    void send_acquire(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h,
+                      bool retried, bool parents_made = false);
+    void find_lost_create(const round_ctx& c, const acquire_handler& hp);
+    void judge_round(const round_ctx& c, const acquire_handler& hp, round_replies& st);
+    void make_parents(const std::string& path, std::function<void(int)> done);
+    void make_parent(std::shared_ptr<std::vector<std::string>> chain, std::size_t i, std::function<void(int)> done);
+    void check_owner(const round_ctx& c, const std::string& node, const acquire_handler& hp);
+    void grant(const round_ctx& c, const acquire_handler& hp);
+    void not_first(const round_ctx& c, std::size_t contenders, const acquire_handler& hp);
+
+    // ---- a release (release.cpp) ----
+    void release(const lease_key& k, boost::asio::any_completion_handler<bool_signature> h, bool again = false);
+    void find_lost_node(const lease_key& k, const release_handler& hp);
+    bool release_later(int rc, std::int64_t sid, const lease_key& k, const release_handler& hp);
+
+    // ---- watches: the table, queued tokens (queue.cpp), names (name_watch.cpp) ----
+    dlock::detail::watch_table watches;
+
+    // A queued token waiting for the node before its own to go.
+    struct queued {
+        std::string name, token, path;
+        milliseconds ttl{0};
+        std::int64_t session = 0;
+        bool done = false;
+    };
+    std::map<key_pair, std::shared_ptr<queued>> queue;
+
+    void start_queued(const std::string& name, const std::string& token, milliseconds ttl);
+    void drop_queued(const std::shared_ptr<queued>& q, std::optional<watch_event> tell);
+    void drop_queued(const key_pair& k);
+    void recheck(const std::shared_ptr<queued>& q);
+    void on_place(const std::shared_ptr<queued>& q, const zookeeper::recipe::position& pos);
+
+    // Untokened watchers of a name: one children watch, re-armed on each change.
+    struct name_watch {
+        std::vector<std::string> last;
+        std::uint64_t epoch = 0;
+    };
+    std::map<std::string, name_watch> names;
+
+    void arm_name(const std::string& name);
+    void on_children(const std::string& name, int rc, std::vector<std::string> children);
+
+    void set_text(std::string t)
+    {
+        if (owner)
+            owner->set_error_text(std::move(t));
+    }
+};
+
+}  // namespace dlock
