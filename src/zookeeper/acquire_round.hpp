@@ -2,7 +2,7 @@
 // What the ZooKeeper store does after one acquire round (a create and a getChildren sent
 // back to back, or the getChildren alone when our node is known), without I/O: the store
 // gathers the replies and its state into an acquire_round, judge() names the next step, and
-// the store carries it out (zookeeper_store.cpp, send_acquire). Every input that can happen
+// the store carries it out (src/zookeeper/acquire.cpp, judge_round). Every input that can happen
 // is a case of test/unit/zookeeper_acquire_test.cpp.
 #pragma once
 
