@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSL-1.0
 """Checks that the docs point at things that exist.
 
-For README.md and docs/*.md (or the files given): every relative link [text](path#anchor)
+For README.md, bench/README.md and every .md file under docs/ (or the files given): every relative link [text](path#anchor)
 names a file or folder of the repository, every #anchor a heading of its target file
 (GitHub's rule for heading ids), and every path in backticks that starts with a top-level
 folder of the repository (`src/core/lock_fsm.cpp`, `test/unit/`, `src/redis/connection.cpp:459`)
@@ -157,8 +157,8 @@ def main(argv):
         docs = [os.path.abspath(a) for a in argv]
     else:
         docs_dir = os.path.join(ROOT, 'docs')
-        docs = [os.path.join(ROOT, 'README.md')] + sorted(
-            os.path.join(docs_dir, f) for f in os.listdir(docs_dir) if f.endswith('.md'))
+        docs = [os.path.join(ROOT, 'README.md'), os.path.join(ROOT, 'bench', 'README.md')] + sorted(
+            os.path.join(top, f) for top, _, files in os.walk(docs_dir) for f in files if f.endswith('.md'))
     problems = []
     for doc in docs:
         problems += check(doc)

@@ -7,7 +7,10 @@
 
 #include <dlock/error.hpp>
 
+#include "common/duration.hpp"
+
 #include <charconv>
+#include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -20,6 +23,65 @@ struct url_failure {
     error code{};
     std::string message{};
 };
+
+/// Fills a store's config_error (code and message) and says false: a parser's one way out.
+template <class Err>
+bool fail(Err& err, error code, std::string message)
+{
+    err.code = code;
+    err.message = std::move(message);
+    return false;
+}
+
+/// Option `key`'s `value` as a duration into `field`; `label` names the URL ("etcd URL").
+/// `positive`: zero is refused too (a timeout or session that must last).
+template <class Err>
+bool duration_option(std::string_view label, std::string_view key, std::string_view value,
+                     std::chrono::milliseconds& field, Err& err, bool positive = false)
+{
+    std::chrono::milliseconds d{};
+    if (!parse_duration(value, d) || d.count() < 0 || (positive && d.count() == 0))
+        return fail(err, error::invalid_duration,
+                    std::string(label) + ": option '" + std::string(key) + "': bad duration '" + std::string(value) +
+                        "'");
+    field = d;
+    return true;
+}
+
+/// A list of servers (each with `host` and `port`) as a URL writes them: `h:p,[v6]:p`.
+template <class List>
+std::string host_list(const List& servers)
+{
+    std::string s;
+    for (const auto& srv : servers) {
+        if (!s.empty())
+            s += ',';
+        s += srv.host.find(':') != std::string::npos ? "[" + srv.host + "]" : srv.host;
+        s += ':' + std::to_string(srv.port);
+    }
+    return s;
+}
+
+/// A SQL identifier dlock accepts for a table: ASCII letters, digits and '_', not
+/// starting with a digit, 1 to `max` characters (the server's limit less dlock's suffixes).
+inline bool sql_identifier(std::string_view s, std::size_t max)
+{
+    if (s.empty() || s.size() > max || (s[0] >= '0' && s[0] <= '9'))
+        return false;
+    for (char c : s)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+            return false;
+    return true;
+}
+
+/// A table name: `name` or `qualifier.name` (a database or schema), each a sql_identifier.
+inline bool sql_table_name(std::string_view table, std::size_t max)
+{
+    auto dot = table.find('.');
+    if (dot == std::string_view::npos)
+        return sql_identifier(table, max);
+    return sql_identifier(table.substr(0, dot), max) && sql_identifier(table.substr(dot + 1), max);
+}
 
 /// How `host`, `host:port`, `[v6]` or `[v6]:port` splits: the first problem found, if any.
 enum class host_port_split {
@@ -157,9 +219,9 @@ inline bool has_userinfo(std::string_view rest)
 }
 
 /// `url` without its scheme, one of `schemes` (`"mariadb://"`), in `rest`. Else the failure
-/// names `name` and `usage` (no "://" at all: "not a mariadb URL (expected <usage>): '<url>'")
-/// or the `expected` schemes.
-inline bool strip_scheme(std::string_view url, std::initializer_list<std::string_view> schemes, std::string_view name,
+/// names `a_name` with its article and `usage` (no "://" at all: "not a mariadb URL (expected
+/// <usage>): '<url>'") or the `expected` schemes.
+inline bool strip_scheme(std::string_view url, std::initializer_list<std::string_view> schemes, std::string_view a_name,
                          std::string_view usage, std::string_view expected, std::string_view& rest, url_failure& f)
 {
     for (std::string_view scheme : schemes)
@@ -169,7 +231,7 @@ inline bool strip_scheme(std::string_view url, std::initializer_list<std::string
         }
     if (url.find("://") == std::string_view::npos)
         f = {error::invalid_url,
-             "not a " + std::string(name) + " URL (expected " + std::string(usage) + "): '" + hide_password(url) + "'"};
+             "not " + std::string(a_name) + " URL (expected " + std::string(usage) + "): '" + hide_password(url) + "'"};
     else
         f = {error::unsupported_scheme, "unsupported scheme in '" + hide_password(url.substr(0, url.find("://"))) +
                                             "://' (expected " + std::string(expected) + ")"};

@@ -67,7 +67,12 @@ public:
     }
 
     struct removed {
-        enum class what : unsigned char { none, session, tokened, untokened } kind = what::none;
+        enum class what : unsigned char {
+            none,
+            session,
+            tokened,
+            untokened
+        } kind = what::none;
         std::string name, token;
         bool last = false;  ///< no watcher of the same name (untokened) or (name, token) is left
     };
@@ -145,16 +150,6 @@ public:
                 post(w, ev);
     }
     bool name_live(const std::string& name) const { return live_names_.count(name) != 0; }
-    /// Names with untokened watchers.
-    std::set<std::string> names() const
-    {
-        std::set<std::string> out;
-        for (auto& [id, w] : watchers_)
-            if (w->token.empty())
-                out.insert(w->name);
-        return out;
-    }
-
     /// The store closed: no watcher hears anything more (the watchers stay until unwatched).
     void close()
     {
@@ -183,8 +178,9 @@ private:
     // Untokened watchers of `name` other than `skip`.
     std::size_t untokened_of(const std::string& name, watch_id skip) const
     {
-        return std::count_if(watchers_.begin(), watchers_.end(),
-                             [&](auto& e) { return e.first != skip && e.second->name == name && e.second->token.empty(); });
+        return std::count_if(watchers_.begin(), watchers_.end(), [&](auto& e) {
+            return e.first != skip && e.second->name == name && e.second->token.empty();
+        });
     }
 
     boost::asio::any_io_executor ex_;

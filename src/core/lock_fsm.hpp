@@ -94,7 +94,7 @@ struct fsm_action {
     bool by_io = false;      ///< the driver's own mark: made by an I/O completion (the machine leaves it)
 };
 
-/// The phase of the name's store conversation (see docs/ARCHITECTURE.md for the table).
+/// The phase of the name's store conversation (see docs/lock-machine.md for the table).
 enum class fsm_state : std::uint8_t {
     free,        ///< no lease, nobody waiting
     attempting,  ///< an acquire attempt is in flight

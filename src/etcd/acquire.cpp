@@ -57,42 +57,44 @@ void etcd_store::impl::send_acquire(const lease_request& req, acquire_handler h,
     auto l = lease;
     auto sent = clock_type::now();
     auto body = req.queue ? queued_acquire_txn(key, range, req.token, l) : try_acquire_txn(key, range, req.token, l);
-    request(txn_path, std::move(body), [this, req, retried, key, l, sent, h = std::move(h)](error_code ec,
-                                                                                             http_reply r) mutable {
-        reply_error err;
-        acquire_reply a;
-        ec = decode(
-            ec, r,
-            [&](std::string_view b, reply_error& e) { return parse_acquire(b, req.queue, key, req.token, l, a, e); },
-            err);
-        if (ec == error::session_lost) {
-            if (lease == l)
-                session_gone(err.text);
-            if (!retried)  // our lease vanished under us: once more, with a new one
-                return acquire(req, std::move(h), true);
-        }
-        if (ec)
-            return acquired(req, std::move(h), ec, acquire_result{});
-        acquire_result res;
-        bool ours = a.mine && a.mine->value == req.token;
-        if (ours && a.owner && a.owner->key == key) {
-            res.acquired = true;
-            res.fencing_token = static_cast<std::uint64_t>(a.mine->create_revision);
-            // At least 1 ms: 0 would read as "as asked"; a lease this short is a late reply.
-            res.granted_ttl = std::max(milliseconds(1), std::min(req.ttl, ms_until(life.raw_deadline(), sent)));
-            res.lease_ref = key;
-            res.session = static_cast<std::uint64_t>(l);
-            drop_queued({req.name, req.token});
-        } else {
-            if (a.owner && a.owner->lease == l)
-                contended[req.name] = true;  // our own holder's next confirmation says so
-            if (req.queue && ours)
-                start_queued(req.name, req.token, *a.mine, sent, req.ttl);
-            else if (!a.mine && lease == l)
-                slots.free(req.name, req.token);  // nothing was put: the slot is free
-        }
-        acquired(req, std::move(h), error_code(), std::move(res));
-    });
+    request(txn_path, std::move(body),
+            [this, req, retried, key, l, sent, h = std::move(h)](error_code ec, http_reply r) mutable {
+                reply_error err;
+                acquire_reply a;
+                ec = decode(
+                    ec, r,
+                    [&](std::string_view b, reply_error& e) {
+                        return parse_acquire(b, req.queue, key, req.token, l, a, e);
+                    },
+                    err);
+                if (ec == error::session_lost) {
+                    if (lease == l)
+                        session_gone(err.text);
+                    if (!retried)  // our lease vanished under us: once more, with a new one
+                        return acquire(req, std::move(h), true);
+                }
+                if (ec)
+                    return acquired(req, std::move(h), ec, acquire_result{});
+                acquire_result res;
+                bool ours = a.mine && a.mine->value == req.token;
+                if (ours && a.owner && a.owner->key == key) {
+                    res.acquired = true;
+                    res.fencing_token = static_cast<std::uint64_t>(a.mine->create_revision);
+                    // At least 1 ms: 0 would read as "as asked"; a lease this short is a late reply.
+                    res.granted_ttl = std::max(milliseconds(1), std::min(req.ttl, ms_until(life.raw_deadline(), sent)));
+                    res.lease_ref = key;
+                    res.session = static_cast<std::uint64_t>(l);
+                    drop_queued({req.name, req.token});
+                } else {
+                    if (a.owner && a.owner->lease == l)
+                        contended[req.name] = true;  // our own holder's next confirmation says so
+                    if (req.queue && ours)
+                        start_queued(req.name, req.token, *a.mine, sent, req.ttl);
+                    else if (!a.mine && lease == l)
+                        slots.free(req.name, req.token);  // nothing was put: the slot is free
+                }
+                acquired(req, std::move(h), error_code(), std::move(res));
+            });
 }
 
 // `again`: asked again after a transient failure (the first try may have run).

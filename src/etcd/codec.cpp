@@ -293,8 +293,8 @@ reply_error classify(unsigned http_status, std::string_view body)
         e.text = "etcd: gRPC code " + std::to_string(code);
     // A request over the server's size limits: the same request can never pass, so it is
     // no busy server to wait for (issue 29: a 1 MiB name was retried until its bound).
-    bool too_large = e.text.find("larger than max") != std::string::npos ||
-                     e.text.find("request is too large") != std::string::npos;
+    bool too_large =
+        e.text.find("larger than max") != std::string::npos || e.text.find("request is too large") != std::string::npos;
     if (too_large && (code == 3 || code == 8)) {
         e.code = error::invalid_request;
         e.text += " (the request is larger than the server takes, set by its --max-request-bytes: a lock name "

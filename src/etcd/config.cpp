@@ -9,14 +9,9 @@
 
 namespace dlock::etcd {
 
-namespace {
+using detail::fail;
 
-bool fail(config_error& err, error code, std::string message)
-{
-    err.code = code;
-    err.message = std::move(message);
-    return false;
-}
+namespace {
 
 bool parse_member(std::string_view text, endpoint& out, config_error& err)
 {
@@ -28,13 +23,8 @@ bool parse_member(std::string_view text, endpoint& out, config_error& err)
 
 bool parse_option(std::string_view key, std::string_view value, config& out, config_error& err)
 {
-    std::chrono::milliseconds d{};
     auto duration = [&](std::chrono::milliseconds& field) {
-        if (!detail::parse_duration(value, d) || d.count() <= 0)
-            return fail(err, error::invalid_duration,
-                        "etcd URL: option '" + std::string(key) + "': bad duration '" + std::string(value) + "'");
-        field = d;
-        return true;
+        return detail::duration_option("etcd URL", key, value, field, err, true);
     };
     if (key == "lease") {
         std::chrono::milliseconds l{};
@@ -67,18 +57,11 @@ bool parse_option(std::string_view key, std::string_view value, config& out, con
 
 bool parse_url(std::string_view url, config& out, config_error& err)
 {
-    constexpr std::string_view scheme = "etcd://";
-    if (url.substr(0, scheme.size()) != scheme) {
-        if (url.find("://") == std::string_view::npos)
-            return fail(err, error::invalid_url,
-                        "not an etcd URL (expected etcd://host:port[,host:port...]): '" + detail::hide_password(url) +
-                            "'");
-        return fail(err, error::unsupported_scheme,
-                    "unsupported scheme in '" + std::string(url.substr(0, url.find("://"))) +
-                        "://' (expected etcd://)");
-    }
+    std::string_view rest;
+    detail::url_failure f;
+    if (!detail::strip_scheme(url, {"etcd://"}, "an etcd", "etcd://host:port[,host:port...]", "etcd://", rest, f))
+        return fail(err, f.code, std::move(f.message));
     config c = out;
-    auto rest = url.substr(scheme.size());
     if (detail::has_userinfo(rest))
         return fail(err, error::invalid_url, "etcd URL: user names and passwords are not supported yet");
     auto q = rest.find('?');
@@ -90,7 +73,6 @@ bool parse_url(std::string_view url, config& out, config_error& err)
     if (members.empty())
         return fail(err, error::invalid_url, "etcd URL: no member in '" + std::string(url) + "'");
     c.endpoints.clear();
-    detail::url_failure f;
     bool ok = detail::for_each_listed(members, "etcd URL", f,
                                       [&](std::string_view m) {
                                           endpoint ep;
@@ -110,14 +92,7 @@ bool parse_url(std::string_view url, config& out, config_error& err)
 
 std::string to_url(const config& cfg)
 {
-    std::string s = "etcd://";
-    for (std::size_t i = 0; i < cfg.endpoints.size(); ++i) {
-        if (i)
-            s += ',';
-        const auto& h = cfg.endpoints[i].host;
-        s += h.find(':') != std::string::npos ? "[" + h + "]" : h;
-        s += ':' + std::to_string(cfg.endpoints[i].port);
-    }
+    auto s = "etcd://" + detail::host_list(cfg.endpoints);
     if (!cfg.prefix.empty())
         s += '/' + cfg.prefix;
     return s;

@@ -151,6 +151,30 @@ bool stale_failure(const error_code& ec)
            ec == asio::error::broken_pipe;
 }
 
+// A POST of `body` to `target` on the current member, keeping the connection.
+http::request<http::string_body> post_request(const http_pool::state& st, const std::string& target,
+                                              const std::string& body)
+{
+    http::request<http::string_body> req{http::verb::post, target, 11};
+    const auto& ep = st.cfg.endpoints[st.current];
+    req.set(http::field::host, ep.host + ":" + std::to_string(ep.port));
+    req.set(http::field::content_type, "application/json");
+    req.keep_alive(true);
+    req.body() = body;
+    req.prepare_payload();
+    return req;
+}
+
+void drop_idle(http_pool::state& st)
+{
+    for (auto& i : st.idle) {
+        error_code ignored;
+        i->stream.socket().close(ignored);
+        --st.open;
+    }
+    st.idle.clear();
+}
+
 asio::awaitable<void> run(state_ptr st, std::string target, std::string body, std::chrono::milliseconds timeout,
                           bool urgent, bool idempotent, http_pool::handler h)
 {
@@ -170,13 +194,7 @@ asio::awaitable<void> run(state_ptr st, std::string target, std::string body, st
             st->discard(c);
             break;
         }
-        http::request<http::string_body> req{http::verb::post, target, 11};
-        const auto& ep = st->cfg.endpoints[st->current];
-        req.set(http::field::host, ep.host + ":" + std::to_string(ep.port));
-        req.set(http::field::content_type, "application/json");
-        req.keep_alive(true);
-        req.body() = body;
-        req.prepare_payload();
+        auto req = post_request(*st, target, body);
         c->stream.expires_after(timeout.count() > 0 ? timeout : st->cfg.request_timeout);
         co_await http::async_write(c->stream, req, asio::redirect_error(asio::use_awaitable, ec));
         http::response<http::string_body> res;
@@ -199,13 +217,7 @@ asio::awaitable<void> run(state_ptr st, std::string target, std::string body, st
             break;
         }
         if (stale_failure(ec)) {
-            // Its idle siblings went the same way: drop them rather than fail on each in turn.
-            for (auto& i : st->idle) {
-                error_code ignored;
-                i->stream.socket().close(ignored);
-                --st->open;
-            }
-            st->idle.clear();
+            drop_idle(*st);  // its idle siblings went the same way: not to fail on each in turn
             if (reused && idempotent && attempt == 0)
                 continue;
         }

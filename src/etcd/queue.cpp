@@ -70,7 +70,8 @@ void etcd_store::impl::check_queued(const std::shared_ptr<queued>& q)
             return;
         reply_error err;
         predecessor_reply p;
-        ec = decode(ec, r, [&](std::string_view b, reply_error& e) { return parse_predecessor(b, p, e); }, err);
+        ec = decode(
+            ec, r, [&](std::string_view b, reply_error& e) { return parse_predecessor(b, p, e); }, err);
         if (ec)
             return retry_queued(q);
         q->pause.reset();

@@ -61,7 +61,8 @@ void etcd_store::impl::grant(std::int64_t want_s)
     request(grant_path, grant_request(ttl), [this, ttl, sent](error_code ec, http_reply r) {
         reply_error err;
         lease_reply l;
-        if (auto e = decode(ec, r, [&](std::string_view b, reply_error& e) { return parse_lease(b, l, e); }, err))
+        if (auto e = decode(
+                ec, r, [&](std::string_view b, reply_error& e) { return parse_lease(b, l, e); }, err))
             return gate.opened(e);
         if (l.id == 0 || l.ttl <= 0) {
             set_text("etcd: a lease grant without an ID or TTL");
@@ -119,7 +120,8 @@ void etcd_store::impl::keepalive()
                 return;
             reply_error err;
             lease_reply out;
-            ec = decode(ec, r, [&](std::string_view b, reply_error& e) { return parse_lease(b, out, e); }, err);
+            ec = decode(
+                ec, r, [&](std::string_view b, reply_error& e) { return parse_lease(b, out, e); }, err);
             if (!ec && out.ttl <= 0)
                 return session_gone("etcd: lease " + std::to_string(l) + " expired at the server");
             if (ec == error::session_lost)

@@ -65,7 +65,7 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
 
     // ---- keys, acquires and releases (acquire.cpp) ----
     etcd::detail::key_slots slots;
-    dlock::detail::token_order order;  // a release waits for its token's acquire
+    dlock::detail::token_order order;       // a release waits for its token's acquire
     std::map<std::string, bool> contended;  // another token of ours asked while one of ours held
 
     std::string range_of(const std::string& name) const { return cfg.prefix + name + "/"; }

@@ -32,31 +32,35 @@ struct watch_stream::state {
 
 namespace {
 
-asio::awaitable<void> run(std::shared_ptr<watch_stream::state> st, config cfg, endpoint ep, std::string body)
+// One error ends the stream: its callback hears it once.
+void fail(watch_stream::state& st, error_code ec)
 {
-    auto fail = [&](error_code ec) {
-        if (st->cancelled)
-            return;
-        watch_message m;
-        st->cancelled = true;  // one error ends it
-        auto cb = std::move(st->cb);
-        cb(ec, m);
-    };
+    if (st.cancelled)
+        return;
+    st.cancelled = true;
+    auto cb = std::move(st.cb);
+    cb(ec, watch_message{});
+}
+
+// Resolves and connects: the error, as the contract names it.
+asio::awaitable<error_code> connect(watch_stream::state& st, const config& cfg, const endpoint& ep)
+{
     error_code ec;
-    tcp::resolver resolver(st->stream.get_executor());
+    tcp::resolver resolver(st.stream.get_executor());
     auto results = co_await resolver.async_resolve(ep.host, std::to_string(ep.port),
                                                    asio::redirect_error(asio::use_awaitable, ec));
-    if (st->cancelled)
-        co_return;
+    if (ec || st.cancelled)
+        co_return ec ? error_code(error::resolve_failed) : ec;
+    st.stream.expires_after(cfg.connect_timeout);
+    co_await st.stream.async_connect(results, asio::redirect_error(asio::use_awaitable, ec));
     if (ec)
-        co_return fail(error::resolve_failed);
-    st->stream.expires_after(cfg.connect_timeout);
-    co_await st->stream.async_connect(results, asio::redirect_error(asio::use_awaitable, ec));
-    if (st->cancelled)
-        co_return;
-    if (ec)
-        co_return fail(error::connect_failed);
-    st->stream.socket().set_option(tcp::no_delay(true), ec);
+        co_return error::connect_failed;
+    st.stream.socket().set_option(tcp::no_delay(true), ec);
+    co_return error_code();
+}
+
+http::request<http::string_body> watch_request(const endpoint& ep, std::string body)
+{
     http::request<http::string_body> req{http::verb::post, std::string(watch_path), 11};
     req.set(http::field::host, ep.host + ":" + std::to_string(ep.port));
     req.set(http::field::content_type, "application/json");
@@ -65,6 +69,40 @@ asio::awaitable<void> run(std::shared_ptr<watch_stream::state> st, config cfg, e
     req.set("Grpc-Metadata-Hasleader", "true");
     req.body() = std::move(body);
     req.prepare_payload();
+    return req;
+}
+
+// Hands each complete line of `lines` to the callback and drops it. False: the stream
+// ended (a line that is no watch message, or the callback cancelled it).
+bool deliver(watch_stream::state& st, std::string& lines)
+{
+    std::size_t start = 0;
+    for (auto nl = lines.find('\n'); nl != std::string::npos; nl = lines.find('\n', start)) {
+        std::string_view line(lines.data() + start, nl - start);
+        start = nl + 1;
+        if (line.find_first_not_of(" \r\t") == std::string_view::npos)
+            continue;
+        watch_message m;
+        reply_error err;
+        if (!parse_watch_message(line, m, err)) {
+            fail(st, err.code);
+            return false;
+        }
+        auto cb = st.cb;  // a copy: the callback may cancel (and so drop st.cb)
+        cb(error_code(), m);
+        if (st.cancelled)
+            return false;
+    }
+    lines.erase(0, start);
+    return true;
+}
+
+asio::awaitable<void> run(std::shared_ptr<watch_stream::state> st, config cfg, endpoint ep, std::string body)
+{
+    auto ec = co_await connect(*st, cfg, ep);
+    if (st->cancelled || ec)
+        co_return fail(*st, ec);
+    auto req = watch_request(ep, std::move(body));
     st->stream.expires_after(cfg.request_timeout);
     co_await http::async_write(st->stream, req, asio::redirect_error(asio::use_awaitable, ec));
     beast::flat_buffer buf;
@@ -75,43 +113,23 @@ asio::awaitable<void> run(std::shared_ptr<watch_stream::state> st, config cfg, e
         lines.append(data.data(), data.size());
         return data.size();
     };
-    p.on_chunk_body(on_chunk);
+    p.on_chunk_body(on_chunk);  // kept by reference: it lives as long as this frame
     if (!ec)
         co_await http::async_read_header(st->stream, buf, p, asio::redirect_error(asio::use_awaitable, ec));
-    if (st->cancelled)
-        co_return;
-    if (ec)
-        co_return fail(ec == beast::error::timeout ? error::timeout : error::connection_lost);
+    if (st->cancelled || ec)
+        co_return fail(*st, ec == beast::error::timeout ? error::timeout : error::connection_lost);
     st->stream.expires_never();  // a quiet watch is a healthy one
     if (p.get().result_int() != 200) {
         st->stream.expires_after(cfg.request_timeout);
         co_await http::async_read(st->stream, buf, p, asio::redirect_error(asio::use_awaitable, ec));
-        if (st->cancelled)
-            co_return;
-        co_return fail(classify(p.get().result_int(), p.get().body() + lines).code);
+        co_return fail(*st, classify(p.get().result_int(), p.get().body() + lines).code);
     }
     for (;;) {
         co_await http::async_read_some(st->stream, buf, p, asio::redirect_error(asio::use_awaitable, ec));
-        if (st->cancelled)
+        if (st->cancelled || !deliver(*st, lines))
             co_return;
-        std::size_t start = 0;
-        for (auto nl = lines.find('\n'); nl != std::string::npos; nl = lines.find('\n', start)) {
-            std::string_view line(lines.data() + start, nl - start);
-            start = nl + 1;
-            if (line.find_first_not_of(" \r\t") == std::string_view::npos)
-                continue;
-            watch_message m;
-            reply_error err;
-            if (!parse_watch_message(line, m, err))
-                co_return fail(err.code);
-            auto cb = st->cb;  // a copy: the callback may cancel (and so drop st->cb)
-            cb(error_code(), m);
-            if (st->cancelled)
-                co_return;
-        }
-        lines.erase(0, start);
         if (ec || p.is_done())
-            co_return fail(error::connection_lost);
+            co_return fail(*st, error::connection_lost);
     }
 }
 

@@ -9,35 +9,17 @@
 
 namespace dlock::mariadb {
 
+using detail::fail;
+
 namespace {
 
-bool fail(config_error& err, error code, std::string message)
-{
-    err.code = code;
-    err.message = std::move(message);
-    return false;
-}
-
 // 58: the sequence's name adds "_fence" and MariaDB's identifiers stop at 64.
-bool identifier(std::string_view s)
-{
-    if (s.empty() || s.size() > 58 || (s[0] >= '0' && s[0] <= '9'))
-        return false;
-    for (char c : s)
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
-            return false;
-    return true;
-}
+constexpr std::size_t max_identifier = 58;
 
 bool parse_option(std::string_view key, std::string_view value, config& out, config_error& err)
 {
     auto duration = [&](std::chrono::milliseconds& field) {
-        std::chrono::milliseconds d{};
-        if (!detail::parse_duration(value, d) || d.count() < 0)
-            return fail(err, error::invalid_duration,
-                        "mariadb URL: option '" + std::string(key) + "': bad duration '" + std::string(value) + "'");
-        field = d;
-        return true;
+        return detail::duration_option("mariadb URL", key, value, field, err);
     };
     if (key == "connect_timeout")
         return duration(out.connect_timeout);
@@ -67,9 +49,7 @@ bool parse_option(std::string_view key, std::string_view value, config& out, con
 
 std::string check_table(std::string_view table)
 {
-    auto dot = table.find('.');
-    if (dot == std::string_view::npos ? identifier(table)
-                                      : identifier(table.substr(0, dot)) && identifier(table.substr(dot + 1)))
+    if (detail::sql_table_name(table, max_identifier))
         return {};
     return "'" + std::string(table) + "' is not name or database.name (letters, digits, '_'; at most 58 each)";
 }
@@ -83,7 +63,7 @@ bool parse_url(std::string_view url, config& out, config_error& err)
     detail::url_failure f;
     // An option's own failure is in `err` already.
     auto failed = [&] { return f.message.empty() ? false : fail(err, f.code, std::move(f.message)); };
-    if (!detail::strip_scheme(url, {"mariadb://", "mysql://"}, "mariadb", "mariadb://user:password@host:port/db",
+    if (!detail::strip_scheme(url, {"mariadb://", "mysql://"}, "a mariadb", "mariadb://user:password@host:port/db",
                               "mariadb:// or mysql://", rest, f) ||
         !detail::split_server_url(rest, label, c.user, c.password, c.database, parts, f))
         return failed();

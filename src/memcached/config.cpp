@@ -9,14 +9,9 @@
 
 namespace dlock::memcached {
 
-namespace {
+using detail::fail;
 
-bool fail(config_error& err, error code, std::string message)
-{
-    err.code = code;
-    err.message = std::move(message);
-    return false;
-}
+namespace {
 
 bool parse_server(std::string_view text, server& out, config_error& err)
 {
@@ -29,12 +24,7 @@ bool parse_server(std::string_view text, server& out, config_error& err)
 bool parse_option(std::string_view key, std::string_view value, config& out, config_error& err)
 {
     auto duration = [&](std::chrono::milliseconds& field) {
-        std::chrono::milliseconds d{};
-        if (!detail::parse_duration(value, d) || d.count() < 0)
-            return fail(err, error::invalid_duration,
-                        "memcached URL: option '" + std::string(key) + "': bad duration '" + std::string(value) + "'");
-        field = d;
-        return true;
+        return detail::duration_option("memcached URL", key, value, field, err);
     };
     if (key == "timeout" || key == "request_timeout")
         return duration(out.request_timeout);
@@ -54,18 +44,12 @@ bool parse_option(std::string_view key, std::string_view value, config& out, con
 
 bool parse_url(std::string_view url, config& out, config_error& err)
 {
-    constexpr std::string_view scheme = "memcached://";
-    if (url.substr(0, scheme.size()) != scheme) {
-        if (url.find("://") == std::string_view::npos)
-            return fail(err, error::invalid_url,
-                        "not a memcached URL (expected memcached://host:port[,host:port...]): '" +
-                            detail::hide_password(url) + "'");
-        return fail(err, error::unsupported_scheme,
-                    "unsupported scheme in '" + std::string(url.substr(0, url.find("://"))) +
-                        "://' (expected memcached://)");
-    }
+    std::string_view rest;
+    detail::url_failure f;
+    if (!detail::strip_scheme(url, {"memcached://"}, "a memcached", "memcached://host:port[,host:port...]",
+                              "memcached://", rest, f))
+        return fail(err, f.code, std::move(f.message));
     config c = out;
-    auto rest = url.substr(scheme.size());
     if (detail::has_userinfo(rest))
         return fail(err, error::invalid_url, "memcached URL: user names and passwords are not supported");
     auto q = rest.find('?');
@@ -78,7 +62,6 @@ bool parse_url(std::string_view url, config& out, config_error& err)
     if (rest.empty())
         return fail(err, error::invalid_url, "memcached URL: no server in '" + std::string(url) + "'");
     c.servers.clear();
-    detail::url_failure f;
     bool ok = detail::for_each_listed(rest, "memcached URL", f,
                                       [&](std::string_view entry) {
                                           server s;
@@ -103,14 +86,7 @@ bool parse_url(std::string_view url, config& out, config_error& err)
 
 std::string to_url(const config& cfg)
 {
-    std::string s = "memcached://";
-    for (std::size_t i = 0; i < cfg.servers.size(); ++i) {
-        if (i)
-            s += ',';
-        const auto& h = cfg.servers[i].host;
-        s += h.find(':') != std::string::npos ? "[" + h + "]" : h;
-        s += ':' + std::to_string(cfg.servers[i].port);
-    }
+    auto s = "memcached://" + detail::host_list(cfg.servers);
     return s;
 }
 

@@ -7,34 +7,17 @@
 
 namespace dlock::postgres {
 
+using detail::fail;
+
 namespace {
 
-bool fail(config_error& err, error code, std::string message)
-{
-    err.code = code;
-    err.message = std::move(message);
-    return false;
-}
-
-bool identifier(std::string_view s)
-{
-    if (s.empty() || s.size() > 63 || (s[0] >= '0' && s[0] <= '9'))
-        return false;
-    for (char c : s)
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
-            return false;
-    return true;
-}
+// PostgreSQL's identifiers stop at 63 bytes.
+constexpr std::size_t max_identifier = 63;
 
 bool parse_option(std::string_view key, std::string_view value, config& out, config_error& err)
 {
     auto duration = [&](std::chrono::milliseconds& field) {
-        std::chrono::milliseconds d{};
-        if (!detail::parse_duration(value, d) || d.count() < 0)
-            return fail(err, error::invalid_duration,
-                        "postgresql URL: option '" + std::string(key) + "': bad duration '" + std::string(value) + "'");
-        field = d;
-        return true;
+        return detail::duration_option("postgresql URL", key, value, field, err);
     };
     if (key == "connect_timeout")
         return duration(out.connect_timeout);
@@ -63,9 +46,7 @@ bool parse_option(std::string_view key, std::string_view value, config& out, con
 
 std::string check_table(std::string_view table)
 {
-    auto dot = table.find('.');
-    if (dot == std::string_view::npos ? identifier(table)
-                                      : identifier(table.substr(0, dot)) && identifier(table.substr(dot + 1)))
+    if (detail::sql_table_name(table, max_identifier))
         return {};
     return "'" + std::string(table) + "' is not name or schema.name (letters, digits, '_'; at most 63 each)";
 }
@@ -79,7 +60,7 @@ bool parse_url(std::string_view url, config& out, config_error& err)
     detail::url_failure f;
     // An option's own failure is in `err` already.
     auto failed = [&] { return f.message.empty() ? false : fail(err, f.code, std::move(f.message)); };
-    if (!detail::strip_scheme(url, {"postgresql://", "postgres://"}, "postgresql",
+    if (!detail::strip_scheme(url, {"postgresql://", "postgres://"}, "a postgresql",
                               "postgresql://user:password@host:port/db", "postgresql://", rest, f) ||
         !detail::split_server_url(rest, label, c.user, c.password, c.database, parts, f))
         return failed();

@@ -51,8 +51,7 @@ void zookeeper_store::impl::acquire(const lease_request& req, any_acquire_handle
 }
 
 // Completes an acquire, then lets the releases of its token that waited for it go.
-void zookeeper_store::impl::acquired(const lease_request& req, any_acquire_handler h, error_code ec,
-                                     acquire_result res)
+void zookeeper_store::impl::acquired(const lease_request& req, any_acquire_handler h, error_code ec, acquire_result res)
 {
     dlock::detail::post_completion(ex, std::move(h), ec, std::move(res));
     for (auto& f : order.end({req.name, req.token}))
@@ -100,13 +99,12 @@ void zookeeper_store::impl::send_acquire(const lease_request& req, any_acquire_h
 
 // A create whose reply was lost: found by its guid before creating again, on a server synced
 // with the leader (this one may not have applied it yet).
-void zookeeper_store::impl::find_lost_create(const round_ctx& c, const acquire_handler& hp)
+void zookeeper_store::impl::find_lost_create(const round_ctx& c, const acquire_ptr& hp)
 {
     zk->sync(c.path, [](int) {});  // its failure fails the read behind it too
     zk->get_children(c.path, [self = shared_from_this(), c, hp](int rc, std::vector<std::string> children) {
         if (rc != ZOK && rc != ZNONODE)
-            return self->acquired(c.req, std::move(*hp), self->to_error(rc, "children of " + c.path),
-                                  acquire_result{});
+            return self->acquired(c.req, std::move(*hp), self->to_error(rc, "children of " + c.path), acquire_result{});
         auto pos = recipe::find(recipe::contenders(std::move(children)), c.req.token, c.sid);
         auto& ns = self->nodes[c.key];
         ns.uncertain = false;
@@ -119,7 +117,7 @@ void zookeeper_store::impl::find_lost_create(const round_ctx& c, const acquire_h
 }
 
 // What an acquire round's replies mean is judge()'s (acquire_round.hpp); doing it is this.
-void zookeeper_store::impl::judge_round(const round_ctx& c, const acquire_handler& hp, round_replies& st)
+void zookeeper_store::impl::judge_round(const round_ctx& c, const acquire_ptr& hp, round_replies& st)
 {
     acquire_round r{.closed = closed,
                     .same_session = session_id == c.sid,
@@ -191,7 +189,7 @@ void zookeeper_store::impl::make_parent(std::shared_ptr<std::vector<std::string>
 
 // Found by its guid after a lost reply: its czxid first, and only if this session owns it
 // (a node of a session given up is never adopted); then the round again.
-void zookeeper_store::impl::check_owner(const round_ctx& c, const std::string& node, const acquire_handler& hp)
+void zookeeper_store::impl::check_owner(const round_ctx& c, const std::string& node, const acquire_ptr& hp)
 {
     nodes[c.key].node = node;
     zk->exists(node, [self = shared_from_this(), c, hp](int rc, node_stat s) {
@@ -206,7 +204,7 @@ void zookeeper_store::impl::check_owner(const round_ctx& c, const std::string& n
 }
 
 // Ours is the first node: the lock, good until the session's deadline at the most.
-void zookeeper_store::impl::grant(const round_ctx& c, const acquire_handler& hp)
+void zookeeper_store::impl::grant(const round_ctx& c, const acquire_ptr& hp)
 {
     auto& ns = nodes[c.key];
     ns.held = true;
@@ -221,7 +219,7 @@ void zookeeper_store::impl::grant(const round_ctx& c, const acquire_handler& hp)
 }
 
 // Not first: a queued acquire keeps its node and waits; a try withdraws it.
-void zookeeper_store::impl::not_first(const round_ctx& c, std::size_t contenders, const acquire_handler& hp)
+void zookeeper_store::impl::not_first(const round_ctx& c, std::size_t contenders, const acquire_ptr& hp)
 {
     if (contenders > 1)
         contended[c.req.name] = true;

@@ -8,14 +8,9 @@
 
 namespace dlock::zookeeper {
 
-namespace {
+using detail::fail;
 
-bool fail(config_error& err, error code, std::string message)
-{
-    err.code = code;
-    err.message = std::move(message);
-    return false;
-}
+namespace {
 
 bool parse_server(std::string_view text, server& out, config_error& err)
 {
@@ -28,12 +23,7 @@ bool parse_server(std::string_view text, server& out, config_error& err)
 bool parse_option(std::string_view key, std::string_view value, config& out, config_error& err)
 {
     auto duration = [&](std::chrono::milliseconds& field) {
-        std::chrono::milliseconds d{};
-        if (!detail::parse_duration(value, d) || d.count() <= 0)
-            return fail(err, error::invalid_duration,
-                        "zk URL: option '" + std::string(key) + "': bad duration '" + std::string(value) + "'");
-        field = d;
-        return true;
+        return detail::duration_option("zk URL", key, value, field, err, true);
     };
     if (key == "session_timeout")
         return duration(out.session_timeout);
@@ -78,17 +68,10 @@ std::string check_path(std::string_view path)
 bool parse_url(std::string_view url, config& out, config_error& err)
 {
     std::string_view rest;
-    for (std::string_view scheme : {"zk://", "zookeeper://"})
-        if (url.substr(0, scheme.size()) == scheme)
-            rest = url.substr(scheme.size());
-    if (rest.data() == nullptr) {
-        if (url.find("://") == std::string_view::npos)
-            return fail(err, error::invalid_url,
-                        "not a ZooKeeper URL (expected zk://host:port[,host:port...][/chroot]): '" +
-                            detail::hide_password(url) + "'");
-        return fail(err, error::unsupported_scheme,
-                    "unsupported scheme in '" + std::string(url.substr(0, url.find("://"))) + "://' (expected zk://)");
-    }
+    detail::url_failure f;
+    if (!detail::strip_scheme(url, {"zk://", "zookeeper://"}, "a ZooKeeper", "zk://host:port[,host:port...][/chroot]",
+                              "zk://", rest, f))
+        return fail(err, f.code, std::move(f.message));
     config c = out;
     if (detail::has_userinfo(rest))
         return fail(err, error::invalid_url, "zk URL: user names and passwords are not supported");
@@ -107,7 +90,6 @@ bool parse_url(std::string_view url, config& out, config_error& err)
     if (rest.empty())
         return fail(err, error::invalid_url, "zk URL: no server in '" + std::string(url) + "'");
     c.servers.clear();
-    detail::url_failure f;
     bool ok = detail::for_each_listed(rest, "zk URL", f,
                                       [&](std::string_view entry) {
                                           server s;
@@ -132,14 +114,7 @@ bool parse_url(std::string_view url, config& out, config_error& err)
 
 std::string to_url(const config& cfg)
 {
-    std::string s = "zk://";
-    for (std::size_t i = 0; i < cfg.servers.size(); ++i) {
-        if (i)
-            s += ',';
-        const auto& h = cfg.servers[i].host;
-        s += h.find(':') != std::string::npos ? "[" + h + "]" : h;
-        s += ':' + std::to_string(cfg.servers[i].port);
-    }
+    auto s = "zk://" + detail::host_list(cfg.servers);
     return s + cfg.chroot;
 }
 

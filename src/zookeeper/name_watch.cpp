@@ -19,7 +19,7 @@ void zookeeper_store::impl::arm_name(const std::string& name)
     auto it = names.find(name);
     if (it == names.end() || closed)
         return;
-    auto epoch = ++it->second.epoch;
+    auto epoch = it->second.epoch = ++name_epochs;  // store-wide: a reply to a forgotten watch never matches
     ensure_session([self = shared_from_this(), name, epoch](error_code ec) {
         auto it = self->names.find(name);
         if (it == self->names.end() || it->second.epoch != epoch)
@@ -41,7 +41,8 @@ void zookeeper_store::impl::arm_name(const std::string& name)
                 if (it == self->names.end() || it->second.epoch != epoch)
                     return;
                 if (rc == ZNONODE)  // no lock path yet (or reaped): watch for its creation instead
-                    self->zk->exists(self->path_of(name), [](int, node_stat) {}, on_change);
+                    self->zk->exists(
+                        self->path_of(name), [](int, node_stat) {}, on_change);
                 self->on_children(name, rc, std::move(children));
             },
             on_change);
@@ -50,7 +51,7 @@ void zookeeper_store::impl::arm_name(const std::string& name)
 
 void zookeeper_store::impl::on_children(const std::string& name, int rc, std::vector<std::string> children)
 {
-    auto& nw = names[name];
+    auto& nw = names.find(name)->second;  // the caller found it
     if (rc != ZOK && rc != ZNONODE)
         return watches.name_down(name, watch_event::resync);
     auto now = rc == ZOK ? recipe::contenders(std::move(children)) : std::vector<std::string>();

@@ -68,9 +68,8 @@ void zookeeper_store::impl::on_place(const std::shared_ptr<queued>& q, const rec
     if (pos.first) {
         auto& ns = nodes[{q->name, q->token}];
         ns.held = true;
-        grant_notice g{static_cast<std::uint64_t>(ns.czxid),
-                       std::min(q->ttl, ms_until(deadline(), clock_type::now())), ns.node,
-                       static_cast<std::uint64_t>(q->session)};
+        grant_notice g{static_cast<std::uint64_t>(ns.czxid), std::min(q->ttl, ms_until(deadline(), clock_type::now())),
+                       ns.node, static_cast<std::uint64_t>(q->session)};
         drop_queued(q, std::nullopt);
         if (ns.czxid)
             watches.tell(q->name, q->token, watch_event::granted, std::move(g));

@@ -32,8 +32,7 @@ void zookeeper_store::impl::release(const lease_key& k, any_release_handler h, b
         nodes.erase(key);
         return post_completion(ex, std::move(*hp), error_code(), false);
     }
-    zk->remove(node, [self = shared_from_this(), k, key, held = it->second.held, hp, again,
-                      sid = session_id](int rc) {
+    zk->remove(node, [self = shared_from_this(), k, key, held = it->second.held, hp, again, sid = session_id](int rc) {
         if (self->release_later(rc, sid, k, hp))
             return;
         if (rc != ZOK && rc != ZNONODE)
@@ -49,33 +48,33 @@ void zookeeper_store::impl::release(const lease_key& k, any_release_handler h, b
 
 // A create whose reply was lost may have made a node: found by the guid, on a server synced
 // with the leader (this one may not have applied it yet), then released.
-void zookeeper_store::impl::find_lost_node(const lease_key& k, const release_handler& hp)
+void zookeeper_store::impl::find_lost_node(const lease_key& k, const release_ptr& hp)
 {
     auto path = path_of(k.name);
     zk->sync(path, [](int) {});  // its failure fails the read behind it too
-    zk->get_children(path, [self = shared_from_this(), k, path, hp, sid = session_id](int rc,
-                                                                                     std::vector<std::string> c) {
-        if (self->release_later(rc, sid, k, hp))
-            return;
-        if (rc != ZOK && rc != ZNONODE)
-            return post_completion(self->ex, std::move(*hp), self->to_error(rc, "children of " + path), false);
-        auto pos = recipe::find(recipe::contenders(std::move(c)), k.token, sid);
-        key_pair key{k.name, k.token};
-        if (pos.found) {
-            auto& ns = self->nodes[key];
-            ns.uncertain = false;
-            ns.node = path + "/" + pos.node;
-        } else {
-            self->nodes.erase(key);
-        }
-        self->release(k, std::move(*hp));
-    });
+    zk->get_children(
+        path, [self = shared_from_this(), k, path, hp, sid = session_id](int rc, std::vector<std::string> c) {
+            if (self->release_later(rc, sid, k, hp))
+                return;
+            if (rc != ZOK && rc != ZNONODE)
+                return post_completion(self->ex, std::move(*hp), self->to_error(rc, "children of " + path), false);
+            auto pos = recipe::find(recipe::contenders(std::move(c)), k.token, sid);
+            key_pair key{k.name, k.token};
+            if (pos.found) {
+                auto& ns = self->nodes[key];
+                ns.uncertain = false;
+                ns.node = path + "/" + pos.node;
+            } else {
+                self->nodes.erase(key);
+            }
+            self->release(k, std::move(*hp));
+        });
 }
 
 // The connection went under a release while the session lives on, and its node with it:
 // that node would stay in front of every contender. Asked again until the session is
 // answered or gone (its end deletes the node; the deadline timer bounds the wait).
-bool zookeeper_store::impl::release_later(int rc, std::int64_t sid, const lease_key& k, const release_handler& hp)
+bool zookeeper_store::impl::release_later(int rc, std::int64_t sid, const lease_key& k, const release_ptr& hp)
 {
     if ((rc != ZCONNECTIONLOSS && rc != ZOPERATIONTIMEOUT) || closed || !sid || session_id != sid)
         return false;

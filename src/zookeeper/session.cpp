@@ -308,7 +308,7 @@ void zookeeper_store::impl::session_gone(std::string why)
     for (auto& [k, q] : std::map(queue))
         drop_queued(q, watch_event::resync);
     for (auto& [name, nw] : names) {
-        ++nw.epoch;  // the old watch fires into nothing
+        nw.epoch = ++name_epochs;  // the old watch fires into nothing
         watches.name_down(name, watch_event::resync);
     }
 }

@@ -32,8 +32,8 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
     using milliseconds = std::chrono::milliseconds;
     using clock_type = std::chrono::steady_clock;
     using key_pair = std::pair<std::string, std::string>;  // (name, token)
-    using acquire_handler = std::shared_ptr<boost::asio::any_completion_handler<acquire_signature>>;
-    using release_handler = std::shared_ptr<boost::asio::any_completion_handler<bool_signature>>;
+    using acquire_ptr = std::shared_ptr<boost::asio::any_completion_handler<acquire_signature>>;
+    using release_ptr = std::shared_ptr<boost::asio::any_completion_handler<bool_signature>>;
 
     impl(boost::asio::any_io_executor e, zookeeper::config c)
         : ex(e), cfg(std::move(c)), resolver(e), connect_timer(e), deadline_timer(e), ping_timer(e), watches(e)
@@ -48,8 +48,8 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
 
     // ---- the session (session.cpp) ----
     std::shared_ptr<zookeeper::detail::client> zk;
-    std::int64_t session_id = 0;  // 0: none trusted
-    milliseconds timeout{0};      // negotiated
+    std::int64_t session_id = 0;       // 0: none trusted
+    milliseconds timeout{0};           // negotiated
     dlock::detail::session_life life;  // its events, ping schedule and deadline
     dlock::detail::session_gate gate;  // callers waiting for a session
     boost::asio::steady_timer connect_timer, deadline_timer, ping_timer;
@@ -106,20 +106,20 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
     void acquire(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h, bool retried);
     void acquired(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h, error_code ec,
                   acquire_result res);
-    void send_acquire(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h,
-                      bool retried, bool parents_made = false);
-    void find_lost_create(const round_ctx& c, const acquire_handler& hp);
-    void judge_round(const round_ctx& c, const acquire_handler& hp, round_replies& st);
+    void send_acquire(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h, bool retried,
+                      bool parents_made = false);
+    void find_lost_create(const round_ctx& c, const acquire_ptr& hp);
+    void judge_round(const round_ctx& c, const acquire_ptr& hp, round_replies& st);
     void make_parents(const std::string& path, std::function<void(int)> done);
     void make_parent(std::shared_ptr<std::vector<std::string>> chain, std::size_t i, std::function<void(int)> done);
-    void check_owner(const round_ctx& c, const std::string& node, const acquire_handler& hp);
-    void grant(const round_ctx& c, const acquire_handler& hp);
-    void not_first(const round_ctx& c, std::size_t contenders, const acquire_handler& hp);
+    void check_owner(const round_ctx& c, const std::string& node, const acquire_ptr& hp);
+    void grant(const round_ctx& c, const acquire_ptr& hp);
+    void not_first(const round_ctx& c, std::size_t contenders, const acquire_ptr& hp);
 
     // ---- a release (release.cpp) ----
     void release(const lease_key& k, boost::asio::any_completion_handler<bool_signature> h, bool again = false);
-    void find_lost_node(const lease_key& k, const release_handler& hp);
-    bool release_later(int rc, std::int64_t sid, const lease_key& k, const release_handler& hp);
+    void find_lost_node(const lease_key& k, const release_ptr& hp);
+    bool release_later(int rc, std::int64_t sid, const lease_key& k, const release_ptr& hp);
 
     // ---- watches: the table, queued tokens (queue.cpp), names (name_watch.cpp) ----
     dlock::detail::watch_table watches;
@@ -145,6 +145,7 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
         std::uint64_t epoch = 0;
     };
     std::map<std::string, name_watch> names;
+    std::uint64_t name_epochs = 0;  // the last epoch given to any name's watch
 
     void arm_name(const std::string& name);
     void on_children(const std::string& name, int rc, std::vector<std::string> children);

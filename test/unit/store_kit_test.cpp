@@ -188,14 +188,6 @@ BOOST_FIXTURE_TEST_CASE(session_watchers_may_unwatch_each_other, table_fixture)
     BOOST_TEST((calls == std::vector<int>{1, 1}));
 }
 
-BOOST_FIXTURE_TEST_CASE(names_lists_the_untokened_names, table_fixture)
-{
-    add("a", "n");
-    add("b", "m");
-    add("c", "x", "t");
-    BOOST_TEST((table.names() == std::set<std::string>{"m", "n"}));
-}
-
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(token_order_kit)
@@ -221,7 +213,7 @@ BOOST_AUTO_TEST_CASE(a_release_waits_for_every_acquire_of_its_token)
     for (auto& f : run)
         f();
     BOOST_TEST((ran == std::vector<std::string>{"idle", "r1", "r2"}));  // in the order they came
-    BOOST_TEST(o.end(k).empty());  // an end without a begin: nothing
+    BOOST_TEST(o.end(k).empty());                                       // an end without a begin: nothing
 }
 
 BOOST_AUTO_TEST_SUITE_END()
