@@ -5,7 +5,7 @@
 // time of the last confirmation (a reply proves the session lived when the request left),
 // less a drift of 1% + 2 ms, as the registry's leases are. Used by the etcd and ZooKeeper
 // stores, which send, arm their timers from next_keepalive() and deadline(), and pass on
-// the events; tested alone with a fake clock (test/unit/session_life_test.cpp).
+// the events; tested alone with a fake clock (test/unit/common/session_life_test.cpp).
 //
 //   state \ input   opened   keepalive_sent  confirmed   heard      unconfirmed  reconnected  expired?  end
 //   none            up       -               -           -          -            -            false     -

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 // Sans-io rules of a lease: validation against the settings and the store's traits, and
-// the settings' derived values. Pure functions, unit-tested in test/unit/lease_policy_test.cpp.
+// the settings' derived values. Pure functions, unit-tested in test/unit/core/lease_policy_test.cpp.
 #pragma once
 
 #include <dlock/config.hpp>

@@ -3,7 +3,7 @@
 // back to back, or the getChildren alone when our node is known), without I/O: the store
 // gathers the replies and its state into an acquire_round, judge() names the next step, and
 // the store carries it out (src/zookeeper/acquire.cpp, judge_round). Every input that can happen
-// is a case of test/unit/zookeeper_acquire_test.cpp.
+// is a case of test/unit/zookeeper/acquire_round_test.cpp.
 #pragma once
 
 #include "zookeeper/recipe.hpp"
