@@ -15,6 +15,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dlock::detail {
 
@@ -173,6 +174,52 @@ bool for_each_listed(std::string_view list, std::string_view label, url_failure&
         }
     }
     return true;
+}
+
+/// A server-list URL (etcd://, memcached://, zk://) after its scheme: the list, the path
+/// (with its '/'; empty if none) and the query (after '?').
+struct list_url {
+    std::string_view servers, path, query;
+};
+
+/// Splits `rest` as a list_url; user info is refused (`what_not`: the words after "user
+/// names and passwords are not supported").
+inline bool split_list_url(std::string_view rest, std::string_view label, std::string_view what_not, list_url& out,
+                           url_failure& f)
+{
+    if (rest.find('@') != std::string_view::npos) {
+        f = {error::invalid_url,
+             std::string(label) + ": user names and passwords are not supported" + std::string(what_not)};
+        return false;
+    }
+    auto q = rest.find('?');
+    out.query = q == std::string_view::npos ? std::string_view() : rest.substr(q + 1);
+    rest = rest.substr(0, q);
+    auto slash = rest.find('/');
+    out.path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+    out.servers = rest.substr(0, slash);
+    return true;
+}
+
+/// Each `host[:port]` of `list` (port `default_port` if none) appended to `out` (elements
+/// with `host` and `port`); `once`: a server listed twice is refused.
+template <class Server>
+bool parse_server_list(std::string_view list, std::uint16_t default_port, std::string_view label, bool once,
+                       std::vector<Server>& out, url_failure& f)
+{
+    return for_each_listed(list, label, f, [&](std::string_view entry) {
+        Server s;
+        if (!parse_host_port(entry, default_port, label, s.host, s.port, f))
+            return false;
+        for (const auto& o : out)
+            if (once && o.host == s.host && o.port == s.port) {
+                f = {error::invalid_url,
+                     std::string(label) + ": server " + s.host + ":" + std::to_string(s.port) + " is listed twice"};
+                return false;
+            }
+        out.push_back(std::move(s));
+        return true;
+    });
 }
 
 /// Calls `option(key, value)` for every `key=value` of a query string.

@@ -13,14 +13,6 @@ using detail::fail;
 
 namespace {
 
-bool parse_member(std::string_view text, endpoint& out, config_error& err)
-{
-    detail::url_failure f;
-    if (detail::parse_host_port(text, 2379, "etcd URL", out.host, out.port, f))
-        return true;
-    return fail(err, f.code, std::move(f.message));
-}
-
 bool parse_option(std::string_view key, std::string_view value, config& out, config_error& err)
 {
     auto duration = [&](std::chrono::milliseconds& field) {
@@ -62,26 +54,15 @@ bool parse_url(std::string_view url, config& out, config_error& err)
     if (!detail::strip_scheme(url, {"etcd://"}, "an etcd", "etcd://host:port[,host:port...]", "etcd://", rest, f))
         return fail(err, f.code, std::move(f.message));
     config c = out;
-    if (detail::has_userinfo(rest))
-        return fail(err, error::invalid_url, "etcd URL: user names and passwords are not supported yet");
-    auto q = rest.find('?');
-    std::string_view query = q == std::string_view::npos ? std::string_view() : rest.substr(q + 1);
-    rest = rest.substr(0, q);
-    auto slash = rest.find('/');
-    std::string_view members = rest.substr(0, slash);
-    c.prefix = slash == std::string_view::npos ? std::string() : std::string(rest.substr(slash + 1));
-    if (members.empty())
+    detail::list_url parts;
+    if (!detail::split_list_url(rest, "etcd URL", " yet", parts, f))
+        return fail(err, f.code, std::move(f.message));
+    c.prefix = parts.path.empty() ? std::string() : std::string(parts.path.substr(1));
+    if (parts.servers.empty())
         return fail(err, error::invalid_url, "etcd URL: no member in '" + std::string(url) + "'");
     c.endpoints.clear();
-    bool ok = detail::for_each_listed(members, "etcd URL", f,
-                                      [&](std::string_view m) {
-                                          endpoint ep;
-                                          if (!parse_member(m, ep, err))
-                                              return false;
-                                          c.endpoints.push_back(std::move(ep));
-                                          return true;
-                                      }) &&
-              detail::for_each_option(query, "etcd URL", f, [&](std::string_view k, std::string_view v) {
+    bool ok = detail::parse_server_list(parts.servers, 2379, "etcd URL", false, c.endpoints, f) &&
+              detail::for_each_option(parts.query, "etcd URL", f, [&](std::string_view k, std::string_view v) {
                   return parse_option(k, v, c, err);
               });
     if (!ok)

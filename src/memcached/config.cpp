@@ -13,14 +13,6 @@ using detail::fail;
 
 namespace {
 
-bool parse_server(std::string_view text, server& out, config_error& err)
-{
-    detail::url_failure f;
-    if (detail::parse_host_port(text, 11211, "memcached URL", out.host, out.port, f))
-        return true;
-    return fail(err, f.code, std::move(f.message));
-}
-
 bool parse_option(std::string_view key, std::string_view value, config& out, config_error& err)
 {
     auto duration = [&](std::chrono::milliseconds& field) {
@@ -50,32 +42,16 @@ bool parse_url(std::string_view url, config& out, config_error& err)
                               "memcached://", rest, f))
         return fail(err, f.code, std::move(f.message));
     config c = out;
-    if (detail::has_userinfo(rest))
-        return fail(err, error::invalid_url, "memcached URL: user names and passwords are not supported");
-    auto q = rest.find('?');
-    std::string_view query = q == std::string_view::npos ? std::string_view() : rest.substr(q + 1);
-    rest = rest.substr(0, q);
-    if (!rest.empty() && rest.back() == '/')
-        rest.remove_suffix(1);
-    if (rest.find('/') != std::string_view::npos)
+    detail::list_url parts;
+    if (!detail::split_list_url(rest, "memcached URL", "", parts, f))
+        return fail(err, f.code, std::move(f.message));
+    if (!parts.path.empty() && parts.path != "/")
         return fail(err, error::invalid_url, "memcached URL: no path expected in '" + std::string(url) + "'");
-    if (rest.empty())
+    if (parts.servers.empty())
         return fail(err, error::invalid_url, "memcached URL: no server in '" + std::string(url) + "'");
     c.servers.clear();
-    bool ok = detail::for_each_listed(rest, "memcached URL", f,
-                                      [&](std::string_view entry) {
-                                          server s;
-                                          if (!parse_server(entry, s, err))
-                                              return false;
-                                          for (const auto& o : c.servers)
-                                              if (o.host == s.host && o.port == s.port)
-                                                  return fail(err, error::invalid_url,
-                                                              "memcached URL: server " + s.host + ":" +
-                                                                  std::to_string(s.port) + " is listed twice");
-                                          c.servers.push_back(std::move(s));
-                                          return true;
-                                      }) &&
-              detail::for_each_option(query, "memcached URL", f, [&](std::string_view k, std::string_view v) {
+    bool ok = detail::parse_server_list(parts.servers, 11211, "memcached URL", true, c.servers, f) &&
+              detail::for_each_option(parts.query, "memcached URL", f, [&](std::string_view k, std::string_view v) {
                   return parse_option(k, v, c, err);
               });
     if (!ok)
