@@ -377,6 +377,12 @@ void connection::exec(std::string text, std::chrono::milliseconds timeout,
 {
     if (impl_->closed)
         return dlock::detail::post_completion(impl_->ex, std::move(h), error_code(error::closed), sql::result{});
+    if (!impl_->s.refused.empty()) {
+        sql::result refused;
+        refused.message = impl_->s.refused;
+        return dlock::detail::post_completion(impl_->ex, std::move(h), error_code(error::invalid_option),
+                                              std::move(refused));
+    }
     impl_->queue.push_back(impl::request{std::move(text), timeout, std::move(h)});
     impl_->kick();
 }

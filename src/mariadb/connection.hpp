@@ -26,6 +26,9 @@ struct connection_settings {
     config cfg;
     /// A multi-statement query run after each connect, before any request (empty: none).
     std::string setup{};
+    /// Not empty: every request fails at once with invalid_option and this text as the
+    /// result's message (a config the store refused); nothing connects.
+    std::string refused{};
 };
 
 /// - exec(): one multi-statement text query; completes with its result sets or its error.

@@ -45,6 +45,7 @@ struct mariadb_store::impl : std::enable_shared_from_this<impl> {
     mariadb::config cfg;
     std::unique_ptr<conn_t> conn;
     std::vector<slot> slots;  // the wait pool, grown on demand up to cfg.wait_connections
+    std::string bad_config;   // why the config was refused (empty: it was not)
     std::map<std::string, name_state> names;
     std::map<watch_id, watcher> watches;
     watch_id next_watch = 1;
@@ -106,9 +107,9 @@ struct mariadb_store::impl : std::enable_shared_from_this<impl> {
                 return static_cast<int>(i);
         if (slots.size() >= cfg.wait_connections)
             return -1;  // the pool is busy: the waiters of this name sleep the holder's lease
-        slots.push_back(
-            {std::make_unique<conn_t>(ex, mariadb::detail::connection_settings{cfg, mariadb::sql::session_setup()}),
-             {}});
+        slots.push_back({std::make_unique<conn_t>(
+                             ex, mariadb::detail::connection_settings{cfg, mariadb::sql::session_setup(), bad_config}),
+                         {}});
         return static_cast<int>(slots.size() - 1);
     }
 
@@ -190,12 +191,16 @@ auto shared(asio::any_completion_handler<Sig> h)
 mariadb_store::mariadb_store(asio::any_io_executor ex, mariadb::config cfg) : impl_(std::make_shared<impl>())
 {
     impl_->ex = ex;
-    if (!mariadb::check_table(cfg.table).empty())
-        cfg.table = "dlock_locks";  // parse_url refuses such names; a hand-made config falls back
+    // A table parse_url would refuse: never put into SQL; every operation fails with the reason.
+    if (auto why = mariadb::check_table(cfg.table); !why.empty()) {
+        impl_->bad_config = "mariadb_store: config.table: " + why;
+        cfg.table = "dlock_locks";
+    }
     impl_->cfg = std::move(cfg);
-    impl_->conn = std::make_unique<conn_t>(
-        ex, mariadb::detail::connection_settings{impl_->cfg, mariadb::sql::session_setup() + ";\n" +
-                                                                 mariadb::sql::schema_setup(impl_->cfg.table)});
+    mariadb::detail::connection_settings cs{impl_->cfg, mariadb::sql::session_setup() + ";\n" +
+                                                            mariadb::sql::schema_setup(impl_->cfg.table)};
+    cs.refused = impl_->bad_config;
+    impl_->conn = std::make_unique<conn_t>(ex, std::move(cs));
 }
 
 mariadb_store::~mariadb_store()

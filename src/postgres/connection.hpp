@@ -35,6 +35,9 @@ struct connection_settings {
     std::function<void()> on_up{};
     /// When a connection that was up is lost.
     std::function<void()> on_down{};
+    /// Not empty: every request fails at once with invalid_option and this text as the
+    /// result's message (a config the store refused); nothing connects.
+    std::string refused{};
 };
 
 /// - exec(): one statement with text parameters ($1..), or (`simple`) a parameterless

@@ -38,6 +38,7 @@ struct postgres_store::impl : std::enable_shared_from_this<impl> {
     std::map<watch_id, watcher> watches;
     watch_id next_watch = 1;
     bool listening = false;
+    std::string bad_config;  // why the config was refused (empty: it was not)
 
     void post_event(watch_id id, watch_event ev, grant_notice g = {})
     {
@@ -87,7 +88,7 @@ struct postgres_store::impl : std::enable_shared_from_this<impl> {
 
     void start_listener()
     {
-        if (listener)
+        if (listener || !bad_config.empty())
             return;
         postgres::detail::connection_settings ls{cfg, postgres::sql::listen(), true};
         std::weak_ptr<impl> weak = weak_from_this();
@@ -141,11 +142,16 @@ std::string ms(std::chrono::milliseconds d)
 postgres_store::postgres_store(asio::any_io_executor ex, postgres::config cfg) : impl_(std::make_shared<impl>())
 {
     impl_->ex = ex;
-    if (!postgres::check_table(cfg.table).empty())
-        cfg.table = "dlock_locks";  // parse_url refuses such names; a hand-made config falls back
+    // A table parse_url would refuse: never put into SQL; every operation fails with the reason.
+    if (auto why = postgres::check_table(cfg.table); !why.empty()) {
+        impl_->bad_config = "postgres_store: config.table: " + why;
+        cfg.table = "dlock_locks";
+    }
     impl_->cfg = std::move(cfg);
     impl_->st = postgres::sql::make_statements(impl_->cfg.table);
-    impl_->conn = std::make_unique<conn_t>(ex, postgres::detail::connection_settings{impl_->cfg, impl_->st.setup});
+    postgres::detail::connection_settings cs{impl_->cfg, impl_->st.setup};
+    cs.refused = impl_->bad_config;
+    impl_->conn = std::make_unique<conn_t>(ex, std::move(cs));
 }
 
 postgres_store::~postgres_store()
