@@ -373,4 +373,45 @@ inline bool split_server_url(std::string_view rest, std::string_view label, std:
     return true;
 }
 
+/// How a server-list store writes its URL (etcd://, memcached://, zk://).
+struct list_url_form {
+    std::string_view scheme, other_scheme;  ///< "zk://", and "zookeeper://" (empty: none)
+    std::string_view a_name;                ///< with its article: "an etcd", "a ZooKeeper"
+    std::string_view usage;                 ///< the form shown in "not a ... URL (expected <usage>)"
+    std::string_view label;                 ///< what messages start with: "etcd URL"
+    std::string_view no_userinfo_yet;       ///< after "user names and passwords are not supported"
+    std::string_view server_noun;           ///< "member", "server": for "no member in '<url>'"
+    std::uint16_t default_port = 0;
+    bool once = true;  ///< a server listed twice is refused
+};
+
+/// A server-list URL whole: its scheme, its user info refused, its path handed to
+/// `path(p)` (the store's own meaning; it fills `err` and says false to refuse), its
+/// servers into `servers`, its options to `option(key, value)` (which fills `err` itself).
+template <class Err, class Server, class Path, class Option>
+bool parse_list_url(std::string_view url, const list_url_form& form, std::vector<Server>& servers, Path path,
+                    Option option, Err& err)
+{
+    std::string_view rest;
+    list_url parts;
+    url_failure f;
+    bool schemed =
+        form.other_scheme.empty()
+            ? strip_scheme(url, {form.scheme}, form.a_name, form.usage, form.scheme, rest, f)
+            : strip_scheme(url, {form.scheme, form.other_scheme}, form.a_name, form.usage, form.scheme, rest, f);
+    if (!schemed || !split_list_url(rest, form.label, form.no_userinfo_yet, parts, f))
+        return fail(err, f.code, std::move(f.message));
+    if (!path(parts.path))
+        return false;
+    if (parts.servers.empty())
+        return fail(err, error::invalid_url,
+                    std::string(form.label) + ": no " + std::string(form.server_noun) + " in '" + std::string(url) +
+                        "'");
+    servers.clear();
+    if (parse_server_list(parts.servers, form.default_port, form.label, form.once, servers, f) &&
+        for_each_option(parts.query, form.label, f, option))
+        return true;
+    return f.message.empty() ? false : fail(err, f.code, std::move(f.message));
+}
+
 }  // namespace dlock::detail

@@ -49,24 +49,16 @@ bool parse_option(std::string_view key, std::string_view value, config& out, con
 
 bool parse_url(std::string_view url, config& out, config_error& err)
 {
-    std::string_view rest;
-    detail::url_failure f;
-    if (!detail::strip_scheme(url, {"etcd://"}, "an etcd", "etcd://host:port[,host:port...]", "etcd://", rest, f))
-        return fail(err, f.code, std::move(f.message));
+    static constexpr detail::list_url_form form{
+        "etcd://", {}, "an etcd", "etcd://host:port[,host:port...]", "etcd URL", " yet", "member", 2379, false};
     config c = out;
-    detail::list_url parts;
-    if (!detail::split_list_url(rest, "etcd URL", " yet", parts, f))
-        return fail(err, f.code, std::move(f.message));
-    c.prefix = parts.path.empty() ? std::string() : std::string(parts.path.substr(1));
-    if (parts.servers.empty())
-        return fail(err, error::invalid_url, "etcd URL: no member in '" + std::string(url) + "'");
-    c.endpoints.clear();
-    bool ok = detail::parse_server_list(parts.servers, 2379, "etcd URL", false, c.endpoints, f) &&
-              detail::for_each_option(parts.query, "etcd URL", f, [&](std::string_view k, std::string_view v) {
-                  return parse_option(k, v, c, err);
-              });
-    if (!ok)
-        return f.message.empty() ? false : fail(err, f.code, std::move(f.message));
+    auto prefix = [&](std::string_view p) {
+        c.prefix = p.empty() ? std::string() : std::string(p.substr(1));
+        return true;
+    };
+    auto option = [&](std::string_view k, std::string_view v) { return parse_option(k, v, c, err); };
+    if (!detail::parse_list_url(url, form, c.endpoints, prefix, option, err))
+        return false;
     out = std::move(c);
     return true;
 }

@@ -36,26 +36,17 @@ bool parse_option(std::string_view key, std::string_view value, config& out, con
 
 bool parse_url(std::string_view url, config& out, config_error& err)
 {
-    std::string_view rest;
-    detail::url_failure f;
-    if (!detail::strip_scheme(url, {"memcached://"}, "a memcached", "memcached://host:port[,host:port...]",
-                              "memcached://", rest, f))
-        return fail(err, f.code, std::move(f.message));
+    static constexpr detail::list_url_form form{
+        "memcached://",  {}, "a memcached", "memcached://host:port[,host:port...]",
+        "memcached URL", "", "server",      11211};
     config c = out;
-    detail::list_url parts;
-    if (!detail::split_list_url(rest, "memcached URL", "", parts, f))
-        return fail(err, f.code, std::move(f.message));
-    if (!parts.path.empty() && parts.path != "/")
-        return fail(err, error::invalid_url, "memcached URL: no path expected in '" + std::string(url) + "'");
-    if (parts.servers.empty())
-        return fail(err, error::invalid_url, "memcached URL: no server in '" + std::string(url) + "'");
-    c.servers.clear();
-    bool ok = detail::parse_server_list(parts.servers, 11211, "memcached URL", true, c.servers, f) &&
-              detail::for_each_option(parts.query, "memcached URL", f, [&](std::string_view k, std::string_view v) {
-                  return parse_option(k, v, c, err);
-              });
-    if (!ok)
-        return f.message.empty() ? false : fail(err, f.code, std::move(f.message));
+    auto no_path = [&](std::string_view p) {
+        return p.empty() || p == "/" ||
+               fail(err, error::invalid_url, "memcached URL: no path expected in '" + std::string(url) + "'");
+    };
+    auto option = [&](std::string_view k, std::string_view v) { return parse_option(k, v, c, err); };
+    if (!detail::parse_list_url(url, form, c.servers, no_path, option, err))
+        return false;
     out = std::move(c);
     return true;
 }

@@ -59,29 +59,20 @@ std::string check_path(std::string_view path)
 
 bool parse_url(std::string_view url, config& out, config_error& err)
 {
-    std::string_view rest;
-    detail::url_failure f;
-    if (!detail::strip_scheme(url, {"zk://", "zookeeper://"}, "a ZooKeeper", "zk://host:port[,host:port...][/chroot]",
-                              "zk://", rest, f))
-        return fail(err, f.code, std::move(f.message));
+    static constexpr detail::list_url_form form{
+        "zk://", "zookeeper://", "a ZooKeeper", "zk://host:port[,host:port...][/chroot]", "zk URL", "", "server", 2181};
     config c = out;
-    detail::list_url parts;
-    if (!detail::split_list_url(rest, "zk URL", "", parts, f))
-        return fail(err, f.code, std::move(f.message));
-    auto chroot = parts.path == "/" ? std::string_view() : parts.path;
-    if (!chroot.empty())
-        if (auto why = check_path(chroot); !why.empty())
+    auto chroot = [&](std::string_view p) {
+        if (p == "/")
+            p = {};
+        if (auto why = p.empty() ? std::string() : check_path(p); !why.empty())
             return fail(err, error::invalid_url, "zk URL: chroot " + why);
-    c.chroot = std::string(chroot);
-    if (parts.servers.empty())
-        return fail(err, error::invalid_url, "zk URL: no server in '" + std::string(url) + "'");
-    c.servers.clear();
-    bool ok = detail::parse_server_list(parts.servers, 2181, "zk URL", true, c.servers, f) &&
-              detail::for_each_option(parts.query, "zk URL", f, [&](std::string_view k, std::string_view v) {
-                  return parse_option(k, v, c, err);
-              });
-    if (!ok)
-        return f.message.empty() ? false : fail(err, f.code, std::move(f.message));
+        c.chroot = std::string(p);
+        return true;
+    };
+    auto option = [&](std::string_view k, std::string_view v) { return parse_option(k, v, c, err); };
+    if (!detail::parse_list_url(url, form, c.servers, chroot, option, err))
+        return false;
     out = std::move(c);
     return true;
 }
