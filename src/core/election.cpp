@@ -10,6 +10,7 @@
 #include "common/post_completion.hpp"
 #include "common/stored_handler.hpp"
 #include "core/engine.hpp"
+#include "core/read_cycle.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -108,7 +109,8 @@ struct observer_core : std::enable_shared_from_this<observer_core> {
     std::optional<store::watch_id> watch;
     asio::steady_timer expiry, retry;
     backoff pause;
-    bool reading = false, again = false, stopped = false, watch_later = true;
+    read_cycle reads;  // one at a time; the watch after the first
+    bool stopped = false;
     bool dropped = false;  // its observer is gone: a deferred async_next started now is aborted
     clock_type::time_point lease_end = clock_type::time_point::max();  // of the last holder read
     std::optional<leader_info> last;
@@ -123,15 +125,10 @@ struct observer_core : std::enable_shared_from_this<observer_core> {
 
     void check()
     {
-        if (stopped)
+        if (stopped || !reads.want())
             return;
-        if (reading) {
-            again = true;
-            return;
-        }
         if (!c->store_alive())
             return fail(error::closed);
-        reading = true;
         std::weak_ptr<observer_core> weak = shared_from_this();
         c->st->async_leader(c->store_name, [weak](error_code ec, lock_status st) {
             if (auto self = weak.lock())
@@ -141,7 +138,7 @@ struct observer_core : std::enable_shared_from_this<observer_core> {
 
     void on_status(error_code ec, lock_status st)
     {
-        reading = false;
+        reads.replied();
         if (stopped)
             return;
         if (ec && is_transient(ec)) {
@@ -181,17 +178,18 @@ struct observer_core : std::enable_shared_from_this<observer_core> {
                     self->check();
             });
         }
-        if (std::exchange(watch_later, false)) {
-            // `ready` then reads again: nothing between the two reads is missed.
+        switch (reads.after_good_read()) {
+        case read_cycle::next::watch: {
             std::weak_ptr<observer_core> weak = shared_from_this();
             watch = c->st->watch(c->store_name, [weak](watch_event) {
                 if (auto self = weak.lock())
                     self->check();
             });
-            return;
+            break;
         }
-        if (std::exchange(again, false))
-            check();
+        case read_cycle::next::read: check(); break;
+        case read_cycle::next::none: break;
+        }
     }
 
     void fail(error_code ec)

@@ -10,6 +10,7 @@
 #include "common/post_completion.hpp"
 #include "common/stored_handler.hpp"
 #include "core/lease_policy.hpp"
+#include "core/read_cycle.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/post.hpp>
@@ -125,8 +126,8 @@ struct wait_op : std::enable_shared_from_this<wait_op> {
     asio::steady_timer retry;
     backoff pause;
     asio::cancellation_slot slot;
-    bool reading = false, again = false, done = false;
-    bool watch_later = false;  // watch after the first read
+    read_cycle reads{false};  // one at a time; the watch after the first (set by start())
+    bool done = false;
 
     wait_op(std::shared_ptr<latch_core> core, asio::any_completion_handler<latch::wait_signature> h)
         : c(std::move(core)), handler(std::move(h)), deadline(c->ex), retry(c->ex),
@@ -153,7 +154,7 @@ struct wait_op : std::enable_shared_from_this<wait_op> {
                     self->finish(error::timeout);
             });
         }
-        watch_later = limit > milliseconds(0);
+        reads = read_cycle(limit > milliseconds(0));
         // One read before watching: a done latch, or a store that keeps none, answers at
         // once (a store that cannot watch the name would never say `ready`).
         check();
@@ -170,22 +171,17 @@ struct wait_op : std::enable_shared_from_this<wait_op> {
 
     void check()
     {
-        if (done)
+        if (done || !reads.want())
             return;
-        if (reading) {
-            again = true;
-            return;
-        }
         if (!c->store_alive())
             return post_finish(error::closed);
-        reading = true;
         c->st->async_latch_state(
             c->store_name, [self = shared_from_this()](error_code ec, latch_state st) { self->on_state(ec, st); });
     }
 
     void on_state(error_code ec, latch_state st)
     {
-        reading = false;
+        reads.replied();
         if (done)
             return;
         if (ec && is_transient(ec)) {
@@ -202,16 +198,16 @@ struct wait_op : std::enable_shared_from_this<wait_op> {
             return finish(error::count_mismatch);
         if (st.count != 0 && st.remaining == 0)
             return finish({});
-        if (!watch && !watch_later)  // a zero-length wait_for: one check only
+        if (!watch && !reads.watch_pending())  // a zero-length wait_for: one check only
             return finish(error::timeout);
-        if (std::exchange(watch_later, false)) {
-            // `ready` then reads again: a count-down between the two reads is not missed.
+        switch (reads.after_good_read()) {
+        case read_cycle::next::watch:
             // The watch holds the operation until finish() unwatches it.
             watch = c->st->watch(c->store_name, [self = shared_from_this()](watch_event) { self->check(); });
-            return;
+            break;
+        case read_cycle::next::read: check(); break;
+        case read_cycle::next::none: break;
         }
-        if (std::exchange(again, false))
-            check();
     }
 
     void post_finish(error_code ec)
