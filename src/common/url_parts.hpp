@@ -176,6 +176,15 @@ bool for_each_listed(std::string_view list, std::string_view label, url_failure&
     return true;
 }
 
+/// For the stores whose URLs take no user info: true if `rest` (the URL after "scheme://",
+/// its options included) has an '@' anywhere. A raw '?' in a password moves its '@' into the
+/// options: checked before the split at '?', so that no piece of it is shown as a server, a
+/// port or an option.
+inline bool has_userinfo(std::string_view rest)
+{
+    return rest.find('@') != std::string_view::npos;
+}
+
 /// A server-list URL (etcd://, memcached://, zk://) after its scheme: the list, the path
 /// (with its '/'; empty if none) and the query (after '?').
 struct list_url {
@@ -187,7 +196,7 @@ struct list_url {
 inline bool split_list_url(std::string_view rest, std::string_view label, std::string_view what_not, list_url& out,
                            url_failure& f)
 {
-    if (rest.find('@') != std::string_view::npos) {
+    if (has_userinfo(rest)) {
         f = {error::invalid_url,
              std::string(label) + ": user names and passwords are not supported" + std::string(what_not)};
         return false;
@@ -254,15 +263,6 @@ inline std::string hide_password(std::string_view url)
     if (auto colon = s.find(':', start); colon < at)
         s.replace(colon + 1, at - colon - 1, "***");
     return s;
-}
-
-/// For the stores whose URLs take no user info: true if `rest` (the URL after "scheme://",
-/// its options included) has an '@' anywhere. A raw '?' in a password moves its '@' into the
-/// options: checked before the split at '?', so that no piece of it is shown as a server, a
-/// port or an option.
-inline bool has_userinfo(std::string_view rest)
-{
-    return rest.find('@') != std::string_view::npos;
 }
 
 /// `url` without its scheme, one of `schemes` (`"mariadb://"`), in `rest`. Else the failure

@@ -18,10 +18,16 @@
 
 namespace {
 
-// Every operation of `st`, each expected to fail with invalid_option naming the table.
-template <class Store>
-void every_operation_is_refused(boost::asio::io_context& io, Store& st)
+// A store of type `Store` on a port with no server, its config's table `table`: every
+// operation is expected to fail with invalid_option naming the table.
+template <class Store, class Config>
+void every_operation_is_refused(const std::string& table)
 {
+    boost::asio::io_context io;
+    Config cfg;
+    cfg.port = 1;
+    cfg.table = table;
+    Store st(io.get_executor(), cfg);
     int done = 0;
     auto refused = [&](boost::system::error_code ec) {
         BOOST_TEST((ec == dlock::error::invalid_option), ec.message());
@@ -53,24 +59,14 @@ BOOST_AUTO_TEST_SUITE(sql_bad_table)
 #ifdef DLOCK_HAS_POSTGRES
 BOOST_AUTO_TEST_CASE(postgres_refuses_a_table_name_it_would_not_parse)
 {
-    boost::asio::io_context io;
-    dlock::postgres::config cfg;
-    cfg.port = 1;
-    cfg.table = "locks; DROP TABLE x";
-    dlock::postgres_store st(io.get_executor(), cfg);
-    every_operation_is_refused(io, st);
+    every_operation_is_refused<dlock::postgres_store, dlock::postgres::config>("locks; DROP TABLE x");
 }
 #endif
 
 #ifdef DLOCK_HAS_MARIADB
 BOOST_AUTO_TEST_CASE(mariadb_refuses_a_table_name_it_would_not_parse)
 {
-    boost::asio::io_context io;
-    dlock::mariadb::config cfg;
-    cfg.port = 1;
-    cfg.table = "a.b.c";
-    dlock::mariadb_store st(io.get_executor(), cfg);
-    every_operation_is_refused(io, st);
+    every_operation_is_refused<dlock::mariadb_store, dlock::mariadb::config>("a.b.c");
 }
 #endif
 
