@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // One memcached server: requests pipelined over one TCP connection, replies matched in
-// order. Connects on demand (no background loop: the lock's own backoff paces retries).
+// order. Connects on demand (no background loop: the lock's own backoff paces retries);
+// the request pipe (src/common/request_pipe.hpp) decides, this class is its wire.
 #pragma once
 
 #include "memcached/protocol.hpp"
@@ -25,9 +26,10 @@ struct connection_settings {
 };
 
 /// - exec(): `bytes` holds `replies` commands; completes with their replies in order.
-///   Errors: connect_failed / resolve_failed (no connection could be made), connection_lost
-///   (it dropped with the request on the wire: it may have run), timeout (the connection is
-///   reset), protocol_error (the server does not speak the meta protocol), closed.
+///   Errors: connect_failed / resolve_failed / timeout (no connection could be made),
+///   connection_lost (it dropped with the request on the wire: it may have run), timeout
+///   (counted from exec(); the connection is reset if it was on the wire), protocol_error
+///   (the server does not speak the meta protocol), closed.
 /// - Completions are posted, never run inside exec().
 /// - Not thread-safe; one executor.
 class connection {
@@ -40,11 +42,6 @@ public:
     connection& operator=(const connection&) = delete;
 
     void exec(std::string bytes, std::size_t replies, boost::asio::any_completion_handler<exec_signature> h);
-    /// Connects now if not connected (completes at once if connected).
-    void connect(boost::asio::any_completion_handler<void(boost::system::error_code)> h);
-    bool is_connected() const noexcept;
-    /// Successful connects so far (a restart of the server shows as a new one).
-    std::uint64_t connects() const noexcept;
     void close();
 
     struct impl;

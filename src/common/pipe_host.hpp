@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: BSL-1.0
+// What every driver of a request pipe (src/common/request_pipe.hpp) does the same way: it
+// feeds the machine an input with the time, then performs the actions in order, inputs
+// raised meanwhile appended to the same loop (never a nested one); the one timer is kept
+// here. The driver (memcached, MariaDB) performs the rest: connect, write, flush, reset,
+// complete, up, down.
+#pragma once
+
+#include "common/request_pipe.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <random>
+#include <utility>
+#include <vector>
+
+namespace dlock::detail {
+
+/// `Driver` derives from this and from std::enable_shared_from_this<Driver>, and has
+/// `void perform(const pipe_action&)`.
+template <class Driver>
+class pipe_host {
+public:
+    pipe_host(const boost::asio::any_io_executor& ex, pipe_config cfg)
+        : rng_(std::random_device{}()), pipe(cfg, rng_), timer_(ex)
+    {
+    }
+
+    /// `f(pipe, now)` feeds one input; its actions are performed before this returns
+    /// (unless an outer call is performing already: then that loop performs them).
+    template <class F>
+    void input(F&& f)
+    {
+        std::forward<F>(f)(pipe, request_pipe::clock_type::now());
+        if (performing_)
+            return;
+        performing_ = true;
+        std::vector<pipe_action> batch;
+        while (!pipe.actions().empty()) {
+            batch.swap(pipe.actions());
+            for (auto& a : batch)
+                handle(a);
+            batch.clear();
+        }
+        performing_ = false;
+    }
+
+protected:
+    std::minstd_rand rng_;
+    request_pipe pipe;
+
+private:
+    void handle(const pipe_action& a)
+    {
+        using type = pipe_action::type;
+        if (a.t == type::cancel_timer)
+            return void(timer_.cancel());
+        if (a.t != type::set_timer)
+            return static_cast<Driver*>(this)->perform(a);
+        timer_.expires_at(a.at);
+        timer_.async_wait([weak = static_cast<Driver*>(this)->weak_from_this()](boost::system::error_code ec) {
+            if (auto self = weak.lock(); self && !ec)  // an early one is harmless: the machine re-arms
+                self->input([](request_pipe& p, request_pipe::time_point now) { p.on_timer(now); });
+        });
+    }
+
+    boost::asio::steady_timer timer_;
+    bool performing_ = false;
+};
+
+}  // namespace dlock::detail
