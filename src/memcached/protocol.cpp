@@ -114,6 +114,78 @@ std::optional<long long> reply::number(char f) const
     return n;
 }
 
+namespace {
+
+// A meta reply's code and flags (for VA, `size` is its value's length); false if the line is
+// not a meta reply.
+bool parse_meta(std::string_view word, std::string_view rest, reply& r, long long& size)
+{
+    static constexpr std::pair<std::string_view, reply::kind> kinds[] = {
+        {"VA", reply::kind::va}, {"HD", reply::kind::hd}, {"NS", reply::kind::ns}, {"EX", reply::kind::ex},
+        {"NF", reply::kind::nf}, {"EN", reply::kind::en}, {"MN", reply::kind::mn}};
+    bool known = false;
+    for (auto [w, k] : kinds)
+        if (word == w) {
+            r.k = k;
+            known = true;
+        }
+    if (!known)
+        return false;
+    bool first = r.k == reply::kind::va;
+    while (!rest.empty()) {
+        auto sp = rest.find(' ');
+        auto tok = rest.substr(0, sp);
+        rest = sp == std::string_view::npos ? std::string_view() : rest.substr(sp + 1);
+        if (tok.empty())
+            continue;
+        if (first) {
+            if (!to_number(tok, size) || size < 0 || size > (1 << 20))
+                return false;
+            first = false;
+            continue;
+        }
+        r.flags.emplace_back(tok[0], std::string(tok.substr(1)));
+    }
+    return true;
+}
+
+// Whether a VA value is whole in the buffer.
+enum class value_state {
+    ready,
+    partial,
+    bad
+};
+
+// VA's value: `size` bytes and "\r\n" after the line that ends at `eol`.
+value_state read_value(const std::string& buf, std::size_t eol, long long size, reply& r, std::size_t& consumed)
+{
+    if (size < 0)
+        return value_state::bad;
+    auto need = static_cast<std::size_t>(size) + 2;
+    if (buf.size() - (eol + 2) < need)
+        return value_state::partial;  // the value is still on its way
+    if (buf.compare(eol + 2 + static_cast<std::size_t>(size), 2, "\r\n") != 0)
+        return value_state::bad;
+    r.data = buf.substr(eol + 2, static_cast<std::size_t>(size));
+    consumed += need;
+    return value_state::ready;
+}
+
+// Past one reply: the buffer is emptied once all of it was read, compacted once far enough in.
+void drop_read(std::string& buf, std::size_t& pos, std::size_t consumed)
+{
+    pos += consumed;
+    if (pos == buf.size()) {
+        buf.clear();
+        pos = 0;
+    } else if (pos > 65536) {
+        buf.erase(0, pos);
+        pos = 0;
+    }
+}
+
+}  // namespace
+
 std::optional<reply> parser::next(boost::system::error_code& ec)
 {
     auto eol = buf_.find("\r\n", pos_);
@@ -140,53 +212,18 @@ std::optional<reply> parser::next(boost::system::error_code& ec)
         r.k = word == "CLIENT_ERROR" ? reply::kind::client_error : reply::kind::server_error;
         r.text = std::string(line);
     } else {
-        static constexpr std::pair<std::string_view, reply::kind> kinds[] = {
-            {"VA", reply::kind::va}, {"HD", reply::kind::hd}, {"NS", reply::kind::ns}, {"EX", reply::kind::ex},
-            {"NF", reply::kind::nf}, {"EN", reply::kind::en}, {"MN", reply::kind::mn}};
-        bool known = false;
-        for (auto [w, k] : kinds)
-            if (word == w) {
-                r.k = k;
-                known = true;
-            }
-        if (!known)
-            return bad();
         long long size = -1;
-        bool first = r.k == reply::kind::va;
-        while (!rest.empty()) {
-            auto sp = rest.find(' ');
-            auto tok = rest.substr(0, sp);
-            rest = sp == std::string_view::npos ? std::string_view() : rest.substr(sp + 1);
-            if (tok.empty())
-                continue;
-            if (first) {
-                if (!to_number(tok, size) || size < 0 || size > (1 << 20))
-                    return bad();
-                first = false;
-                continue;
-            }
-            r.flags.emplace_back(tok[0], std::string(tok.substr(1)));
-        }
+        if (!parse_meta(word, rest, r, size))
+            return bad();
         if (r.k == reply::kind::va) {
-            if (size < 0)
+            auto state = read_value(buf_, eol, size, r, consumed);
+            if (state == value_state::bad)
                 return bad();
-            auto need = static_cast<std::size_t>(size) + 2;
-            if (buf_.size() - (eol + 2) < need)
-                return std::nullopt;  // the value is still on its way
-            if (buf_.compare(eol + 2 + static_cast<std::size_t>(size), 2, "\r\n") != 0)
-                return bad();
-            r.data = buf_.substr(eol + 2, static_cast<std::size_t>(size));
-            consumed += need;
+            if (state == value_state::partial)
+                return std::nullopt;
         }
     }
-    pos_ += consumed;
-    if (pos_ == buf_.size()) {
-        buf_.clear();
-        pos_ = 0;
-    } else if (pos_ > 65536) {
-        buf_.erase(0, pos_);
-        pos_ = 0;
-    }
+    drop_read(buf_, pos_, consumed);
     return r;
 }
 

@@ -12,6 +12,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <functional>
 #include <map>
 #include <utility>
 
@@ -52,6 +53,14 @@ std::uint64_t mix(std::uint64_t x)
 
 using replies = std::vector<reply>;
 
+// The keys of one name, all on the name's server.
+struct name_keys {
+    proto::wire_key lock, fence, contended;
+    std::string lock_text;
+    memcached::detail::connection* conn = nullptr;
+    bool ok() const { return !lock.text.empty() && !fence.text.empty() && !contended.text.empty(); }
+};
+
 }  // namespace
 
 struct memcached_store::impl {
@@ -60,14 +69,6 @@ struct memcached_store::impl {
     std::vector<std::unique_ptr<memcached::detail::connection>> conns;
     std::map<watch_id, watch_callback> watches;
     watch_id next_watch = 1;
-
-    // The keys of one name, all on the name's server.
-    struct keys {
-        proto::wire_key lock, fence, contended;
-        std::string lock_text;
-        memcached::detail::connection* conn = nullptr;
-        bool ok() const { return !lock.text.empty() && !fence.text.empty() && !contended.text.empty(); }
-    };
 
     std::size_t server_of(const std::string& name) const
     {
@@ -85,9 +86,9 @@ struct memcached_store::impl {
         return best;
     }
 
-    keys keys_of(const std::string& name)
+    name_keys keys_of(const std::string& name)
     {
-        keys k;
+        name_keys k;
         k.lock_text = cfg.ns + ":lock:" + name;
         k.lock = proto::encode_key(k.lock_text);
         k.fence = proto::encode_key(cfg.ns + ":fence:" + name);
@@ -130,6 +131,74 @@ template <class Sig>
 auto shared(asio::any_completion_handler<Sig> h)
 {
     return std::make_shared<asio::any_completion_handler<Sig>>(std::move(h));
+}
+
+using keeper = std::function<void(std::string)>;
+
+// How one try of an acquire ended: an error, a race lost (read again), or the result.
+struct attempt {
+    error_code ec{};
+    bool raced = false;
+    acquire_result out{};
+};
+
+// Free: a new fencing token, then add (fails if someone added first).
+asio::awaitable<attempt> add_free(conn_t& c, const name_keys& k, const std::string& token,
+                                  std::chrono::milliseconds ttl, const keeper& keep)
+{
+    auto [fec, frs] = co_await exec(c, proto::ma(k.fence, "N0 J1 v"), 1);
+    std::uint64_t fence = 0;
+    if (!fec && (fec = recipe::read_counter(frs[0], fence)))
+        keep(frs[0].text);
+    if (fec)
+        co_return attempt{.ec = fec};
+    auto [aec, ars] = co_await exec(
+        c, proto::ms(k.lock, recipe::value(token, fence), recipe::ttl_flag(ttl) + " ME") + proto::md(k.contended, ""),
+        2);
+    if (!aec)
+        aec = reply_error(ars, keep);
+    if (aec)
+        co_return attempt{.ec = aec};
+    if (ars[0].k != reply::kind::hd)
+        co_return attempt{.raced = true};  // NS: another owner added it first
+    attempt a;
+    a.out.acquired = true;
+    a.out.fencing_token = fence;
+    a.out.granted_ttl = ttl;
+    co_return a;
+}
+
+// Ours already (a retry): refresh by CAS, same token.
+asio::awaitable<attempt> refresh_ours(conn_t& c, const name_keys& k, const recipe::lock_view& v,
+                                      const std::string& token, std::chrono::milliseconds ttl, const keeper& keep)
+{
+    auto [rec, rrs] = co_await exec(
+        c, proto::ms(k.lock, recipe::value(token, v.fence), recipe::ttl_flag(ttl) + " C" + std::to_string(v.cas)), 1);
+    if (!rec)
+        rec = reply_error(rrs, keep);
+    if (rec)
+        co_return attempt{.ec = rec};
+    if (rrs[0].k != reply::kind::hd)
+        co_return attempt{.raced = true};  // EX / NF: it changed; read again
+    attempt a;
+    a.out.acquired = true;
+    a.out.fencing_token = v.fence;
+    a.out.granted_ttl = ttl;
+    co_return a;
+}
+
+// Held by another owner: tell it (its next renewal reports contended).
+asio::awaitable<attempt> mark_contended(conn_t& c, const name_keys& k, const recipe::lock_view& v,
+                                        std::chrono::milliseconds ttl, const keeper& keep)
+{
+    auto [cec, crs] = co_await exec(c, proto::ms(k.contended, "1", recipe::ttl_flag(ttl)), 1);
+    if (!cec)
+        cec = reply_error(crs, keep);
+    if (cec)
+        co_return attempt{.ec = cec};
+    attempt a;
+    a.out.holder_ttl = recipe::holder_ttl(v);
+    co_return a;
 }
 
 }  // namespace
@@ -227,7 +296,7 @@ void memcached_store::do_try_acquire(const lease_request& req, asio::any_complet
     auto k = impl_->keys_of(req.name);
     if (!k.ok())
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_name), acquire_result{});
-    auto keep = [this, alive = lifetime()](std::string text) {
+    keeper keep = [this, alive = lifetime()](std::string text) {
         if (!alive.expired())
             set_error_text(std::move(text));
     };
@@ -244,56 +313,17 @@ void memcached_store::do_try_acquire(const lease_request& req, asio::any_complet
                     keep(rs[0].text);
                 if (ec)
                     co_return finish(self->ex, h, ec, acquire_result{});
-                acquire_result out;
-                if (!v.present) {
-                    // Free: a new fencing token, then add (fails if someone added first).
-                    auto [fec, frs] = co_await exec(c, proto::ma(k.fence, "N0 J1 v"), 1);
-                    std::uint64_t fence = 0;
-                    if (!fec && (fec = recipe::read_counter(frs[0], fence)))
-                        keep(frs[0].text);
-                    if (fec)
-                        co_return finish(self->ex, h, fec, acquire_result{});
-                    auto [aec, ars] =
-                        co_await exec(c,
-                                      proto::ms(k.lock, recipe::value(token, fence), recipe::ttl_flag(ttl) + " ME") +
-                                          proto::md(k.contended, ""),
-                                      2);
-                    if (!aec)
-                        aec = reply_error(ars, keep);
-                    if (aec)
-                        co_return finish(self->ex, h, aec, acquire_result{});
-                    if (ars[0].k != reply::kind::hd)
-                        continue;  // NS: another owner added it first
-                    out.acquired = true;
-                    out.fencing_token = fence;
-                    out.granted_ttl = ttl;
-                    co_return finish(self->ex, h, error_code(), out);
-                }
-                if (v.owner == token) {
-                    // Ours already (a retry): refresh by CAS, same token.
-                    auto [rec, rrs] = co_await exec(c,
-                                                    proto::ms(k.lock, recipe::value(token, v.fence),
-                                                              recipe::ttl_flag(ttl) + " C" + std::to_string(v.cas)),
-                                                    1);
-                    if (!rec)
-                        rec = reply_error(rrs, keep);
-                    if (rec)
-                        co_return finish(self->ex, h, rec, acquire_result{});
-                    if (rrs[0].k != reply::kind::hd)
-                        continue;  // EX / NF: it changed; read again
-                    out.acquired = true;
-                    out.fencing_token = v.fence;
-                    out.granted_ttl = ttl;
-                    co_return finish(self->ex, h, error_code(), out);
-                }
-                // Held by another owner: tell it (its next renewal reports contended).
-                auto [cec, crs] = co_await exec(c, proto::ms(k.contended, "1", recipe::ttl_flag(ttl)), 1);
-                if (!cec)
-                    cec = reply_error(crs, keep);
-                if (cec)
-                    co_return finish(self->ex, h, cec, acquire_result{});
-                out.holder_ttl = recipe::holder_ttl(v);
-                co_return finish(self->ex, h, error_code(), out);
+                attempt a;
+                if (!v.present)
+                    a = co_await add_free(c, k, token, ttl, keep);
+                else if (v.owner == token)
+                    a = co_await refresh_ours(c, k, v, token, ttl, keep);
+                else
+                    a = co_await mark_contended(c, k, v, ttl, keep);
+                if (a.ec)
+                    co_return finish(self->ex, h, a.ec, acquire_result{});
+                if (!a.raced)
+                    co_return finish(self->ex, h, error_code(), a.out);
             }
             keep("dlock: " + std::to_string(max_races) + " races in a row on " + k.lock_text);
             finish(self->ex, h, error_code(error::server_busy), acquire_result{});

@@ -139,74 +139,95 @@ std::string release_sql(const std::string& t, const std::string& s, const std::s
                         "g.token = $2)");
 }
 
+// A bigint of milliseconds as an interval.
+constexpr std::string_view millis = " * interval '1 millisecond'";
+
+// The lease's end if it starts now: $3 ms on the server's clock.
+std::string lease_end()
+{
+    return "clock_timestamp() + $3::bigint" + std::string(millis);
+}
+
+// Tables of the previous version are upgraded in place (a column, the queue); a user
+// with DML only works once an owner has done that.
+std::string setup_sql(const std::string& t, const std::string& s, const std::string& q)
+{
+    return "DO $dlock$ BEGIN\n" +
+           create_if_missing(t, "CREATE TABLE IF NOT EXISTS " + t +
+                                    " (name text PRIMARY KEY, owner text NOT NULL, fence bigint NOT NULL,"
+                                    " expires_at timestamptz NOT NULL, contended boolean NOT NULL DEFAULT false,"
+                                    " was_contended boolean NOT NULL DEFAULT false)") +
+           create_if_missing(s, "CREATE SEQUENCE IF NOT EXISTS " + s) +
+           create_if_missing(q, "CREATE TABLE IF NOT EXISTS " + q +
+                                    " (name text NOT NULL, token text NOT NULL, seq bigint NOT NULL,"
+                                    " ttl_ms bigint NOT NULL, listener int NOT NULL,"
+                                    " expires_at timestamptz NOT NULL, PRIMARY KEY (name, token))") +
+           "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('" + t +
+           "') AND attname = 'was_contended' AND NOT attisdropped) THEN\n"
+           "    ALTER TABLE " +
+           t +
+           " ADD COLUMN IF NOT EXISTS was_contended boolean NOT NULL DEFAULT false;\n"
+           "  END IF;\n"
+           "END $dlock$";
+}
+
+// One clock reading (`now`) judges the row: free, expired or ours is taken (ours again, a
+// retry, keeps its fence); held by another is marked contended and, when asked, the token
+// queued behind it until one waiter lease after the holder's end (a live waiter re-queues
+// by then). Taking the name withdraws the token's own queue row. The fence is drawn in the
+// name's turn (from `turn`): never before a wait for the row that a later draw could pass.
+std::string acquire_sql(const std::string& t, const std::string& s, const std::string& q)
+{
+    const std::string ms(millis);
+    const std::string ttl = lease_end();
+    const std::string rem(remaining);
+    const std::string now = "(EXCLUDED.expires_at - $3::bigint" + ms + ")";
+    const std::string take = "t.owner = EXCLUDED.owner OR t.expires_at <= " + now;
+    return "WITH " + turn(t) + ", a AS (INSERT INTO " + t +
+           " AS t (name, owner, fence, expires_at, contended)"
+           " VALUES ($1, $2, (SELECT nextval('" +
+           s + "') FROM turn), " + ttl +
+           ", false)"
+           " ON CONFLICT (name) DO UPDATE SET"
+           " owner = CASE WHEN " +
+           take +
+           " THEN EXCLUDED.owner ELSE t.owner END,"
+           " fence = CASE WHEN t.owner = EXCLUDED.owner THEN t.fence WHEN t.expires_at <= " +
+           now +
+           " THEN EXCLUDED.fence ELSE t.fence END,"
+           " expires_at = CASE WHEN " +
+           take +
+           " THEN EXCLUDED.expires_at ELSE t.expires_at END,"
+           " contended = CASE WHEN t.owner = EXCLUDED.owner THEN t.contended WHEN t.expires_at <= " +
+           now +
+           " THEN false ELSE true END"
+           " RETURNING t.owner = $2 AS ours, t.fence, " +
+           rem +
+           " AS rem),"
+           " q AS (INSERT INTO " +
+           q +
+           " AS q (name, token, seq, ttl_ms, listener, expires_at)"
+           " SELECT $1, $2, nextval('" +
+           s + "'), $3::bigint, $4::int, clock_timestamp() + (a.rem + $3::bigint)" + ms +
+           " FROM a WHERE NOT a.ours AND $4::int > 0"
+           " ON CONFLICT (name, token) DO UPDATE SET ttl_ms = EXCLUDED.ttl_ms, listener = EXCLUDED.listener,"
+           " expires_at = GREATEST(q.expires_at, EXCLUDED.expires_at) RETURNING q.token),"
+           " d AS (DELETE FROM " +
+           q +
+           " AS q USING a WHERE a.ours AND q.name = $1 AND q.token = $2 RETURNING q.token)"
+           " SELECT a.ours, a.fence, a.rem FROM a";
+}
+
 }  // namespace
 
 statements make_statements(std::string_view table)
 {
     const std::string t = quote_table(table), s = quote_sequence(table), q = quote_queue(table);
-    const std::string ms = " * interval '1 millisecond'";
-    const std::string ttl = "clock_timestamp() + $3::bigint" + ms;
+    const std::string ttl = lease_end();
     const std::string rem(remaining);
     statements st;
-    // Tables of the previous version are upgraded in place (a column, the queue); a user
-    // with DML only works once an owner has done that.
-    st.setup = "DO $dlock$ BEGIN\n" +
-               create_if_missing(t, "CREATE TABLE IF NOT EXISTS " + t +
-                                        " (name text PRIMARY KEY, owner text NOT NULL, fence bigint NOT NULL,"
-                                        " expires_at timestamptz NOT NULL, contended boolean NOT NULL DEFAULT false,"
-                                        " was_contended boolean NOT NULL DEFAULT false)") +
-               create_if_missing(s, "CREATE SEQUENCE IF NOT EXISTS " + s) +
-               create_if_missing(q, "CREATE TABLE IF NOT EXISTS " + q +
-                                        " (name text NOT NULL, token text NOT NULL, seq bigint NOT NULL,"
-                                        " ttl_ms bigint NOT NULL, listener int NOT NULL,"
-                                        " expires_at timestamptz NOT NULL, PRIMARY KEY (name, token))") +
-               "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('" + t +
-               "') AND attname = 'was_contended' AND NOT attisdropped) THEN\n"
-               "    ALTER TABLE " +
-               t +
-               " ADD COLUMN IF NOT EXISTS was_contended boolean NOT NULL DEFAULT false;\n"
-               "  END IF;\n"
-               "END $dlock$";
-    // One clock reading (`now`) judges the row: free, expired or ours is taken (ours again, a
-    // retry, keeps its fence); held by another is marked contended and, when asked, the token
-    // queued behind it until one waiter lease after the holder's end (a live waiter re-queues
-    // by then). Taking the name withdraws the token's own queue row. The fence is drawn in the
-    // name's turn (from `turn`): never before a wait for the row that a later draw could pass.
-    const std::string now = "(EXCLUDED.expires_at - $3::bigint" + ms + ")";
-    const std::string take = "t.owner = EXCLUDED.owner OR t.expires_at <= " + now;
-    st.acquire = "WITH " + turn(t) + ", a AS (INSERT INTO " + t +
-                 " AS t (name, owner, fence, expires_at, contended)"
-                 " VALUES ($1, $2, (SELECT nextval('" +
-                 s + "') FROM turn), " + ttl +
-                 ", false)"
-                 " ON CONFLICT (name) DO UPDATE SET"
-                 " owner = CASE WHEN " +
-                 take +
-                 " THEN EXCLUDED.owner ELSE t.owner END,"
-                 " fence = CASE WHEN t.owner = EXCLUDED.owner THEN t.fence WHEN t.expires_at <= " +
-                 now +
-                 " THEN EXCLUDED.fence ELSE t.fence END,"
-                 " expires_at = CASE WHEN " +
-                 take +
-                 " THEN EXCLUDED.expires_at ELSE t.expires_at END,"
-                 " contended = CASE WHEN t.owner = EXCLUDED.owner THEN t.contended WHEN t.expires_at <= " +
-                 now +
-                 " THEN false ELSE true END"
-                 " RETURNING t.owner = $2 AS ours, t.fence, " +
-                 rem +
-                 " AS rem),"
-                 " q AS (INSERT INTO " +
-                 q +
-                 " AS q (name, token, seq, ttl_ms, listener, expires_at)"
-                 " SELECT $1, $2, nextval('" +
-                 s + "'), $3::bigint, $4::int, clock_timestamp() + (a.rem + $3::bigint)" + ms +
-                 " FROM a WHERE NOT a.ours AND $4::int > 0"
-                 " ON CONFLICT (name, token) DO UPDATE SET ttl_ms = EXCLUDED.ttl_ms, listener = EXCLUDED.listener,"
-                 " expires_at = GREATEST(q.expires_at, EXCLUDED.expires_at) RETURNING q.token),"
-                 " d AS (DELETE FROM " +
-                 q +
-                 " AS q USING a WHERE a.ours AND q.name = $1 AND q.token = $2 RETURNING q.token)"
-                 " SELECT a.ours, a.fence, a.rem FROM a";
+    st.setup = setup_sql(t, s, q);
+    st.acquire = acquire_sql(t, s, q);
     // SET's right-hand sides read the row as it was: the flag moves to was_contended.
     st.renew = "UPDATE " + t + " AS t SET expires_at = " + ttl +
                ", was_contended = t.contended, contended = false"

@@ -264,61 +264,82 @@ static bool parse_sentinel_url(std::string_view text, config& out, config_error&
     return true;
 }
 
+// The user info is split off here, not by Boost.URL: a raw password may hold '@', '#' or '/',
+// which RFC 3986 allows only percent-encoded (see userinfo_end). false if there is none.
+static bool split_userinfo(std::string_view text, std::string_view& userinfo, std::string& stripped)
+{
+    auto sep = text.find("://");
+    if (sep == std::string_view::npos)
+        return false;
+    auto at = userinfo_end(text, sep + 3);
+    if (at == std::string_view::npos)
+        return false;
+    userinfo = text.substr(sep + 3, at - sep - 3);
+    stripped = std::string(text.substr(0, sep + 3)) + std::string(text.substr(at + 1));
+    return true;
+}
+
+// Host, port and database of a redis:// or rediss:// URL.
+static bool parse_tcp_address(const boost::urls::url_view& u, std::string_view text, config& c, config_error& err)
+{
+    if (!u.has_authority() || u.host().empty())
+        return fail(err, error::invalid_url, "URL '" + redact_url(text) + "': missing host");
+    c.host = u.host_address();  // IPv6 comes without its brackets
+    std::string path = u.path();
+    // Boost.URL 1.81 reads "h:12ab/3" as port "12" and path "ab/3": reject, naming the port.
+    if (!path.empty() && path.front() != '/') {
+        if (u.has_port())
+            return fail(err, error::invalid_port,
+                        "port '" + std::string(u.port()) + path.substr(0, path.find('/')) +
+                            "': expected a number from 1 to 65535");
+        return fail(err, error::invalid_url, "URL '" + redact_url(text) + "': expected '/' after the host");
+    }
+    if (u.has_port()) {
+        if (!parse_port(u.port(), c, err))
+            return false;
+    } else {
+        c.port = 6379;
+    }
+    if (!path.empty() && path != "/") {
+        if (!parse_db(std::string_view(path).substr(1), c, err))
+            return false;
+    }
+    return true;
+}
+
+// The transport the scheme names, and its address.
+static bool parse_transport(const boost::urls::url_view& u, std::string_view text, config& c, config_error& err)
+{
+    std::string scheme = u.scheme();
+    if (scheme == "redis" || scheme == "rediss") {
+        c.kind = scheme == "redis" ? transport::tcp : transport::tls;
+        return parse_tcp_address(u, text, c, err);
+    }
+    if (scheme == "unix") {
+        c.kind = transport::unix_socket;
+        c.path = u.path();
+        if (c.path.empty())
+            return fail(err, error::invalid_url, "URL '" + redact_url(text) + "': missing socket path");
+        return true;
+    }
+    return fail(err, error::unsupported_scheme,
+                "URL scheme '" + scheme + "': use redis://, rediss://, unix:// or redis+sentinel://");
+}
+
 static bool parse_url_parts(std::string_view text, config& out, config_error& err)
 {
     if (text.rfind("redis+sentinel://", 0) == 0)
         return parse_sentinel_url(text, out, err);
-    // The user info is split off here, not by Boost.URL: a raw password may hold '@', '#'
-    // or '/', which RFC 3986 allows only percent-encoded (see userinfo_end).
     std::string_view userinfo;
-    bool has_userinfo = false;
     std::string stripped;
-    if (auto sep = text.find("://"); sep != std::string_view::npos) {
-        if (auto at = userinfo_end(text, sep + 3); at != std::string_view::npos) {
-            userinfo = text.substr(sep + 3, at - sep - 3);
-            has_userinfo = true;
-            stripped = std::string(text.substr(0, sep + 3)) + std::string(text.substr(at + 1));
-        }
-    }
+    bool has_userinfo = split_userinfo(text, userinfo, stripped);
     auto parsed = boost::urls::parse_uri(has_userinfo ? std::string_view(stripped) : text);
     if (!parsed)
         return fail(err, error::invalid_url, "URL '" + redact_url(text) + "': " + parsed.error().message());
     boost::urls::url_view u = *parsed;
     config c = out;
-    std::string scheme = u.scheme();
-    if (scheme == "redis" || scheme == "rediss") {
-        c.kind = scheme == "redis" ? transport::tcp : transport::tls;
-        if (!u.has_authority() || u.host().empty())
-            return fail(err, error::invalid_url, "URL '" + redact_url(text) + "': missing host");
-        c.host = u.host_address();  // IPv6 comes without its brackets
-        std::string path = u.path();
-        // Boost.URL 1.81 reads "h:12ab/3" as port "12" and path "ab/3": reject, naming the port.
-        if (!path.empty() && path.front() != '/') {
-            if (u.has_port())
-                return fail(err, error::invalid_port,
-                            "port '" + std::string(u.port()) + path.substr(0, path.find('/')) +
-                                "': expected a number from 1 to 65535");
-            return fail(err, error::invalid_url, "URL '" + redact_url(text) + "': expected '/' after the host");
-        }
-        if (u.has_port()) {
-            if (!parse_port(u.port(), c, err))
-                return false;
-        } else {
-            c.port = 6379;
-        }
-        if (!path.empty() && path != "/") {
-            if (!parse_db(std::string_view(path).substr(1), c, err))
-                return false;
-        }
-    } else if (scheme == "unix") {
-        c.kind = transport::unix_socket;
-        c.path = u.path();
-        if (c.path.empty())
-            return fail(err, error::invalid_url, "URL '" + redact_url(text) + "': missing socket path");
-    } else {
-        return fail(err, error::unsupported_scheme,
-                    "URL scheme '" + scheme + "': use redis://, rediss://, unix:// or redis+sentinel://");
-    }
+    if (!parse_transport(u, text, c, err))
+        return false;
     // redis://:secret@host means "password only", as redis-cli reads it.
     if (has_userinfo)
         apply_userinfo(userinfo, c);
@@ -343,6 +364,151 @@ bool parse_url(std::string_view text, config& out, config_error& err)
     return false;
 }
 
+// A JSON string into `field`; `key` names the field in the message.
+static bool json_string(const boost::json::value& val, std::string_view key, std::string& field, config_error& err)
+{
+    if (!val.is_string())
+        return fail(err, error::invalid_option, "field '" + std::string(key) + "': expected a string");
+    field = val.get_string();
+    return true;
+}
+
+// Milliseconds as a JSON number, or a duration string such as "5s".
+static bool json_duration(const boost::json::value& val, std::string_view key, std::chrono::milliseconds& field,
+                          config_error& err)
+{
+    if (val.is_int64() && val.get_int64() >= 0)
+        return field = std::chrono::milliseconds(val.get_int64()), true;
+    if (val.is_uint64())
+        return field = std::chrono::milliseconds(val.get_uint64()), true;
+    if (val.is_string() && parse_duration(val.get_string(), field))
+        return true;
+    return fail(err, error::invalid_duration,
+                "field '" + std::string(key) + "': expected milliseconds or a duration string such as \"5s\"");
+}
+
+// "sentinel.nodes": an array of "host:port" strings, replacing any the URL gave.
+static bool json_sentinel_nodes(const boost::json::value& val, config& c, config_error& err)
+{
+    const auto* arr = val.if_array();
+    if (!arr)
+        return fail(err, error::invalid_option, "field 'sentinel.nodes': expected an array of \"host:port\"");
+    c.sentinel.nodes.clear();
+    for (const auto& e : *arr) {
+        if (!e.is_string())
+            return fail(err, error::invalid_option, "field 'sentinel.nodes': expected strings \"host:port\"");
+        sentinel_node node;
+        if (!parse_sentinel_node(e.get_string(), "sentinel.nodes", node, err))
+            return false;
+        c.sentinel.nodes.push_back(std::move(node));
+    }
+    return true;
+}
+
+// The "sentinel" object: the master's name, the sentinels and their own credentials.
+static bool json_sentinel(const boost::json::value& val, config& c, config_error& err)
+{
+    const auto* t = val.if_object();
+    if (!t)
+        return fail(err, error::invalid_option, "field 'sentinel': expected an object");
+    for (const auto& [sk, sv] : *t) {
+        std::string_view n = sk;
+        bool ok = true;
+        if (n == "master")
+            ok = json_string(sv, "sentinel.master", c.sentinel.master_name, err);
+        else if (n == "username")
+            ok = json_string(sv, "sentinel.username", c.sentinel.username, err);
+        else if (n == "password")
+            ok = json_string(sv, "sentinel.password", c.sentinel.password, err);
+        else if (n == "nodes")
+            ok = json_sentinel_nodes(sv, c, err);
+        else
+            return fail(err, error::invalid_option, "unknown field 'sentinel." + std::string(n) + "'");
+        if (!ok)
+            return false;
+    }
+    if (c.sentinel.master_name.empty() || c.sentinel.nodes.empty())
+        return fail(err, error::invalid_option, "field 'sentinel': needs \"master\" and at least one of \"nodes\"");
+    return true;
+}
+
+// The "tls" object: its presence alone selects TLS.
+static bool json_tls(const boost::json::value& val, config& c, config_error& err)
+{
+    const auto* t = val.if_object();
+    if (!t)
+        return fail(err, error::invalid_option, "field 'tls': expected an object");
+    c.kind = transport::tls;
+    for (const auto& [tk, tv] : *t) {
+        std::string_view n = tk;
+        bool ok = true;
+        if (n == "ca_file")
+            ok = json_string(tv, "tls.ca_file", c.tls_ca_file, err);
+        else if (n == "cert_file")
+            ok = json_string(tv, "tls.cert_file", c.tls_cert_file, err);
+        else if (n == "key_file")
+            ok = json_string(tv, "tls.key_file", c.tls_key_file, err);
+        else if (n == "verify") {
+            if (!tv.is_bool())
+                return fail(err, error::invalid_option, "field 'tls.verify': expected true or false");
+            c.tls_verify = tv.get_bool();
+        } else
+            return fail(err, error::invalid_option, "unknown field 'tls." + std::string(n) + "'");
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+// One top-level field other than "url" (which parse_json reads before all others).
+static bool json_field(std::string_view k, const boost::json::value& val, config& c, config_error& err)
+{
+    if (k == "host") {
+        if (!json_string(val, k, c.host, err))
+            return false;
+        if (c.kind == transport::unix_socket)
+            c.kind = transport::tcp;
+        return true;
+    }
+    if (k == "port") {
+        if (!val.is_int64() || val.get_int64() < 1 || val.get_int64() > 65535)
+            return fail(err, error::invalid_port, "field 'port': expected an integer from 1 to 65535");
+        c.port = static_cast<std::uint16_t>(val.get_int64());
+        return true;
+    }
+    if (k == "path") {
+        bool ok = json_string(val, k, c.path, err);
+        c.kind = transport::unix_socket;
+        return ok;
+    }
+    if (k == "username")
+        return json_string(val, k, c.username, err);
+    if (k == "password")
+        return json_string(val, k, c.password, err);
+    if (k == "client_name")
+        return json_string(val, k, c.client_name, err);
+    if (k == "database" || k == "db") {
+        if (!val.is_int64() || val.get_int64() < 0 || val.get_int64() > std::numeric_limits<int>::max())
+            return fail(err, error::invalid_database,
+                        "field '" + std::string(k) + "': expected a non-negative integer");
+        c.database = static_cast<int>(val.get_int64());
+        return true;
+    }
+    if (k == "connect_timeout")
+        return json_duration(val, k, c.connect_timeout, err);
+    if (k == "request_timeout")
+        return json_duration(val, k, c.request_timeout, err);
+    if (k == "reconnect_min")
+        return json_duration(val, k, c.reconnect_min, err);
+    if (k == "reconnect_max")
+        return json_duration(val, k, c.reconnect_max, err);
+    if (k == "sentinel")
+        return json_sentinel(val, c, err);
+    if (k == "tls")
+        return json_tls(val, c, err);
+    return fail(err, error::invalid_option, "unknown field '" + std::string(k) + "'");
+}
+
 bool parse_json(const boost::json::value& v, config& out, config_error& err)
 {
     const auto* obj = v.if_object();
@@ -355,117 +521,9 @@ bool parse_json(const boost::json::value& v, config& out, config_error& err)
         if (!parse_url(url->get_string(), c, err))
             return false;
     }
-    auto str = [&](const boost::json::value& val, std::string_view key, std::string& field) {
-        if (!val.is_string())
-            return fail(err, error::invalid_option, "field '" + std::string(key) + "': expected a string");
-        field = val.get_string();
-        return true;
-    };
-    auto duration = [&](const boost::json::value& val, std::string_view key, std::chrono::milliseconds& field) {
-        if (val.is_int64() && val.get_int64() >= 0)
-            return field = std::chrono::milliseconds(val.get_int64()), true;
-        if (val.is_uint64())
-            return field = std::chrono::milliseconds(val.get_uint64()), true;
-        if (val.is_string() && parse_duration(val.get_string(), field))
-            return true;
-        return fail(err, error::invalid_duration,
-                    "field '" + std::string(key) + "': expected milliseconds or a duration string such as \"5s\"");
-    };
     for (const auto& [key, val] : *obj) {
         std::string_view k = key;
-        bool ok = true;
-        if (k == "url")
-            continue;
-        else if (k == "host") {
-            ok = str(val, k, c.host);
-            if (ok && c.kind == transport::unix_socket)
-                c.kind = transport::tcp;
-        } else if (k == "port") {
-            if (!val.is_int64() || val.get_int64() < 1 || val.get_int64() > 65535)
-                return fail(err, error::invalid_port, "field 'port': expected an integer from 1 to 65535");
-            c.port = static_cast<std::uint16_t>(val.get_int64());
-        } else if (k == "path") {
-            ok = str(val, k, c.path);
-            c.kind = transport::unix_socket;
-        } else if (k == "username")
-            ok = str(val, k, c.username);
-        else if (k == "password")
-            ok = str(val, k, c.password);
-        else if (k == "client_name")
-            ok = str(val, k, c.client_name);
-        else if (k == "database" || k == "db") {
-            if (!val.is_int64() || val.get_int64() < 0 || val.get_int64() > std::numeric_limits<int>::max())
-                return fail(err, error::invalid_database,
-                            "field '" + std::string(k) + "': expected a non-negative integer");
-            c.database = static_cast<int>(val.get_int64());
-        } else if (k == "connect_timeout")
-            ok = duration(val, k, c.connect_timeout);
-        else if (k == "request_timeout")
-            ok = duration(val, k, c.request_timeout);
-        else if (k == "reconnect_min")
-            ok = duration(val, k, c.reconnect_min);
-        else if (k == "reconnect_max")
-            ok = duration(val, k, c.reconnect_max);
-        else if (k == "sentinel") {
-            const auto* t = val.if_object();
-            if (!t)
-                return fail(err, error::invalid_option, "field 'sentinel': expected an object");
-            for (const auto& [sk, sv] : *t) {
-                std::string_view n = sk;
-                if (n == "master")
-                    ok = str(sv, "sentinel.master", c.sentinel.master_name);
-                else if (n == "username")
-                    ok = str(sv, "sentinel.username", c.sentinel.username);
-                else if (n == "password")
-                    ok = str(sv, "sentinel.password", c.sentinel.password);
-                else if (n == "nodes") {
-                    const auto* arr = sv.if_array();
-                    if (!arr)
-                        return fail(err, error::invalid_option,
-                                    "field 'sentinel.nodes': expected an array of \"host:port\"");
-                    c.sentinel.nodes.clear();
-                    for (const auto& e : *arr) {
-                        if (!e.is_string())
-                            return fail(err, error::invalid_option,
-                                        "field 'sentinel.nodes': expected strings \"host:port\"");
-                        sentinel_node node;
-                        if (!parse_sentinel_node(e.get_string(), "sentinel.nodes", node, err))
-                            return false;
-                        c.sentinel.nodes.push_back(std::move(node));
-                    }
-                } else
-                    return fail(err, error::invalid_option, "unknown field 'sentinel." + std::string(n) + "'");
-                if (!ok)
-                    return false;
-            }
-            if (c.sentinel.master_name.empty() || c.sentinel.nodes.empty())
-                return fail(err, error::invalid_option,
-                            "field 'sentinel': needs \"master\" and at least one of \"nodes\"");
-        } else if (k == "tls") {
-            const auto* t = val.if_object();
-            if (!t)
-                return fail(err, error::invalid_option, "field 'tls': expected an object");
-            c.kind = transport::tls;
-            for (const auto& [tk, tv] : *t) {
-                std::string_view n = tk;
-                if (n == "ca_file")
-                    ok = str(tv, "tls.ca_file", c.tls_ca_file);
-                else if (n == "cert_file")
-                    ok = str(tv, "tls.cert_file", c.tls_cert_file);
-                else if (n == "key_file")
-                    ok = str(tv, "tls.key_file", c.tls_key_file);
-                else if (n == "verify") {
-                    if (!tv.is_bool())
-                        return fail(err, error::invalid_option, "field 'tls.verify': expected true or false");
-                    c.tls_verify = tv.get_bool();
-                } else
-                    return fail(err, error::invalid_option, "unknown field 'tls." + std::string(n) + "'");
-                if (!ok)
-                    return false;
-            }
-        } else
-            return fail(err, error::invalid_option, "unknown field '" + std::string(k) + "'");
-        if (!ok)
+        if (k != "url" && !json_field(k, val, c, err))
             return false;
     }
     out = std::move(c);

@@ -279,22 +279,8 @@ void redis_store::do_try_acquire(const lease_request& req, asio::any_completion_
         return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), acquire_result{});
     if (!detail::valid_redis_ttl(req.ttl))
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), acquire_result{});
-    if (req.kind != lease_kind::mutex) {
-        if (req.kind == lease_kind::permit && req.capacity == 0)
-            return post_completion(impl_->ex, std::move(h), error_code(error::invalid_option), acquire_result{});
-        auto k = impl_->names(req.name);
-        std::array<std::string, 6> args{req.token,
-                                        std::to_string(req.ttl.count()),
-                                        std::string(1, kind_letter(req.kind)),
-                                        std::to_string(req.kind == lease_kind::permit ? req.capacity : 0),
-                                        k.grant_prefix(),
-                                        req.queue ? "1" : "0"};
-        auto decode = [ttl = req.ttl](const reply& r, acquire_result& out, auto& keep) -> error_code {
-            return detail::decode_acquire(r, ttl, out, keep);
-        };
-        return impl_->conn.async_eval(impl_->set_acquire, impl_->set_keys(req.name), args,
-                                      script_completion<acquire_result>(std::move(h), decode, text_keeper()));
-    }
+    if (req.kind != lease_kind::mutex)
+        return try_acquire_set(req, std::move(h));
     if (impl_->tx)
         return impl_->tx->acquire(impl_->tx_names(req.name), req.token, req.ttl, std::move(h));
     const auto& name = req.name;
@@ -315,10 +301,39 @@ void redis_store::do_try_acquire(const lease_request& req, asio::any_completion_
     if (impl_->wait_replicas <= 0)
         return impl_->conn.async_eval(impl_->acquire, std::move(args),
                                       script_completion<acquire_result>(std::move(h), decode, text_keeper()));
-    // Then WAIT on the same connection: it covers every write this client made before it.
+    auto then = then_wait_replicas(name, token, std::move(h));
+    impl_->conn.async_eval(impl_->acquire, std::move(args),
+                           script_completion<acquire_result>(std::move(then), decode, text_keeper()));
+}
+
+// A read-write lock's or a semaphore's lease: one script over the set's keys.
+void redis_store::try_acquire_set(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
+{
+    if (req.kind == lease_kind::permit && req.capacity == 0)
+        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_option), acquire_result{});
+    auto k = impl_->names(req.name);
+    std::array<std::string, 6> args{req.token,
+                                    std::to_string(req.ttl.count()),
+                                    std::string(1, kind_letter(req.kind)),
+                                    std::to_string(req.kind == lease_kind::permit ? req.capacity : 0),
+                                    k.grant_prefix(),
+                                    req.queue ? "1" : "0"};
+    auto decode = [ttl = req.ttl](const reply& r, acquire_result& out, auto& keep) -> error_code {
+        return detail::decode_acquire(r, ttl, out, keep);
+    };
+    impl_->conn.async_eval(impl_->set_acquire, impl_->set_keys(req.name), args,
+                           script_completion<acquire_result>(std::move(h), decode, text_keeper()));
+}
+
+// What runs after the acquire script when wait_replicas is set: WAIT on the same connection
+// covers every write this client made before it; a lease not replicated in time is given back.
+asio::any_completion_handler<acquire_signature>
+redis_store::then_wait_replicas(const std::string& name, const std::string& token,
+                                asio::any_completion_handler<acquire_signature> h)
+{
     // The caller's cancellation slot still follows the script.
     auto slot = asio::get_associated_cancellation_slot(h);
-    asio::any_completion_handler<acquire_signature> then = asio::bind_cancellation_slot(
+    return asio::bind_cancellation_slot(
         slot, [this, alive = lifetime(), name, token, h = std::move(h)](error_code ec, acquire_result out) mutable {
             if (ec || !out.acquired || alive.expired())
                 return std::move(h)(ec, out);
@@ -341,8 +356,6 @@ void redis_store::do_try_acquire(const lease_request& req, asio::any_completion_
                     std::move(h)(ec, out);
                 });
         });
-    impl_->conn.async_eval(impl_->acquire, std::move(args),
-                           script_completion<acquire_result>(std::move(then), decode, text_keeper()));
 }
 
 void redis_store::do_renew(const lease_key& key, std::chrono::milliseconds ttl,
@@ -381,9 +394,8 @@ void redis_store::flush_renewals()
             auto& r = batch[at];
             std::array<std::string, 1> keys{std::move(r.key)};
             std::array<std::string, 2> args{std::move(r.token), std::move(r.ttl)};
-            impl_->conn.async_eval(
-                impl_->renew, keys, args,
-                script_completion<renew_result>(r.h.take(), detail::decode_renew, text_keeper()));
+            impl_->conn.async_eval(impl_->renew, keys, args,
+                                   script_completion<renew_result>(r.h.take(), detail::decode_renew, text_keeper()));
             continue;
         }
         std::vector<std::string> keys, args;

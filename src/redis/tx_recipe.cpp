@@ -74,6 +74,67 @@ request read_acquire(const names& k)
     return r;
 }
 
+namespace {
+
+// A read-write lock's or a semaphore's name (set_scripts.hpp marks it): "0" or N.
+void refuse_marked(plan<acquire_result>& p, const reply& mark)
+{
+    long long permits = 0;
+    p.ec = as_number(mark, permits) ? error::kind_mismatch : error::invalid_request;
+    if (p.ec == error::kind_mismatch)
+        p.why = permits == 0
+                    ? dlock::detail::kind_in_use_text(lease_kind::read)
+                    : dlock::detail::kind_in_use_text(lease_kind::permit, static_cast<unsigned long long>(permits));
+}
+
+// Free. The counter is watched: if the INCR runs, it gives exactly counter + 1.
+void plan_take(plan<acquire_result>& p, const names& k, const std::string& token, std::chrono::milliseconds ttl,
+               long long counter)
+{
+    p.new_fence = counter + 1;
+    p.result.acquired = true;
+    p.result.fencing_token = static_cast<std::uint64_t>(p.new_fence);
+    p.result.granted_ttl = ttl;
+    p.write.push("MULTI");
+    p.write.push("INCR", k.fence);
+    p.write.push("HSET", k.lock, "owner", token, "fence", p.new_fence);
+    p.write.push("PEXPIRE", k.lock, ttl.count());
+    p.write.push("EXEC");
+}
+
+// Ours already (a retry): extend the lease, keeping its fence.
+void plan_extend(plan<acquire_result>& p, const reply& fence_field, const names& k, std::chrono::milliseconds ttl)
+{
+    long long fence = 0;
+    if (!as_number(fence_field, fence) || fence < 1) {
+        p.ec = error::protocol_error;
+        return;
+    }
+    p.result.acquired = true;
+    p.result.fencing_token = static_cast<std::uint64_t>(fence);
+    p.result.granted_ttl = ttl;
+    p.write.push("MULTI");
+    p.write.push("PEXPIRE", k.lock, ttl.count());
+    p.write.push("EXEC");
+}
+
+// Another owner's: report its PTTL, and mark the name contended unless it already is.
+void plan_contend(plan<acquire_result>& p, const reply& contended, const names& k, long long pttl)
+{
+    p.result.holder_ttl = std::chrono::milliseconds(pttl < 0 ? -1 : pttl);
+    if (!contended.is_nil()) {
+        p.done = true;  // the holder already knows someone asked
+        return;
+    }
+    // Tell the holder that another owner wants the name, so it stops handing off locally.
+    // The lock is watched: if it expired meanwhile, EXEC refuses rather than create a bare hash.
+    p.write.push("MULTI");
+    p.write.push("HSET", k.lock, "contended", "1");
+    p.write.push("EXEC");
+}
+
+}  // namespace
+
 plan<acquire_result> plan_acquire(const response& reads, const names& k, const std::string& token,
                                   std::chrono::milliseconds ttl)
 {
@@ -85,55 +146,16 @@ plan<acquire_result> plan_acquire(const response& reads, const names& k, const s
         return p;
     }
     const reply& owner = f->elements[0];
-    if (long long permits = 0; !f->elements[3].is_nil()) {
-        // A read-write lock's or a semaphore's name (set_scripts.hpp marks it): "0" or N.
-        p.ec = as_number(f->elements[3], permits) ? error::kind_mismatch : error::invalid_request;
-        if (p.ec == error::kind_mismatch)
-            p.why = permits == 0 ? dlock::detail::kind_in_use_text(lease_kind::read)
-                                 : dlock::detail::kind_in_use_text(lease_kind::permit, static_cast<unsigned long long>(permits));
-        return p;
-    }
-    if (owner.is_nil()) {
-        // Free. The counter is watched: if the INCR runs, it gives exactly counter + 1.
-        p.new_fence = counter + 1;
-        p.result.acquired = true;
-        p.result.fencing_token = static_cast<std::uint64_t>(p.new_fence);
-        p.result.granted_ttl = ttl;
-        p.write.push("MULTI");
-        p.write.push("INCR", k.fence);
-        p.write.push("HSET", k.lock, "owner", token, "fence", p.new_fence);
-        p.write.push("PEXPIRE", k.lock, ttl.count());
-        p.write.push("EXEC");
-        return p;
-    }
-    if (owner.type != reply_type::string) {
+    if (!f->elements[3].is_nil())
+        refuse_marked(p, f->elements[3]);
+    else if (owner.is_nil())
+        plan_take(p, k, token, ttl, counter);
+    else if (owner.type != reply_type::string)
         p.ec = error::invalid_request;
-        return p;
-    }
-    if (owner.str == token) {
-        long long fence = 0;
-        if (!as_number(f->elements[1], fence) || fence < 1) {
-            p.ec = error::protocol_error;
-            return p;
-        }
-        p.result.acquired = true;
-        p.result.fencing_token = static_cast<std::uint64_t>(fence);
-        p.result.granted_ttl = ttl;
-        p.write.push("MULTI");
-        p.write.push("PEXPIRE", k.lock, ttl.count());
-        p.write.push("EXEC");
-        return p;
-    }
-    p.result.holder_ttl = std::chrono::milliseconds(pttl < 0 ? -1 : pttl);
-    if (!f->elements[2].is_nil()) {
-        p.done = true;  // the holder already knows someone asked
-        return p;
-    }
-    // Tell the holder that another owner wants the name, so it stops handing off locally.
-    // The lock is watched: if it expired meanwhile, EXEC refuses rather than create a bare hash.
-    p.write.push("MULTI");
-    p.write.push("HSET", k.lock, "contended", "1");
-    p.write.push("EXEC");
+    else if (owner.str == token)
+        plan_extend(p, f->elements[1], k, ttl);
+    else
+        plan_contend(p, f->elements[2], k, pttl);
     return p;
 }
 

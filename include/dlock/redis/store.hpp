@@ -118,6 +118,10 @@ public:
 private:
     void do_connect(boost::asio::any_completion_handler<connect_signature> h) override;
     void do_try_acquire(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h) override;
+    void try_acquire_set(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h);
+    boost::asio::any_completion_handler<acquire_signature>
+    then_wait_replicas(const std::string& name, const std::string& token,
+                       boost::asio::any_completion_handler<acquire_signature> h);
     void set_release(const std::string& name, const std::string& token, bool force,
                      boost::asio::any_completion_handler<bool_signature> h);
     void release(const std::string& name, const std::string& token, bool force,
