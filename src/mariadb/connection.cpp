@@ -4,6 +4,7 @@
 #include <dlock/error.hpp>
 
 #include "common/borrowed_socket.hpp"
+#include "common/pipe_host.hpp"
 #include "common/post_completion.hpp"
 #include "common/stored_handler.hpp"
 
@@ -19,9 +20,9 @@
 #include <poll.h>
 #include <sys/socket.h>
 
-#include <deque>
 #include <functional>
 #include <mutex>
+#include <unordered_map>
 
 namespace dlock::mariadb::detail {
 
@@ -29,6 +30,9 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 using clock_type = std::chrono::steady_clock;
 using wait_type = asio::posix::descriptor_base::wait_type;
+using dlock::detail::pipe_action;
+using dlock::detail::request_pipe;
+using time_point = request_pipe::time_point;
 constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
@@ -40,26 +44,35 @@ void library_init()
     std::call_once(once, [] { mysql_library_init(0, nullptr, nullptr); });
 }
 
+dlock::detail::pipe_config pipe_settings(const connection_settings& s)
+{
+    dlock::detail::pipe_config c;
+    c.max_in_flight = 1;  // one query at a time; its deadline counts from its send
+    c.request_timeout = s.cfg.request_timeout;
+    c.refused = !s.refused.empty();
+    return c;
+}
+
 }  // namespace
 
-struct connection::impl : std::enable_shared_from_this<impl> {
+struct connection::impl : dlock::detail::pipe_host<impl>, std::enable_shared_from_this<impl> {
     struct request {
         std::string text;
-        std::chrono::milliseconds timeout;
         dlock::detail::stored_handler<exec_signature> h;
+        sql::result res;
+        bool written = false;
     };
 
     asio::any_io_executor ex;
     connection_settings s;
     MYSQL* m = nullptr;
-    bool up = false;  // connected and set up
-    std::deque<request> queue;
-    bool running = false;
-    bool busy = false;  // a request is on the wire
+    std::unordered_map<std::uint64_t, request> requests;  // by the pipe's request id
+    std::uint64_t next_id = 0;
+    bool running = false;    // a coroutine drives the handle (connect or query)
+    bool resetting = false;  // the pipe ended this connection: the coroutine finishes the handle
     bool closed = false;
-    bool timed_out = false;               // the current operation passed its deadline: its socket was shut
+    bool timed_out = false;               // the connect passed its deadline: its socket was shut
     dlock::detail::borrowed_socket sock;  // the library's, for one wait at a time
-    std::uint64_t connects = 0;
     std::string connect_error;
     // The operation in flight inside the library: its _cont, and where it writes its result
     // (members, not coroutine locals, so that close() can run it to its end at any time).
@@ -68,7 +81,10 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     MYSQL* op_conn = nullptr;
     MYSQL_RES* op_res = nullptr;
 
-    impl(asio::any_io_executor e, connection_settings st) : ex(e), s(std::move(st)), sock(e) {}
+    impl(asio::any_io_executor e, connection_settings st)
+        : pipe_host(e, pipe_settings(st)), ex(e), s(std::move(st)), sock(e)
+    {
+    }
     ~impl() { finish_handle(); }
 
     clock_type::time_point deadline_after(std::chrono::milliseconds d) const
@@ -105,26 +121,6 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         }
         mysql_close(m);
         m = nullptr;
-        up = false;
-    }
-
-    void fail_all(error_code ec, const std::string& message = {})
-    {
-        while (!queue.empty()) {
-            auto r = std::move(queue.front());
-            queue.pop_front();
-            sql::result res;
-            res.message = message;
-            dlock::detail::post_completion(ex, std::move(r.h), ec, std::move(res));
-        }
-    }
-
-    void kick()
-    {
-        if (closed || running)
-            return;
-        running = true;
-        asio::co_spawn(ex, run(shared_from_this()), asio::detached);
     }
 
     // An idle connection the server has closed (KILL, restart, wait_timeout) has something to
@@ -139,7 +135,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     static asio::awaitable<int> wait_for(std::shared_ptr<impl> self, int status, clock_type::time_point deadline)
     {
         int want = status & (MYSQL_WAIT_READ | MYSQL_WAIT_WRITE | MYSQL_WAIT_EXCEPT);
-        if (self->timed_out)  // the socket is shut: the library fails as soon as it looks
+        if (self->timed_out || self->resetting)  // the socket is shut: the library fails as soon as it looks
             co_return want ? want : MYSQL_WAIT_TIMEOUT;
         auto until = deadline;
         bool library_timer = false;
@@ -321,44 +317,98 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                 co_return fail(ec, res.message);
         }
         i->connect_error.clear();
-        i->up = true;
-        ++i->connects;
         co_return error_code();
     }
 
-    static asio::awaitable<void> run(std::shared_ptr<impl> self)
+    void perform(const pipe_action& a)
     {
-        while (!self->closed && !self->queue.empty()) {
-            if (self->m && self->idle_dead())
-                self->finish_handle();
-            if (!self->m) {
-                auto ec = co_await connect(self);
-                if (self->closed)
-                    break;
-                if (ec) {
-                    self->fail_all(ec, self->connect_error);
-                    continue;
-                }
-            }
-            if (self->queue.empty())
-                break;
-            auto req = std::move(self->queue.front());
-            self->queue.pop_front();
-            self->busy = true;
-            auto timeout = req.timeout.count() > 0 ? req.timeout : self->s.cfg.request_timeout;
-            auto [ec, res] = co_await query(self, req.text, self->deadline_after(timeout));
-            self->busy = false;
-            if (self->closed) {
-                dlock::detail::post_completion(self->ex, std::move(req.h), error_code(error::closed), sql::result{});
-                break;
-            }
-            if (ec == error::connection_lost || ec == error::timeout)
-                self->finish_handle();
-            dlock::detail::post_completion(self->ex, std::move(req.h), ec, std::move(res));
+        using type = pipe_action::type;
+        switch (a.t) {
+        case type::connect: return asio::co_spawn(ex, connect_run(shared_from_this(), a.gen), asio::detached);
+        case type::write: return write(a.gen, a.id);
+        case type::reset: return reset(a.gen);
+        case type::complete: return complete(a.id, a.ec);
+        default: return;  // flush (one at a time), up, down
         }
+    }
+
+    void write(std::uint64_t gen, std::uint64_t id)
+    {
+        if (idle_dead())  // it never left: the next connection runs it
+            return pipe.on_not_sent(gen, clock_type::now());
+        requests.at(id).written = true;
+        asio::co_spawn(ex, query_run(shared_from_this(), gen, id), asio::detached);
+    }
+
+    // A call in the library is never cut short (its coroutine will resume it): its socket is
+    // shut so that it fails at once, and the coroutine finishes the handle when it unwinds.
+    void reset(std::uint64_t gen)
+    {
+        if (running) {
+            resetting = true;
+            shut_socket();
+            sock.timer.cancel();
+            return;
+        }
+        finish_handle();
+        pipe.on_reset_done(gen, clock_type::now());
+    }
+
+    void complete(std::uint64_t id, error_code ec)
+    {
+        auto it = requests.find(id);
+        if (it == requests.end())
+            return;
+        auto r = std::move(it->second);
+        requests.erase(it);
+        if (ec == error::invalid_option)
+            r.res.message = s.refused;
+        dlock::detail::post_completion(ex, std::move(r.h), ec, std::move(r.res));
+    }
+
+    // The coroutine's end when the pipe reset its connection meanwhile; true if it did.
+    bool unwound_reset(std::uint64_t gen)
+    {
+        if (!resetting)
+            return false;
+        resetting = false;
+        finish_handle();
+        input([&](request_pipe& p, time_point now) { p.on_reset_done(gen, now); });
+        return true;
+    }
+
+    static asio::awaitable<void> connect_run(std::shared_ptr<impl> self, std::uint64_t gen)
+    {
+        self->running = true;
+        auto ec = co_await connect(self);
         self->running = false;
-        if (self->closed)
-            self->fail_all(error::closed);
+        if (self->closed || self->unwound_reset(gen))
+            co_return;
+        if (ec) {
+            for (auto& [id, r] : self->requests)  // those waiting for this connection fail with its text
+                if (!r.written)
+                    r.res.message = self->connect_error;
+        }
+        self->input([&](request_pipe& p, time_point now) {
+            if (ec)
+                p.on_connect_failed(gen, ec, now);
+            else
+                p.on_connected(gen, now);
+        });
+    }
+
+    static asio::awaitable<void> query_run(std::shared_ptr<impl> self, std::uint64_t gen, std::uint64_t id)
+    {
+        self->running = true;
+        auto text = self->requests.at(id).text;  // the pipe may end the request before the query ends
+        auto [ec, res] = co_await query(self, text, clock_type::time_point::max());
+        self->running = false;
+        if (self->closed || self->unwound_reset(gen))
+            co_return;  // the pipe has answered it (closed, timeout, connection_lost)
+        if (auto it = self->requests.find(id); it != self->requests.end())
+            it->second.res = std::move(res);
+        bool keep = ec != error::connection_lost && ec != error::timeout;
+        self->input([&](request_pipe& p, time_point now) { p.on_reply(gen, id, ec, keep, now); });
     }
 };
 
@@ -375,44 +425,15 @@ connection::~connection()
 void connection::exec(std::string text, std::chrono::milliseconds timeout,
                       asio::any_completion_handler<exec_signature> h)
 {
-    if (impl_->closed)
-        return dlock::detail::post_completion(impl_->ex, std::move(h), error_code(error::closed), sql::result{});
-    if (!impl_->s.refused.empty()) {
-        sql::result refused;
-        refused.message = impl_->s.refused;
-        return dlock::detail::post_completion(impl_->ex, std::move(h), error_code(error::invalid_option),
-                                              std::move(refused));
-    }
-    impl_->queue.push_back(impl::request{std::move(text), timeout, std::move(h)});
-    impl_->kick();
+    auto& i = *impl_;
+    auto id = ++i.next_id;
+    i.requests.emplace(id, impl::request{std::move(text), std::move(h), {}, false});
+    i.input([&](request_pipe& p, time_point now) { p.on_request(id, timeout, now); });
 }
 
 void connection::abort()
 {
-    auto& i = *impl_;
-    if (i.closed || !i.m)
-        return;
-    if (i.running && i.pending)
-        i.shut_socket();  // the operation in flight fails at once; run() then drops the handle
-    else if (!i.running)
-        i.finish_handle();
-    else
-        i.shut_socket();  // between operations: the next one fails, or idle_dead() sees it
-}
-
-bool connection::is_connected() const noexcept
-{
-    return impl_->up;
-}
-
-std::size_t connection::pending() const noexcept
-{
-    return impl_->queue.size() + (impl_->busy ? 1 : 0);
-}
-
-std::uint64_t connection::connects() const noexcept
-{
-    return impl_->connects;
+    impl_->input([](request_pipe& p, time_point now) { p.on_abort(now); });
 }
 
 const std::string& connection::last_connect_error() const noexcept
@@ -426,9 +447,9 @@ void connection::close()
     if (i.closed)
         return;
     i.closed = true;
+    i.input([](request_pipe& p, time_point) { p.on_close(); });
     i.sock.timer.cancel();
     i.finish_handle();
-    i.fail_all(error::closed);
 }
 
 }  // namespace dlock::mariadb::detail

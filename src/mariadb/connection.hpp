@@ -5,6 +5,8 @@
 // what the library waits for (MYSQL_WAIT_READ/WRITE/TIMEOUT); the socket is waited on with a
 // stream_descriptor assigned per wait and released after (the library owns the fd), then
 // _cont resumes it. Requests run one at a time from a FIFO; the connection is made on demand.
+// The request pipe (src/common/request_pipe.hpp) decides when to connect, what to send and
+// when a query times out; this class is its wire.
 #pragma once
 
 #include <dlock/mariadb/config.hpp>
@@ -52,11 +54,6 @@ public:
     void exec(std::string text, std::chrono::milliseconds timeout,
               boost::asio::any_completion_handler<exec_signature> h);
     void abort();
-    bool is_connected() const noexcept;
-    /// Requests queued or running.
-    std::size_t pending() const noexcept;
-    /// Successful connects (setup included) so far.
-    std::uint64_t connects() const noexcept;
     /// The library's text of the last connect failure.
     const std::string& last_connect_error() const noexcept;
     void close();

@@ -327,9 +327,9 @@ void redis_store::try_acquire_set(const lease_request& req, asio::any_completion
 
 // What runs after the acquire script when wait_replicas is set: WAIT on the same connection
 // covers every write this client made before it; a lease not replicated in time is given back.
-asio::any_completion_handler<acquire_signature>
-redis_store::then_wait_replicas(const std::string& name, const std::string& token,
-                                asio::any_completion_handler<acquire_signature> h)
+auto redis_store::then_wait_replicas(const std::string& name, const std::string& token,
+                                     asio::any_completion_handler<acquire_signature> h)
+    -> asio::any_completion_handler<acquire_signature>
 {
     // The caller's cancellation slot still follows the script.
     auto slot = asio::get_associated_cancellation_slot(h);
