@@ -4,6 +4,7 @@
 #include <dlock/error.hpp>
 
 #include "common/borrowed_socket.hpp"
+#include "common/pipe_host.hpp"
 #include "common/post_completion.hpp"
 #include "common/stored_handler.hpp"
 
@@ -16,9 +17,9 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <libpq-fe.h>
+#include <sys/socket.h>
 
-#include <algorithm>
-#include <deque>
+#include <unordered_map>
 
 namespace dlock::postgres::detail {
 
@@ -27,30 +28,52 @@ using boost::system::error_code;
 using clock_type = std::chrono::steady_clock;
 using wait_type = asio::posix::descriptor_base::wait_type;
 constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
+using dlock::detail::pipe_action;
+using dlock::detail::request_pipe;
+using time_point = request_pipe::time_point;
 
-struct connection::impl : std::enable_shared_from_this<impl> {
+namespace {
+
+dlock::detail::pipe_config pipe_settings(const connection_settings& s)
+{
+    dlock::detail::pipe_config c;
+    c.max_in_flight = 1;  // one query at a time; its deadline counts from its send
+    c.persistent = s.persistent;
+    c.request_timeout = s.cfg.request_timeout;
+    c.refused = !s.refused.empty();
+    return c;
+}
+
+}  // namespace
+
+struct connection::impl : dlock::detail::pipe_host<impl>, std::enable_shared_from_this<impl> {
     struct request {
         std::string text;
         std::vector<std::string> params;
         bool simple = false;
         dlock::detail::stored_handler<exec_signature> h;
+        sql::result res{};
+        bool written = false;
     };
 
     asio::any_io_executor ex;
     connection_settings s;
     PGconn* pg = nullptr;
-    bool up = false;  // connected and set up
-    std::deque<request> queue;
-    bool running = false;
+    bool up = false;                                      // connected and set up
+    std::unordered_map<std::uint64_t, request> requests;  // by the pipe's request id
+    std::uint64_t next_id = 0;
+    std::uint64_t to_send = 0;  // the request the connection's coroutine sends next (0: none)
+    bool running = false;       // a coroutine drives the connection
+    bool resetting = false;     // the pipe ended the connection: its coroutine drops it on the way out
     bool closed = false;
-    bool started = false;
-    bool idle_wait = false;               // the pump waits for input only: a request may interrupt it
+    bool idle_wait = false;               // the coroutine waits for input only: a request interrupts it
     dlock::detail::borrowed_socket sock;  // libpq's, for one wait at a time
-    asio::steady_timer backoff;           // persistent: between failed connects
-    std::uint64_t connects = 0;
     std::string connect_error;
 
-    impl(asio::any_io_executor e, connection_settings st) : ex(e), s(std::move(st)), sock(e), backoff(e) {}
+    impl(asio::any_io_executor e, connection_settings st)
+        : pipe_host(e, pipe_settings(st)), ex(e), s(std::move(st)), sock(e)
+    {
+    }
     ~impl()
     {
         sock.release();  // never close libpq's fd
@@ -70,11 +93,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
             PQfinish(pg);
             pg = nullptr;
         }
-        if (up) {
-            up = false;
-            if (s.on_down)
-                s.on_down();
-        }
+        up = false;
     }
 
     void deliver_notifies()
@@ -84,29 +103,6 @@ struct connection::impl : std::enable_shared_from_this<impl> {
             PQfreemem(n);
             if (s.on_notify)
                 s.on_notify(channel, payload);
-        }
-    }
-
-    void fail_all(error_code ec, const std::string& message = {})
-    {
-        while (!queue.empty()) {
-            auto r = std::move(queue.front());
-            queue.pop_front();
-            sql::result res;
-            res.message = message;
-            dlock::detail::post_completion(ex, std::move(r.h), ec, std::move(res));
-        }
-    }
-
-    void kick()
-    {
-        if (closed)
-            return;
-        if (idle_wait && sock.sd.is_open())
-            sock.sd.cancel();
-        if (!running) {
-            running = true;
-            asio::co_spawn(ex, run(shared_from_this()), asio::detached);
         }
     }
 
@@ -293,7 +289,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         if (PQsetnonblocking(self->pg, 1) != 0)
             co_return fail(error::connect_failed, PQerrorMessage(self->pg));
         if (!self->s.setup.empty()) {
-            request setup{self->s.setup, {}, true, {}};
+            request setup{self->s.setup, {}, true, {}, {}, false};
             auto [ec, res] = co_await query(self, setup, deadline);
             if (self->closed)
                 co_return error::closed;
@@ -301,69 +297,134 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                 co_return fail(ec, res.message);
         }
         self->connect_error.clear();
-        self->up = true;
-        ++self->connects;
-        if (self->s.on_up)
-            self->s.on_up();
         co_return error_code();
     }
 
-    static asio::awaitable<void> run(std::shared_ptr<impl> self)
+    void perform(const pipe_action& a)
     {
-        auto pause = std::chrono::milliseconds(100);
-        while (!self->closed) {
-            if (!self->pg) {
-                if (self->queue.empty() && !self->s.persistent)
-                    break;
-                auto ec = co_await connect(self);
-                if (self->closed)
-                    break;
-                if (ec) {
-                    if (!self->s.persistent) {
-                        self->fail_all(ec, self->connect_error);
-                        continue;
-                    }
-                    self->backoff.expires_after(pause);
-                    co_await self->backoff.async_wait(tuple);
-                    pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(2));
-                    continue;
-                }
-                pause = std::chrono::milliseconds(100);
-                continue;
-            }
-            if (!self->queue.empty()) {
-                auto req = std::move(self->queue.front());
-                self->queue.pop_front();
-                auto [ec, res] = co_await query(self, req, self->deadline_after(self->s.cfg.request_timeout));
-                if (self->closed) {
-                    dlock::detail::post_completion(self->ex, std::move(req.h), error_code(error::closed),
-                                                   sql::result{});
-                    break;
-                }
-                if (ec == error::connection_lost || ec == error::timeout || !self->pg ||
-                    PQstatus(self->pg) == CONNECTION_BAD)
-                    self->drop();
-                dlock::detail::post_completion(self->ex, std::move(req.h), ec, std::move(res));
-                continue;
-            }
-            // Idle: read notifications, and notice a connection the server closed.
-            self->idle_wait = true;
-            auto w = co_await wait_socket(self, wait_type::wait_read, clock_type::time_point::max());
-            self->idle_wait = false;
-            if (self->closed)
-                break;
-            if (w == waited::ready) {
-                if (!PQconsumeInput(self->pg) || PQstatus(self->pg) == CONNECTION_BAD)
-                    self->drop();
+        using type = pipe_action::type;
+        switch (a.t) {
+        case type::connect: return asio::co_spawn(ex, run(shared_from_this(), a.gen), asio::detached);
+        case type::write: return write(a.id);
+        case type::reset: return reset(a.gen);
+        case type::complete: return complete(a.id, a.ec);
+        case type::up: return went_up();
+        case type::down:
+            if (s.on_down)
+                s.on_down();
+            return;
+        default: return;  // flush: one at a time
+        }
+    }
+
+    void went_up()
+    {
+        up = true;
+        if (s.on_up)
+            s.on_up();
+    }
+
+    void write(std::uint64_t id)
+    {
+        requests.at(id).written = true;
+        to_send = id;
+        if (idle_wait && sock.sd.is_open())
+            sock.sd.cancel();  // the coroutine is waiting for notifications: it sends now
+    }
+
+    // The coroutine owns the connection while it runs: its socket is shut so that what it
+    // waits on fails at once, and it drops the connection on the way out.
+    void reset(std::uint64_t gen)
+    {
+        up = false;
+        if (running) {
+            resetting = true;
+            if (pg && PQsocket(pg) >= 0)
+                ::shutdown(PQsocket(pg), SHUT_RDWR);
+            if (sock.sd.is_open())
+                sock.sd.cancel();
+            return;
+        }
+        drop();
+        pipe.on_reset_done(gen, clock_type::now());
+    }
+
+    void complete(std::uint64_t id, error_code ec)
+    {
+        auto it = requests.find(id);
+        if (it == requests.end())
+            return;
+        auto r = std::move(it->second);
+        requests.erase(it);
+        if (ec == error::invalid_option)
+            r.res.message = s.refused;
+        dlock::detail::post_completion(ex, std::move(r.h), ec, std::move(r.res));
+    }
+
+    void connected(std::uint64_t gen, error_code ec)
+    {
+        if (ec) {
+            for (auto& [id, r] : requests)  // those waiting for this connection fail with its text
+                if (!r.written)
+                    r.res.message = connect_error;
+        }
+        input([&](request_pipe& p, time_point now) {
+            if (ec)
+                p.on_connect_failed(gen, ec, now);
+            else
+                p.on_connected(gen, now);
+        });
+    }
+
+    // Sends the request the pipe wrote and reports its outcome.
+    static asio::awaitable<void> send(std::shared_ptr<impl> self, std::uint64_t gen)
+    {
+        auto id = std::exchange(self->to_send, 0);
+        const auto& r = self->requests.at(id);
+        request req{r.text, r.params, r.simple, {}, {}, true};  // a copy: the pipe may end the request first
+        auto [ec, res] = co_await query(self, req, clock_type::time_point::max());
+        if (self->closed || self->resetting)
+            co_return;  // the pipe answered it (closed, timeout, connection_lost)
+        if (auto it = self->requests.find(id); it != self->requests.end())
+            it->second.res = std::move(res);
+        bool keep = ec != error::connection_lost && ec != error::timeout && PQstatus(self->pg) != CONNECTION_BAD;
+        self->input([&](request_pipe& p, time_point now) { p.on_reply(gen, id, ec, keep, now); });
+    }
+
+    // Idle: reads notifications, and notices a connection the server closed.
+    static asio::awaitable<void> idle(std::shared_ptr<impl> self, std::uint64_t gen)
+    {
+        self->idle_wait = true;
+        auto w = co_await wait_socket(self, wait_type::wait_read, clock_type::time_point::max());
+        self->idle_wait = false;
+        if (self->closed || self->resetting || w == waited::cancelled)
+            co_return;
+        if (w == waited::ready && PQconsumeInput(self->pg) && PQstatus(self->pg) != CONNECTION_BAD)
+            co_return self->deliver_notifies();
+        self->input([&](request_pipe& p, time_point now) { p.on_dropped(gen, error::connection_lost, now); });
+    }
+
+    // One connection's life: connect and set up, then send what the pipe writes and read
+    // notifications in between, until the pipe resets it or close() ends it.
+    static asio::awaitable<void> run(std::shared_ptr<impl> self, std::uint64_t gen)
+    {
+        self->running = true;
+        auto ec = co_await connect(self);
+        if (!self->closed && !self->resetting) {
+            self->connected(gen, ec);
+            while (!ec && !self->closed && !self->resetting) {
+                if (self->to_send)
+                    co_await send(self, gen);
                 else
-                    self->deliver_notifies();
-            } else if (w == waited::failed) {
-                self->drop();
+                    co_await idle(self, gen);
             }
         }
         self->running = false;
         if (self->closed)
-            self->fail_all(error::closed);
+            co_return;
+        self->drop();
+        if (std::exchange(self->resetting, false))
+            self->input([&](request_pipe& p, time_point now) { p.on_reset_done(gen, now); });
     }
 };
 
@@ -379,39 +440,20 @@ connection::~connection()
 
 void connection::exec(std::string text, std::vector<std::string> params, asio::any_completion_handler<exec_signature> h)
 {
-    if (impl_->closed)
-        return dlock::detail::post_completion(impl_->ex, std::move(h), error_code(error::closed), sql::result{});
-    if (!impl_->s.refused.empty()) {
-        sql::result refused;
-        refused.message = impl_->s.refused;
-        return dlock::detail::post_completion(impl_->ex, std::move(h), error_code(error::invalid_option),
-                                              std::move(refused));
-    }
-    impl_->queue.push_back(impl::request{std::move(text), std::move(params), false, std::move(h)});
-    impl_->kick();
+    auto& i = *impl_;
+    auto id = ++i.next_id;
+    i.requests.emplace(id, impl::request{std::move(text), std::move(params), false, std::move(h), {}, false});
+    i.input([&](request_pipe& p, time_point now) { p.on_request(id, std::chrono::milliseconds(0), now); });
 }
 
 void connection::start()
 {
-    if (impl_->started || impl_->closed)
-        return;
-    impl_->started = true;
-    impl_->kick();
-}
-
-bool connection::is_connected() const noexcept
-{
-    return impl_->up;
+    impl_->input([](request_pipe& p, time_point now) { p.on_start(now); });
 }
 
 int connection::backend_pid() const noexcept
 {
     return impl_->up && impl_->pg ? PQbackendPID(impl_->pg) : 0;
-}
-
-std::uint64_t connection::connects() const noexcept
-{
-    return impl_->connects;
 }
 
 const std::string& connection::last_connect_error() const noexcept
@@ -425,18 +467,13 @@ void connection::close()
     if (i.closed)
         return;
     i.closed = true;
-    i.s.on_up = nullptr;
+    i.s.on_up = nullptr;  // nothing is told after close()
     i.s.on_down = nullptr;
     i.s.on_notify = nullptr;
-    i.sock.release();  // cancels the pump's wait
+    i.input([](request_pipe& p, time_point) { p.on_close(); });
+    i.sock.release();  // cancels the coroutine's wait
     i.sock.timer.cancel();
-    i.backoff.cancel();
-    if (i.pg) {
-        PQfinish(i.pg);
-        i.pg = nullptr;
-    }
-    i.up = false;
-    i.fail_all(error::closed);
+    i.drop();
 }
 
 }  // namespace dlock::postgres::detail

@@ -3,7 +3,9 @@
 // queries (PQsendQueryParams, PQflush, PQconsumeInput/PQisBusy/PQgetResult) one at a time
 // from a FIFO, notifications (PQnotifies) while idle. libpq never blocks the thread: its
 // socket is waited on with a stream_descriptor assigned per wait and released after
-// (libpq owns and closes the fd).
+// (libpq owns and closes the fd). The request pipe (src/common/request_pipe.hpp) decides
+// when to connect (the listener: kept, with jittered backoff), what to send and when a query
+// times out; this class is its wire.
 #pragma once
 
 #include <dlock/postgres/config.hpp>
@@ -43,8 +45,8 @@ struct connection_settings {
 /// - exec(): one statement with text parameters ($1..), or (`simple`) a parameterless
 ///   script; completes with its rows or its error. Errors: connect_failed, resolve_failed,
 ///   auth_failed, handshake_failed (a missing database), permission_denied, server_busy,
-///   connection_lost (it dropped with the query on the wire: it may have run), timeout (the
-///   connection is reset), and the query's own (sql::error_of); closed.
+///   connection_lost (it dropped with the query on the wire: it may have run), timeout
+///   (counted from the send; the connection is reset), and the query's own (sql::error_of); closed.
 /// - Completions are posted, never run inside exec(); requests run in the order queued.
 /// - Not thread-safe; one executor.
 class connection {
@@ -59,12 +61,9 @@ public:
     void exec(std::string text, std::vector<std::string> params, boost::asio::any_completion_handler<exec_signature> h);
     /// Persistent connections: starts connecting (once).
     void start();
-    bool is_connected() const noexcept;
     /// The server process of the current connection (0 if none): a listener's pid names its
     /// waiters in the hand-off queue, and the server can tell whether it still exists.
     int backend_pid() const noexcept;
-    /// Successful connects (setup included) so far.
-    std::uint64_t connects() const noexcept;
     /// libpq's text of the last connect failure.
     const std::string& last_connect_error() const noexcept;
     void close();
