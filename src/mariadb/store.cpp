@@ -3,14 +3,11 @@
 #include <dlock/mariadb/store.hpp>
 
 #include "common/post_completion.hpp"
+#include "common/sql_reply.hpp"
 #include "mariadb/connection.hpp"
 #include "mariadb/sql.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <map>
 #include <random>
@@ -22,6 +19,7 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 using detail::post_completion;
 using conn_t = mariadb::detail::connection;
+namespace sql = mariadb::sql;
 using std::chrono::milliseconds;
 
 struct mariadb_store::impl : std::enable_shared_from_this<impl> {
@@ -164,30 +162,6 @@ struct mariadb_store::impl : std::enable_shared_from_this<impl> {
     }
 };
 
-namespace {
-
-constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
-
-auto exec(conn_t& c, std::string text)
-{
-    return asio::async_initiate<decltype(tuple), conn_t::exec_signature>(
-        [&c](auto h, std::string t) { c.exec(std::move(t), milliseconds(0), std::move(h)); }, tuple, std::move(text));
-}
-
-template <class Sig, class... Args>
-void finish(const asio::any_io_executor& ex, std::shared_ptr<asio::any_completion_handler<Sig>> h, Args&&... args)
-{
-    post_completion(ex, std::move(*h), std::forward<Args>(args)...);
-}
-
-template <class Sig>
-auto shared(asio::any_completion_handler<Sig> h)
-{
-    return std::make_shared<asio::any_completion_handler<Sig>>(std::move(h));
-}
-
-}  // namespace
-
 mariadb_store::mariadb_store(asio::any_io_executor ex, mariadb::config cfg) : impl_(std::make_shared<impl>())
 {
     impl_->ex = ex;
@@ -256,128 +230,82 @@ void mariadb_store::close()
 // the database and the privileges once.
 void mariadb_store::do_connect(asio::any_completion_handler<connect_signature> h)
 {
-    asio::co_spawn(
-        impl_->ex,
-        [self = impl_, keep = DLOCK_MARIA_KEEP, h = shared(std::move(h))]() -> asio::awaitable<void> {
-            auto [ec, res] = co_await exec(*self->conn, "SELECT 1");
+    impl_->conn->exec(
+        "SELECT 1", milliseconds(0),
+        [ex = impl_->ex, keep = DLOCK_MARIA_KEEP, h = std::move(h)](error_code ec, sql::result res) mutable {
             if (ec)
-                keep(res.message.empty() ? self->conn->last_connect_error() : res.message);
-            finish(self->ex, h, ec);
-        },
-        asio::detached);
+                keep(res.message);
+            post_completion(ex, std::move(h), ec);
+        });
 }
 
 void mariadb_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
-    namespace sql = mariadb::sql;
     if (req.kind != lease_kind::mutex)
         return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), acquire_result{});
     if (!sql::valid_ttl(req.ttl))
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), acquire_result{});
     if (auto ec = sql::check_name(req.name); ec || (ec = sql::check_token(req.token)))
         return post_completion(impl_->ex, std::move(h), ec, acquire_result{});
-    asio::co_spawn(
-        impl_->ex,
-        [self = impl_, name = req.name, ttl = req.ttl,
-         text = sql::acquire(impl_->cfg.table, req.name, req.token, req.ttl), keep = DLOCK_MARIA_KEEP,
-         h = shared(std::move(h))]() mutable -> asio::awaitable<void> {
-            auto [ec, res] = co_await exec(*self->conn, std::move(text));
-            acquire_result out;
-            sql::holder_info holder;
-            if (!ec && !sql::decode_acquire(res, ttl, out, holder))
-                ec = error::protocol_error;
-            if (ec) {
-                keep(res.message.empty() ? self->conn->last_connect_error() : res.message);
-                co_return finish(self->ex, h, ec, acquire_result{});
-            }
-            if (!out.acquired)
-                self->observe(name, holder, out);
-            finish(self->ex, h, ec, out);
-        },
-        asio::detached);
+    // A refused attempt tells the GET_LOCK wait what it saw of the holder.
+    auto decode = [weak = std::weak_ptr<impl>(impl_), name = req.name, ttl = req.ttl](const sql::result& r,
+                                                                                      acquire_result& out) {
+        sql::holder_info holder;
+        if (!sql::decode_acquire(r, ttl, out, holder))
+            return false;
+        if (auto self = weak.lock(); self && !out.acquired)
+            self->observe(name, holder, out);
+        return true;
+    };
+    impl_->conn->exec(sql::acquire(impl_->cfg.table, req.name, req.token, req.ttl), milliseconds(0),
+                      detail::sql_reply<acquire_result, sql::result>(impl_->ex, DLOCK_MARIA_KEEP, decode,
+                                                                     detail::empty_on_error, std::move(h)));
 }
 
 void mariadb_store::do_renew(const lease_key& key, milliseconds ttl, asio::any_completion_handler<renew_signature> h)
 {
-    namespace sql = mariadb::sql;
     if (!sql::valid_ttl(ttl))
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), renew_result{});
     if (auto ec = sql::check_name(key.name); ec || (ec = sql::check_token(key.token)))
         return post_completion(impl_->ex, std::move(h), ec, renew_result{});
-    asio::co_spawn(
-        impl_->ex,
-        [self = impl_, text = sql::renew(impl_->cfg.table, key.name, key.token, ttl), keep = DLOCK_MARIA_KEEP,
-         h = shared(std::move(h))]() mutable -> asio::awaitable<void> {
-            auto [ec, res] = co_await exec(*self->conn, std::move(text));
-            renew_result out;
-            if (!ec && !sql::decode_renew(res, out))
-                ec = error::protocol_error;
-            if (ec)
-                keep(res.message.empty() ? self->conn->last_connect_error() : res.message);
-            finish(self->ex, h, ec, ec ? renew_result{} : out);
-        },
-        asio::detached);
+    auto decode = [](const sql::result& r, renew_result& out) { return sql::decode_renew(r, out); };
+    impl_->conn->exec(sql::renew(impl_->cfg.table, key.name, key.token, ttl), milliseconds(0),
+                      detail::sql_reply<renew_result, sql::result>(impl_->ex, DLOCK_MARIA_KEEP, decode,
+                                                                   detail::empty_on_error, std::move(h)));
 }
 
 void mariadb_store::do_release(const lease_key& key, asio::any_completion_handler<bool_signature> h)
 {
-    namespace sql = mariadb::sql;
     if (auto ec = sql::check_name(key.name); ec || (ec = sql::check_token(key.token)))
         return post_completion(impl_->ex, std::move(h), ec, false);
-    asio::co_spawn(
-        impl_->ex,
-        [self = impl_, text = sql::release(impl_->cfg.table, key.name, key.token), keep = DLOCK_MARIA_KEEP,
-         h = shared(std::move(h))]() mutable -> asio::awaitable<void> {
-            auto [ec, res] = co_await exec(*self->conn, std::move(text));
-            bool out = false;
-            if (!ec && !sql::decode_release(res, out))
-                ec = error::protocol_error;
-            if (ec)
-                keep(res.message.empty() ? self->conn->last_connect_error() : res.message);
-            finish(self->ex, h, ec, !ec && out);
-        },
-        asio::detached);
+    auto decode = [](const sql::result& r, bool& out) { return sql::decode_release(r, out); };
+    auto held = [](error_code ec, bool out) { return !ec && out; };
+    impl_->conn->exec(sql::release(impl_->cfg.table, key.name, key.token), milliseconds(0),
+                      detail::sql_reply<bool, sql::result>(impl_->ex, DLOCK_MARIA_KEEP, decode, held, std::move(h)));
 }
 
 void mariadb_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
 {
-    namespace sql = mariadb::sql;
     if (auto ec = sql::check_name(name))
         return post_completion(impl_->ex, std::move(h), ec, false);
-    asio::co_spawn(
-        impl_->ex,
-        [self = impl_, text = sql::force_release(impl_->cfg.table, name), keep = DLOCK_MARIA_KEEP,
-         h = shared(std::move(h))]() mutable -> asio::awaitable<void> {
-            auto [ec, res] = co_await exec(*self->conn, std::move(text));
-            bool out = false;
-            if (!ec && !sql::decode_release(res, out))
-                ec = error::protocol_error;
-            if (ec)
-                keep(res.message.empty() ? self->conn->last_connect_error() : res.message);
-            finish(self->ex, h, ec, !ec && out);
-        },
-        asio::detached);
+    auto decode = [](const sql::result& r, bool& out) { return sql::decode_release(r, out); };
+    auto held = [](error_code ec, bool out) { return !ec && out; };
+    impl_->conn->exec(sql::force_release(impl_->cfg.table, name), milliseconds(0),
+                      detail::sql_reply<bool, sql::result>(impl_->ex, DLOCK_MARIA_KEEP, decode, held, std::move(h)));
 }
 
 void mariadb_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
 {
-    namespace sql = mariadb::sql;
     if (auto ec = sql::check_name(name))
         return post_completion(impl_->ex, std::move(h), ec, lock_status{});
-    asio::co_spawn(
-        impl_->ex,
-        [self = impl_, name, text = sql::status(impl_->cfg.table, name), keep = DLOCK_MARIA_KEEP,
-         h = shared(std::move(h))]() mutable -> asio::awaitable<void> {
-            auto [ec, res] = co_await exec(*self->conn, std::move(text));
-            lock_status out;
-            if (!ec && !sql::decode_status(res, out))
-                ec = error::protocol_error;
-            if (ec)
-                keep(res.message.empty() ? self->conn->last_connect_error() : res.message);
-            out.key = self->cfg.table + "/" + name;
-            finish(self->ex, h, ec, out);
-        },
-        asio::detached);
+    auto decode = [](const sql::result& r, lock_status& out) { return sql::decode_status(r, out); };
+    auto keyed = [key = impl_->cfg.table + "/" + name](error_code, lock_status& out) {
+        out.key = key;
+        return std::move(out);
+    };
+    impl_->conn->exec(
+        sql::status(impl_->cfg.table, name), milliseconds(0),
+        detail::sql_reply<lock_status, sql::result>(impl_->ex, DLOCK_MARIA_KEEP, decode, keyed, std::move(h)));
 }
 
 #undef DLOCK_MARIA_KEEP

@@ -3,6 +3,7 @@
 #include <dlock/postgres/store.hpp>
 
 #include "common/post_completion.hpp"
+#include "common/sql_reply.hpp"
 #include "postgres/connection.hpp"
 #include "postgres/sql.hpp"
 
@@ -21,6 +22,7 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 using detail::post_completion;
 using conn_t = postgres::detail::connection;
+namespace sql = postgres::sql;
 
 struct postgres_store::impl : std::enable_shared_from_this<impl> {
     struct watcher {
@@ -207,20 +209,16 @@ void postgres_store::close()
 // the database and the privileges once.
 void postgres_store::do_connect(asio::any_completion_handler<connect_signature> h)
 {
-    asio::co_spawn(
-        impl_->ex,
-        [self = impl_, keep = DLOCK_PG_KEEP, h = shared(std::move(h))]() -> asio::awaitable<void> {
-            auto [ec, res] = co_await exec(*self->conn, "SELECT 1", {});
-            if (ec)
-                keep(res.message);
-            finish(self->ex, h, ec);
-        },
-        asio::detached);
+    impl_->conn->exec("SELECT 1", {},
+                      [ex = impl_->ex, keep = DLOCK_PG_KEEP, h = std::move(h)](error_code ec, sql::result res) mutable {
+                          if (ec)
+                              keep(res.message);
+                          post_completion(ex, std::move(h), ec);
+                      });
 }
 
 void postgres_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
-    namespace sql = postgres::sql;
     if (req.kind != lease_kind::mutex)
         return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), acquire_result{});
     if (!sql::valid_ttl(req.ttl))
@@ -228,49 +226,29 @@ void postgres_store::do_try_acquire(const lease_request& req, asio::any_completi
     if (auto ec = sql::check_name(req.name); ec || (ec = sql::check_name(req.token)))
         return post_completion(impl_->ex, std::move(h), ec, acquire_result{});
     const int pid = req.queue ? impl_->listener_pid() : 0;
-    asio::co_spawn(
-        impl_->ex,
-        [self = impl_, name = req.name, token = req.token, ttl = req.ttl, pid, keep = DLOCK_PG_KEEP,
-         h = shared(std::move(h))]() -> asio::awaitable<void> {
-            std::vector<std::string> params{name, token, ms(ttl), std::to_string(pid)};
-            auto [ec, res] = co_await exec(*self->conn, self->st.acquire, std::move(params));
-            acquire_result out;
-            if (!ec && !sql::decode_acquire(res, ttl, out))
-                ec = error::protocol_error;
-            if (ec)
-                keep(res.message);
-            finish(self->ex, h, ec, ec ? acquire_result{} : out);
-        },
-        asio::detached);
+    auto decode = [ttl = req.ttl](const sql::result& r, acquire_result& out) {
+        return sql::decode_acquire(r, ttl, out);
+    };
+    impl_->conn->exec(impl_->st.acquire, {req.name, req.token, ms(req.ttl), std::to_string(pid)},
+                      detail::sql_reply<acquire_result, sql::result>(impl_->ex, DLOCK_PG_KEEP, decode,
+                                                                     detail::empty_on_error, std::move(h)));
 }
 
 void postgres_store::do_renew(const lease_key& key, std::chrono::milliseconds ttl,
                               asio::any_completion_handler<renew_signature> h)
 {
-    namespace sql = postgres::sql;
     if (!sql::valid_ttl(ttl))
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), renew_result{});
     if (auto ec = sql::check_name(key.name); ec || (ec = sql::check_name(key.token)))
         return post_completion(impl_->ex, std::move(h), ec, renew_result{});
-    asio::co_spawn(
-        impl_->ex,
-        [self = impl_, name = key.name, token = key.token, ttl, keep = DLOCK_PG_KEEP,
-         h = shared(std::move(h))]() -> asio::awaitable<void> {
-            std::vector<std::string> params{name, token, ms(ttl)};
-            auto [ec, res] = co_await exec(*self->conn, self->st.renew, std::move(params));
-            renew_result out;
-            if (!ec && !sql::decode_renew(res, out))
-                ec = error::protocol_error;
-            if (ec)
-                keep(res.message);
-            finish(self->ex, h, ec, ec ? renew_result{} : out);
-        },
-        asio::detached);
+    auto decode = [](const sql::result& r, renew_result& out) { return sql::decode_renew(r, out); };
+    impl_->conn->exec(impl_->st.renew, {key.name, key.token, ms(ttl)},
+                      detail::sql_reply<renew_result, sql::result>(impl_->ex, DLOCK_PG_KEEP, decode,
+                                                                   detail::empty_on_error, std::move(h)));
 }
 
 void postgres_store::do_release(const lease_key& key, asio::any_completion_handler<bool_signature> h)
 {
-    namespace sql = postgres::sql;
     if (auto ec = sql::check_name(key.name); ec || (ec = sql::check_name(key.token)))
         return post_completion(impl_->ex, std::move(h), ec, false);
     asio::co_spawn(
@@ -299,43 +277,27 @@ void postgres_store::do_release(const lease_key& key, asio::any_completion_handl
 
 void postgres_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
 {
-    namespace sql = postgres::sql;
     if (auto ec = sql::check_name(name))
         return post_completion(impl_->ex, std::move(h), ec, false);
-    asio::co_spawn(
-        impl_->ex,
-        [self = impl_, name, keep = DLOCK_PG_KEEP, h = shared(std::move(h))]() -> asio::awaitable<void> {
-            std::vector<std::string> params{name};
-            auto [ec, res] = co_await exec(*self->conn, self->st.force_release, std::move(params));
-            sql::release_outcome out;
-            if (!ec && !sql::decode_release(res, out))
-                ec = error::protocol_error;
-            if (ec)
-                keep(res.message);
-            finish(self->ex, h, ec, !ec && out.held);
-        },
-        asio::detached);
+    auto decode = [](const sql::result& r, sql::release_outcome& out) { return sql::decode_release(r, out); };
+    auto held = [](error_code ec, const sql::release_outcome& out) { return !ec && out.held; };
+    impl_->conn->exec(
+        impl_->st.force_release, {name},
+        detail::sql_reply<sql::release_outcome, sql::result>(impl_->ex, DLOCK_PG_KEEP, decode, held, std::move(h)));
 }
 
 void postgres_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
 {
-    namespace sql = postgres::sql;
     if (auto ec = sql::check_name(name))
         return post_completion(impl_->ex, std::move(h), ec, lock_status{});
-    asio::co_spawn(
-        impl_->ex,
-        [self = impl_, name, keep = DLOCK_PG_KEEP, h = shared(std::move(h))]() -> asio::awaitable<void> {
-            std::vector<std::string> params{name};
-            auto [ec, res] = co_await exec(*self->conn, self->st.status, std::move(params));
-            lock_status out;
-            if (!ec && !sql::decode_status(res, out))
-                ec = error::protocol_error;
-            if (ec)
-                keep(res.message);
-            out.key = self->cfg.table + "/" + name;
-            finish(self->ex, h, ec, out);
-        },
-        asio::detached);
+    auto decode = [](const sql::result& r, lock_status& out) { return sql::decode_status(r, out); };
+    auto keyed = [key = impl_->cfg.table + "/" + name](error_code, lock_status& out) {
+        out.key = key;
+        return std::move(out);
+    };
+    impl_->conn->exec(
+        impl_->st.status, {name},
+        detail::sql_reply<lock_status, sql::result>(impl_->ex, DLOCK_PG_KEEP, decode, keyed, std::move(h)));
 }
 
 #undef DLOCK_PG_KEEP
