@@ -11,15 +11,19 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <cstdint>
+#include <optional>
 #include <random>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 namespace dlock::detail {
 
 /// `Driver` derives from this and from std::enable_shared_from_this<Driver>, and has
-/// `void perform(const pipe_action&)`.
-template <class Driver>
+/// `void perform(const pipe_action&)`. `Request` is the driver's side of a request (its
+/// body, handler and reply), kept here by the pipe's id.
+template <class Driver, class Request>
 class pipe_host {
 public:
     pipe_host(const boost::asio::any_io_executor& ex, pipe_config cfg)
@@ -46,6 +50,35 @@ public:
         performing_ = false;
     }
 
+    /// A new request: its id for the pipe.
+    std::uint64_t add_request(Request r)
+    {
+        auto id = ++next_id_;
+        requests_.emplace(id, std::move(r));
+        return id;
+    }
+    Request* find_request(std::uint64_t id)
+    {
+        auto it = requests_.find(id);
+        return it == requests_.end() ? nullptr : &it->second;
+    }
+    /// The request the pipe completes (empty if it is gone already).
+    std::optional<Request> take_request(std::uint64_t id)
+    {
+        auto it = requests_.find(id);
+        if (it == requests_.end())
+            return std::nullopt;
+        std::optional<Request> r(std::move(it->second));
+        requests_.erase(it);
+        return r;
+    }
+    template <class F>
+    void for_each_request(F f)
+    {
+        for (auto& [id, r] : requests_)
+            f(r);
+    }
+
 protected:
     std::minstd_rand rng_;
     request_pipe pipe;
@@ -67,6 +100,8 @@ private:
 
     boost::asio::steady_timer timer_;
     bool performing_ = false;
+    std::unordered_map<std::uint64_t, Request> requests_;
+    std::uint64_t next_id_ = 0;
 };
 
 }  // namespace dlock::detail

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,6 +83,25 @@ inline bool sql_table_name(std::string_view table, std::size_t max)
     if (dot == std::string_view::npos)
         return sql_identifier(table, max);
     return sql_identifier(table.substr(0, dot), max) && sql_identifier(table.substr(dot + 1), max);
+}
+
+/// The options every SQL store's URL takes: `table` (checked by `check_table`, which says
+/// why a name is refused), `connect_timeout`, `timeout`. Empty if `key` is none of them,
+/// else whether its value was good.
+template <class Config, class CheckTable, class Err>
+std::optional<bool> sql_option(std::string_view label, std::string_view key, std::string_view value, Config& out,
+                               CheckTable check_table, Err& err)
+{
+    if (key == "connect_timeout")
+        return duration_option(label, key, value, out.connect_timeout, err);
+    if (key == "timeout" || key == "request_timeout")
+        return duration_option(label, key, value, out.request_timeout, err);
+    if (key != "table")
+        return std::nullopt;
+    if (auto why = check_table(value); !why.empty())
+        return fail(err, error::invalid_option, std::string(label) + ": table: " + why);
+    out.table = std::string(value);
+    return true;
 }
 
 /// How `host`, `host:port`, `[v6]` or `[v6]:port` splits: the first problem found, if any.

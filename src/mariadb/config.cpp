@@ -18,19 +18,8 @@ constexpr std::size_t max_identifier = 58;
 
 bool parse_option(std::string_view key, std::string_view value, config& out, config_error& err)
 {
-    auto duration = [&](std::chrono::milliseconds& field) {
-        return detail::duration_option("mariadb URL", key, value, field, err);
-    };
-    if (key == "connect_timeout")
-        return duration(out.connect_timeout);
-    if (key == "timeout" || key == "request_timeout")
-        return duration(out.request_timeout);
-    if (key == "table") {
-        if (auto why = check_table(value); !why.empty())
-            return fail(err, error::invalid_option, "mariadb URL: table: " + why);
-        out.table = std::string(value);
-        return true;
-    }
+    if (auto known = detail::sql_option("mariadb URL", key, value, out, check_table, err))
+        return *known;
     if (key == "wait_connections") {
         unsigned n = 0;
         auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);

@@ -22,7 +22,6 @@
 
 #include <functional>
 #include <mutex>
-#include <unordered_map>
 
 namespace dlock::mariadb::detail {
 
@@ -55,19 +54,17 @@ dlock::detail::pipe_config pipe_settings(const connection_settings& s)
 
 }  // namespace
 
-struct connection::impl : dlock::detail::pipe_host<impl>, std::enable_shared_from_this<impl> {
-    struct request {
-        std::string text;
-        dlock::detail::stored_handler<exec_signature> h;
-        sql::result res;
-        bool written = false;
-    };
+struct request {
+    std::string text;
+    dlock::detail::stored_handler<connection::exec_signature> h;
+    sql::result res;
+    bool written = false;
+};
 
+struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_shared_from_this<impl> {
     asio::any_io_executor ex;
     connection_settings s;
     MYSQL* m = nullptr;
-    std::unordered_map<std::uint64_t, request> requests;  // by the pipe's request id
-    std::uint64_t next_id = 0;
     bool running = false;    // a coroutine drives the handle (connect or query)
     bool resetting = false;  // the pipe ended this connection: the coroutine finishes the handle
     bool closed = false;
@@ -336,7 +333,7 @@ struct connection::impl : dlock::detail::pipe_host<impl>, std::enable_shared_fro
     {
         if (idle_dead())  // it never left: the next connection runs it
             return pipe.on_not_sent(gen, clock_type::now());
-        requests.at(id).written = true;
+        find_request(id)->written = true;
         asio::co_spawn(ex, query_run(shared_from_this(), gen, id), asio::detached);
     }
 
@@ -356,14 +353,11 @@ struct connection::impl : dlock::detail::pipe_host<impl>, std::enable_shared_fro
 
     void complete(std::uint64_t id, error_code ec)
     {
-        auto it = requests.find(id);
-        if (it == requests.end())
-            return;
-        auto r = std::move(it->second);
-        requests.erase(it);
-        if (ec == error::invalid_option)
-            r.res.message = s.refused;
-        dlock::detail::post_completion(ex, std::move(r.h), ec, std::move(r.res));
+        auto r = take_request(id);
+        if (r && ec == error::invalid_option)
+            r->res.message = s.refused;
+        if (r)
+            dlock::detail::post_completion(ex, std::move(r->h), ec, std::move(r->res));
     }
 
     // The coroutine's end when the pipe reset its connection meanwhile; true if it did.
@@ -385,9 +379,10 @@ struct connection::impl : dlock::detail::pipe_host<impl>, std::enable_shared_fro
         if (self->closed || self->unwound_reset(gen))
             co_return;
         if (ec) {
-            for (auto& [id, r] : self->requests)  // those waiting for this connection fail with its text
+            self->for_each_request([&](request& r) {  // those waiting for this connection fail with its text
                 if (!r.written)
                     r.res.message = self->connect_error;
+            });
         }
         self->input([&](request_pipe& p, time_point now) {
             if (ec)
@@ -400,13 +395,13 @@ struct connection::impl : dlock::detail::pipe_host<impl>, std::enable_shared_fro
     static asio::awaitable<void> query_run(std::shared_ptr<impl> self, std::uint64_t gen, std::uint64_t id)
     {
         self->running = true;
-        auto text = self->requests.at(id).text;  // the pipe may end the request before the query ends
+        auto text = self->find_request(id)->text;  // the pipe may end the request before the query ends
         auto [ec, res] = co_await query(self, text, clock_type::time_point::max());
         self->running = false;
         if (self->closed || self->unwound_reset(gen))
             co_return;  // the pipe has answered it (closed, timeout, connection_lost)
-        if (auto it = self->requests.find(id); it != self->requests.end())
-            it->second.res = std::move(res);
+        if (auto* r = self->find_request(id))
+            r->res = std::move(res);
         bool keep = ec != error::connection_lost && ec != error::timeout;
         self->input([&](request_pipe& p, time_point now) { p.on_reply(gen, id, ec, keep, now); });
     }
@@ -426,8 +421,7 @@ void connection::exec(std::string text, std::chrono::milliseconds timeout,
                       asio::any_completion_handler<exec_signature> h)
 {
     auto& i = *impl_;
-    auto id = ++i.next_id;
-    i.requests.emplace(id, impl::request{std::move(text), std::move(h), {}, false});
+    auto id = i.add_request(request{std::move(text), std::move(h), {}, false});
     i.input([&](request_pipe& p, time_point now) { p.on_request(id, timeout, now); });
 }
 

@@ -21,7 +21,6 @@
 #include <boost/asio/write.hpp>
 
 #include <array>
-#include <unordered_map>
 
 namespace dlock::memcached::detail {
 
@@ -56,7 +55,7 @@ pipe_config pipe_settings(const connection_settings& s)
 
 }  // namespace
 
-struct connection::impl : dlock::detail::pipe_host<impl>, std::enable_shared_from_this<impl> {
+struct connection::impl : dlock::detail::pipe_host<impl, op>, std::enable_shared_from_this<impl> {
     impl(asio::any_io_executor e, connection_settings s)
         : pipe_host(e, pipe_settings(s)), ex(e), cfg(std::move(s)), socket(e)
     {
@@ -65,8 +64,6 @@ struct connection::impl : dlock::detail::pipe_host<impl>, std::enable_shared_fro
     asio::any_io_executor ex;
     connection_settings cfg;
     asio::ip::tcp::socket socket;
-    std::unordered_map<std::uint64_t, op> ops;  // by the pipe's request id
-    std::uint64_t next_id = 0;
     std::string batch;  // the writes since the last flush
     proto::parser parser;
 
@@ -75,7 +72,7 @@ struct connection::impl : dlock::detail::pipe_host<impl>, std::enable_shared_fro
         using type = pipe_action::type;
         switch (a.t) {
         case type::connect: return asio::co_spawn(ex, connect(shared_from_this(), a.gen), asio::detached);
-        case type::write: batch += ops.at(a.id).bytes; return;
+        case type::write: batch += find_request(a.id)->bytes; return;
         case type::flush: return flush(a.gen);
         case type::reset: return reset(a.gen);
         case type::complete: return complete(a.id, a.ec);
@@ -85,12 +82,8 @@ struct connection::impl : dlock::detail::pipe_host<impl>, std::enable_shared_fro
 
     void complete(std::uint64_t id, error_code ec)
     {
-        auto it = ops.find(id);
-        if (it == ops.end())
-            return;
-        auto o = std::move(it->second);
-        ops.erase(it);
-        post_completion(ex, std::move(o.handler), ec, ec ? std::vector<proto::reply>() : std::move(o.replies));
+        if (auto o = take_request(id))
+            post_completion(ex, std::move(o->handler), ec, ec ? std::vector<proto::reply>() : std::move(o->replies));
     }
 
     void reset(std::uint64_t gen)
@@ -169,7 +162,7 @@ struct connection::impl : dlock::detail::pipe_host<impl>, std::enable_shared_fro
                 auto id = self->pipe.oldest_in_flight();
                 if (!id)  // a reply nobody asked for
                     co_return self->drop(gen, error::protocol_error);
-                auto& o = self->ops.at(id);
+                auto& o = *self->find_request(id);
                 o.replies.push_back(std::move(*r));
                 if (o.replies.size() == o.expected)
                     self->input([&](request_pipe& p, time_point now) { p.on_reply(gen, id, {}, true, now); });
@@ -200,12 +193,11 @@ connection::~connection()
 void connection::exec(std::string bytes, std::size_t replies, asio::any_completion_handler<exec_signature> h)
 {
     auto& i = *impl_;
-    auto id = ++i.next_id;
     op o;
     o.bytes = std::move(bytes);
     o.expected = replies;
     o.handler = std::move(h);
-    i.ops.emplace(id, std::move(o));
+    auto id = i.add_request(std::move(o));
     i.input([&](request_pipe& p, time_point now) { p.on_request(id, std::chrono::milliseconds(0), now); });
 }
 

@@ -16,19 +16,8 @@ constexpr std::size_t max_identifier = 63;
 
 bool parse_option(std::string_view key, std::string_view value, config& out, config_error& err)
 {
-    auto duration = [&](std::chrono::milliseconds& field) {
-        return detail::duration_option("postgresql URL", key, value, field, err);
-    };
-    if (key == "connect_timeout")
-        return duration(out.connect_timeout);
-    if (key == "timeout" || key == "request_timeout")
-        return duration(out.request_timeout);
-    if (key == "table") {
-        if (auto why = check_table(value); !why.empty())
-            return fail(err, error::invalid_option, "postgresql URL: table: " + why);
-        out.table = std::string(value);
-        return true;
-    }
+    if (auto known = detail::sql_option("postgresql URL", key, value, out, check_table, err))
+        return *known;
     if (key == "sslmode") {
         for (std::string_view m : {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"})
             if (value == m) {

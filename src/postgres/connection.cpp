@@ -19,7 +19,6 @@
 #include <libpq-fe.h>
 #include <sys/socket.h>
 
-#include <unordered_map>
 
 namespace dlock::postgres::detail {
 
@@ -46,22 +45,20 @@ dlock::detail::pipe_config pipe_settings(const connection_settings& s)
 
 }  // namespace
 
-struct connection::impl : dlock::detail::pipe_host<impl>, std::enable_shared_from_this<impl> {
-    struct request {
-        std::string text;
-        std::vector<std::string> params;
-        bool simple = false;
-        dlock::detail::stored_handler<exec_signature> h;
-        sql::result res{};
-        bool written = false;
-    };
+struct request {
+    std::string text;
+    std::vector<std::string> params;
+    bool simple = false;
+    dlock::detail::stored_handler<connection::exec_signature> h;
+    sql::result res{};
+    bool written = false;
+};
 
+struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_shared_from_this<impl> {
     asio::any_io_executor ex;
     connection_settings s;
     PGconn* pg = nullptr;
-    bool up = false;                                      // connected and set up
-    std::unordered_map<std::uint64_t, request> requests;  // by the pipe's request id
-    std::uint64_t next_id = 0;
+    bool up = false;            // connected and set up
     std::uint64_t to_send = 0;  // the request the connection's coroutine sends next (0: none)
     bool running = false;       // a coroutine drives the connection
     bool resetting = false;     // the pipe ended the connection: its coroutine drops it on the way out
@@ -326,7 +323,7 @@ struct connection::impl : dlock::detail::pipe_host<impl>, std::enable_shared_fro
 
     void write(std::uint64_t id)
     {
-        requests.at(id).written = true;
+        find_request(id)->written = true;
         to_send = id;
         if (idle_wait && sock.sd.is_open())
             sock.sd.cancel();  // the coroutine is waiting for notifications: it sends now
@@ -351,22 +348,20 @@ struct connection::impl : dlock::detail::pipe_host<impl>, std::enable_shared_fro
 
     void complete(std::uint64_t id, error_code ec)
     {
-        auto it = requests.find(id);
-        if (it == requests.end())
-            return;
-        auto r = std::move(it->second);
-        requests.erase(it);
-        if (ec == error::invalid_option)
-            r.res.message = s.refused;
-        dlock::detail::post_completion(ex, std::move(r.h), ec, std::move(r.res));
+        auto r = take_request(id);
+        if (r && ec == error::invalid_option)
+            r->res.message = s.refused;
+        if (r)
+            dlock::detail::post_completion(ex, std::move(r->h), ec, std::move(r->res));
     }
 
     void connected(std::uint64_t gen, error_code ec)
     {
         if (ec) {
-            for (auto& [id, r] : requests)  // those waiting for this connection fail with its text
+            for_each_request([&](request& r) {  // those waiting for this connection fail with its text
                 if (!r.written)
                     r.res.message = connect_error;
+            });
         }
         input([&](request_pipe& p, time_point now) {
             if (ec)
@@ -380,13 +375,13 @@ struct connection::impl : dlock::detail::pipe_host<impl>, std::enable_shared_fro
     static asio::awaitable<void> send(std::shared_ptr<impl> self, std::uint64_t gen)
     {
         auto id = std::exchange(self->to_send, 0);
-        const auto& r = self->requests.at(id);
+        const auto& r = *self->find_request(id);
         request req{r.text, r.params, r.simple, {}, {}, true};  // a copy: the pipe may end the request first
         auto [ec, res] = co_await query(self, req, clock_type::time_point::max());
         if (self->closed || self->resetting)
             co_return;  // the pipe answered it (closed, timeout, connection_lost)
-        if (auto it = self->requests.find(id); it != self->requests.end())
-            it->second.res = std::move(res);
+        if (auto* r = self->find_request(id))
+            r->res = std::move(res);
         bool keep = ec != error::connection_lost && ec != error::timeout && PQstatus(self->pg) != CONNECTION_BAD;
         self->input([&](request_pipe& p, time_point now) { p.on_reply(gen, id, ec, keep, now); });
     }
@@ -441,8 +436,7 @@ connection::~connection()
 void connection::exec(std::string text, std::vector<std::string> params, asio::any_completion_handler<exec_signature> h)
 {
     auto& i = *impl_;
-    auto id = ++i.next_id;
-    i.requests.emplace(id, impl::request{std::move(text), std::move(params), false, std::move(h), {}, false});
+    auto id = i.add_request(request{std::move(text), std::move(params), false, std::move(h), {}, false});
     i.input([&](request_pipe& p, time_point now) { p.on_request(id, std::chrono::milliseconds(0), now); });
 }
 
