@@ -3,6 +3,8 @@
 
 #include <dlock/error.hpp>
 
+#include "common/sql_cells.hpp"
+
 #include <charconv>
 
 namespace dlock::mariadb::sql {
@@ -67,23 +69,6 @@ std::string reconcile(std::string_view table, const std::string& n)
            quote_table(table) + " AS t WHERE t.name = " + n +
            " AND t.signal_conn = CONNECTION_ID() AND t.expires_at > " + std::string(now) + "), RELEASE_LOCK(" + lock +
            "), NULL)";
-}
-
-bool to_u64(const std::optional<std::string>& s, std::uint64_t& out)
-{
-    if (!s || s->empty())
-        return false;
-    auto [end, ec] = std::from_chars(s->data(), s->data() + s->size(), out);
-    return ec == std::errc() && end == s->data() + s->size();
-}
-
-bool to_ms(const std::optional<std::string>& s, std::chrono::milliseconds& out)
-{
-    std::uint64_t v = 0;
-    if (!to_u64(s, v))
-        return false;
-    out = std::chrono::milliseconds(static_cast<std::int64_t>(v));
-    return true;
 }
 
 bool to_bool(const std::optional<std::string>& s, bool& out)
@@ -185,9 +170,9 @@ std::string acquire(std::string_view table, std::string_view name, std::string_v
            " expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at);\n"
            "UPDATE " +
            t + " SET fence = NEXTVAL(" + quote_sequence(table) + ") WHERE name = " + n + " AND owner = " + tok +
-           " AND fence = 0;\n" + take_signal(table, n, tok) + ";\nSELECT t.owner = " + tok + ", t.fence, " + remaining() +
-           ", t.signal_conn IS NOT NULL AND IS_USED_LOCK(" + signal_lock(table, n) + ") <=> t.signal_conn FROM " + t +
-           " AS t WHERE t.name = " + n;
+           " AND fence = 0;\n" + take_signal(table, n, tok) + ";\nSELECT t.owner = " + tok + ", t.fence, " +
+           remaining() + ", t.signal_conn IS NOT NULL AND IS_USED_LOCK(" + signal_lock(table, n) +
+           ") <=> t.signal_conn FROM " + t + " AS t WHERE t.name = " + n;
 }
 
 std::string renew(std::string_view table, std::string_view name, std::string_view token, std::chrono::milliseconds ttl)
@@ -310,7 +295,8 @@ bool decode_acquire(const result& r, std::chrono::milliseconds ttl, acquire_resu
     bool ours = false, signal = false;
     std::uint64_t fence = 0;
     std::chrono::milliseconds left{};
-    if (!to_bool(row[0], ours) || !to_u64(row[1], fence) || !to_ms(row[2], left) || !to_bool(row[3], signal))
+    if (!to_bool(row[0], ours) || !dlock::detail::cell_u64(row[1], fence) || !dlock::detail::cell_ms(row[2], left) ||
+        !to_bool(row[3], signal))
         return false;
     if (ours) {
         out.acquired = true;
@@ -364,7 +350,8 @@ bool decode_status(const result& r, lock_status& out)
     bool live = false;
     std::uint64_t fence = 0;
     std::chrono::milliseconds ms{};
-    if (!row[0] || !to_u64(row[1], fence) || !to_ms(row[2], ms) || !to_bool(row[3], live))
+    if (!row[0] || !dlock::detail::cell_u64(row[1], fence) || !dlock::detail::cell_ms(row[2], ms) ||
+        !to_bool(row[3], live))
         return false;
     out.last_fencing_token = fence;
     if (live) {

@@ -4,6 +4,7 @@
 #include <dlock/error.hpp>
 
 #include "common/borrowed_socket.hpp"
+#include "common/library_address.hpp"
 #include "common/pipe_host.hpp"
 #include "common/post_completion.hpp"
 #include "common/stored_handler.hpp"
@@ -212,22 +213,12 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
         auto deadline = self->deadline_after(cfg.connect_timeout);
         std::string hostaddr;
         if (!cfg.host.empty() && cfg.host.front() != '/') {
-            // libpq would resolve the name with a blocking getaddrinfo(): resolve here instead.
-            error_code aec;
-            auto addr = asio::ip::make_address(cfg.host, aec);
-            if (!aec) {
-                hostaddr = addr.to_string();
-            } else {
-                asio::ip::tcp::resolver resolver(self->ex);
-                auto [rec, eps] = co_await resolver.async_resolve(cfg.host, std::to_string(cfg.port), tuple);
-                if (self->closed)
-                    co_return error::closed;
-                if (rec || eps.empty()) {
-                    self->connect_error = "could not resolve " + cfg.host + ": " + rec.message();
-                    co_return error::resolve_failed;
-                }
-                hostaddr = eps.begin()->endpoint().address().to_string();
-            }
+            auto rec =
+                co_await dlock::detail::library_address(self->ex, cfg.host, cfg.port, hostaddr, self->connect_error);
+            if (self->closed)
+                co_return error::closed;
+            if (rec)
+                co_return rec;
         }
         std::string port = std::to_string(cfg.port);
         std::vector<const char*> keys, values;

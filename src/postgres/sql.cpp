@@ -3,6 +3,8 @@
 
 #include <dlock/error.hpp>
 
+#include "common/sql_cells.hpp"
+
 #include <algorithm>
 #include <charconv>
 
@@ -26,23 +28,6 @@ std::string quote_parts(std::string_view table, std::string_view suffix)
 // The lease's remaining milliseconds on the server's clock, never negative.
 constexpr std::string_view remaining =
     "GREATEST(0, CEIL(EXTRACT(EPOCH FROM (t.expires_at - clock_timestamp())) * 1000))::bigint";
-
-bool to_u64(const std::optional<std::string>& s, std::uint64_t& out)
-{
-    if (!s)
-        return false;
-    auto [end, ec] = std::from_chars(s->data(), s->data() + s->size(), out);
-    return ec == std::errc() && end == s->data() + s->size();
-}
-
-bool to_ms(const std::optional<std::string>& s, std::chrono::milliseconds& out)
-{
-    std::uint64_t v = 0;
-    if (!to_u64(s, v))
-        return false;
-    out = std::chrono::milliseconds(static_cast<std::int64_t>(v));
-    return true;
-}
 
 bool to_bool(const std::optional<std::string>& s, bool& out)
 {
@@ -329,8 +314,8 @@ bool decode_acquire(const result& r, std::chrono::milliseconds ttl, acquire_resu
     if (!to_bool(row[0], ours))
         return false;
     if (!ours)
-        return to_ms(row[2], out.holder_ttl);  // held by another owner
-    if (!to_u64(row[1], out.fencing_token))
+        return dlock::detail::cell_ms(row[2], out.holder_ttl);  // held by another owner
+    if (!dlock::detail::cell_u64(row[1], out.fencing_token))
         return false;
     out.acquired = true;
     out.granted_ttl = ttl;  // set on the server's clock, after the request left
@@ -368,7 +353,7 @@ bool decode_status(const result& r, lock_status& out)
         return false;
     const auto& row = r.rows[0];
     std::uint64_t queued = 0;
-    if (!to_u64(row[4], queued) || !to_u64(row[5], out.last_fencing_token))
+    if (!dlock::detail::cell_u64(row[4], queued) || !dlock::detail::cell_u64(row[5], out.last_fencing_token))
         return false;
     out.queued = static_cast<std::size_t>(queued);
     if (!row[0])
@@ -376,7 +361,7 @@ bool decode_status(const result& r, lock_status& out)
     bool live = false;
     std::uint64_t fence = 0;
     std::chrono::milliseconds ms{};
-    if (!to_u64(row[1], fence) || !to_ms(row[2], ms) || !to_bool(row[3], live))
+    if (!dlock::detail::cell_u64(row[1], fence) || !dlock::detail::cell_ms(row[2], ms) || !to_bool(row[3], live))
         return false;
     out.last_fencing_token = std::max(out.last_fencing_token, fence);
     if (live) {
