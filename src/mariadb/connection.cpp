@@ -242,6 +242,22 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
         co_return std::pair{error_code(), std::move(res)};
     }
 
+    // A handle set up for the non-blocking API, UTF-8 and no LOCAL INFILE (null: out of memory).
+    static MYSQL* new_handle(bool unix_socket)
+    {
+        library_init();
+        MYSQL* m = mysql_init(nullptr);
+        if (!m)
+            return nullptr;
+        mysql_options(m, MYSQL_OPT_NONBLOCK, nullptr);
+        unsigned protocol = unix_socket ? MYSQL_PROTOCOL_SOCKET : MYSQL_PROTOCOL_TCP;
+        mysql_options(m, MYSQL_OPT_PROTOCOL, &protocol);
+        mysql_options(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+        unsigned no_infile = 0;
+        mysql_options(m, MYSQL_OPT_LOCAL_INFILE, &no_infile);
+        return m;
+    }
+
     // Connects, authenticates and runs the setup.
     static asio::awaitable<error_code> connect(std::shared_ptr<impl> self)
     {
@@ -257,20 +273,13 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
             if (rec)
                 co_return rec;
         }
-        library_init();
         impl* i = self.get();
         i->timed_out = false;
-        i->m = mysql_init(nullptr);
+        i->m = new_handle(unix_socket);
         if (!i->m) {
             i->connect_error = "MariaDB client: out of memory";
             co_return error::connect_failed;
         }
-        mysql_options(i->m, MYSQL_OPT_NONBLOCK, nullptr);
-        unsigned protocol = unix_socket ? MYSQL_PROTOCOL_SOCKET : MYSQL_PROTOCOL_TCP;
-        mysql_options(i->m, MYSQL_OPT_PROTOCOL, &protocol);
-        mysql_options(i->m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-        unsigned no_infile = 0;
-        mysql_options(i->m, MYSQL_OPT_LOCAL_INFILE, &no_infile);
         auto fail = [&](error_code ec, std::string text) {
             i->connect_error = std::move(text);
             i->finish_handle();

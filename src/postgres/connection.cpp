@@ -20,6 +20,8 @@
 #include <libpq-fe.h>
 #include <sys/socket.h>
 
+#include <optional>
+
 
 namespace dlock::postgres::detail {
 
@@ -117,12 +119,22 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
         return PQstatus(pg) == CONNECTION_BAD ? error_code(error::connection_lost) : otherwise;
     }
 
-    // One query on the connection (up or being set up); the connection is dropped on a
-    // transport failure or a timeout.
-    static asio::awaitable<std::pair<error_code, sql::result>> query(std::shared_ptr<impl> self, const request& req,
-                                                                     clock_type::time_point deadline)
+    // What a socket wait means for the query waiting on it (empty: go on).
+    std::optional<error_code> after_wait(waited w) const
     {
-        sql::result res;
+        if (closed)
+            return error::closed;
+        if (w == waited::timeout)
+            return error::timeout;
+        if (w != waited::ready)
+            return error::connection_lost;
+        return std::nullopt;
+    }
+
+    // Sends the query and flushes it; empty once it is all on the wire.
+    static asio::awaitable<std::optional<error_code>> send_query(std::shared_ptr<impl> self, const request& req,
+                                                                 clock_type::time_point deadline, sql::result& res)
+    {
         PGconn* pg = self->pg;
         int ok = 0;
         if (req.simple) {
@@ -136,90 +148,75 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
         }
         if (!ok) {
             res.message = PQerrorMessage(pg);
-            co_return std::pair{lost_or(pg, error::server_error), std::move(res)};
+            co_return lost_or(pg, error::server_error);
         }
-        for (;;) {
-            int f = PQflush(pg);
-            if (f == 0)
-                break;
+        for (int f = PQflush(pg); f != 0; f = PQflush(pg)) {
             if (f < 0) {
                 res.message = PQerrorMessage(pg);
-                co_return std::pair{error_code(error::connection_lost), std::move(res)};
+                co_return error::connection_lost;
             }
-            auto w = co_await wait_socket(self, wait_type::wait_write, deadline);
-            if (self->closed)
-                co_return std::pair{error_code(error::closed), std::move(res)};
-            if (w == waited::timeout)
-                co_return std::pair{error_code(error::timeout), std::move(res)};
-            if (w != waited::ready)
-                co_return std::pair{error_code(error::connection_lost), std::move(res)};
+            if (auto ec = self->after_wait(co_await wait_socket(self, wait_type::wait_write, deadline)))
+                co_return ec;
         }
-        bool failed = false;
-        for (;;) {
+        co_return std::nullopt;
+    }
+
+    // One result of the query into `res`: the rows of the last set, or the first error.
+    static void collect(PGresult* r, sql::result& res, bool& failed)
+    {
+        auto st = PQresultStatus(r);
+        if (st == PGRES_TUPLES_OK && !failed) {
+            res.rows.clear();
+            int n = PQntuples(r), m = PQnfields(r);
+            for (int i = 0; i < n; ++i) {
+                sql::row row;
+                for (int j = 0; j < m; ++j)
+                    row.push_back(PQgetisnull(r, i, j) ? std::nullopt
+                                                       : std::optional<std::string>(
+                                                             std::string(PQgetvalue(r, i, j), PQgetlength(r, i, j))));
+                res.rows.push_back(std::move(row));
+            }
+        } else if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && st != PGRES_EMPTY_QUERY && !failed) {
+            failed = true;
+            const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+            res.sqlstate = state ? state : "";
+            res.message = PQresultErrorMessage(r);
+            if (res.message.empty())
+                res.message = "PostgreSQL: query failed";
+        }
+    }
+
+    // One query on the connection (up or being set up), its results read to the end.
+    static asio::awaitable<std::pair<error_code, sql::result>> query(std::shared_ptr<impl> self, const request& req,
+                                                                     clock_type::time_point deadline)
+    {
+        sql::result res;
+        PGconn* pg = self->pg;
+        if (auto ec = co_await send_query(self, req, deadline, res))
+            co_return std::pair{*ec, std::move(res)};
+        for (bool failed = false;;) {
             if (!PQconsumeInput(pg)) {
                 res.message = PQerrorMessage(pg);
                 co_return std::pair{error_code(error::connection_lost), std::move(res)};
             }
             self->deliver_notifies();
-            bool done = false;
             while (!PQisBusy(pg)) {
                 PGresult* r = PQgetResult(pg);
-                if (!r) {
-                    done = true;
-                    break;
+                if (!r) {  // the last one: done
+                    auto ec = PQstatus(pg) == CONNECTION_BAD ? error_code(error::connection_lost) : sql::error_of(res);
+                    co_return std::pair{ec, std::move(res)};
                 }
-                auto st = PQresultStatus(r);
-                if (st == PGRES_TUPLES_OK && !failed) {
-                    res.rows.clear();
-                    int n = PQntuples(r), m = PQnfields(r);
-                    for (int i = 0; i < n; ++i) {
-                        sql::row row;
-                        for (int j = 0; j < m; ++j)
-                            row.push_back(PQgetisnull(r, i, j) ? std::nullopt
-                                                               : std::optional<std::string>(std::string(
-                                                                     PQgetvalue(r, i, j), PQgetlength(r, i, j))));
-                        res.rows.push_back(std::move(row));
-                    }
-                } else if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && st != PGRES_EMPTY_QUERY && !failed) {
-                    failed = true;
-                    const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-                    res.sqlstate = state ? state : "";
-                    res.message = PQresultErrorMessage(r);
-                    if (res.message.empty())
-                        res.message = "PostgreSQL: query failed";
-                }
+                collect(r, res, failed);
                 PQclear(r);
             }
-            if (done)
-                break;
-            auto w = co_await wait_socket(self, wait_type::wait_read, deadline);
-            if (self->closed)
-                co_return std::pair{error_code(error::closed), std::move(res)};
-            if (w == waited::timeout)
-                co_return std::pair{error_code(error::timeout), std::move(res)};
-            if (w != waited::ready)
-                co_return std::pair{error_code(error::connection_lost), std::move(res)};
+            if (auto ec = self->after_wait(co_await wait_socket(self, wait_type::wait_read, deadline)))
+                co_return std::pair{*ec, std::move(res)};
         }
-        auto ec = sql::error_of(res);
-        if (PQstatus(pg) == CONNECTION_BAD)
-            ec = error::connection_lost;
-        co_return std::pair{ec, std::move(res)};
     }
 
-    // Connects, authenticates and runs the setup.
-    static asio::awaitable<error_code> connect(std::shared_ptr<impl> self)
+    // libpq's connect, started with the address resolved here (null: out of memory).
+    static PGconn* start(const config& cfg, const std::string& hostaddr)
     {
-        const auto& cfg = self->s.cfg;
-        auto deadline = self->deadline_after(cfg.connect_timeout);
-        std::string hostaddr;
-        if (!cfg.host.empty() && cfg.host.front() != '/') {
-            auto rec =
-                co_await dlock::detail::library_address(self->ex, cfg.host, cfg.port, hostaddr, self->connect_error);
-            if (self->closed)
-                co_return error::closed;
-            if (rec)
-                co_return rec;
-        }
         std::string port = std::to_string(cfg.port);
         std::vector<const char*> keys, values;
         auto add = [&](const char* k, const std::string& v) {
@@ -241,7 +238,24 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
         add("gssencmode", disable);  // GSSAPI negotiation may block
         keys.push_back(nullptr);
         values.push_back(nullptr);
-        self->pg = PQconnectStartParams(keys.data(), values.data(), 0);
+        return PQconnectStartParams(keys.data(), values.data(), 0);
+    }
+
+    // Connects, authenticates and runs the setup.
+    static asio::awaitable<error_code> connect(std::shared_ptr<impl> self)
+    {
+        const auto& cfg = self->s.cfg;
+        auto deadline = self->deadline_after(cfg.connect_timeout);
+        std::string hostaddr;
+        if (!cfg.host.empty() && cfg.host.front() != '/') {
+            auto rec =
+                co_await dlock::detail::library_address(self->ex, cfg.host, cfg.port, hostaddr, self->connect_error);
+            if (self->closed)
+                co_return error::closed;
+            if (rec)
+                co_return rec;
+        }
+        self->pg = start(cfg, hostaddr);
         if (!self->pg) {
             self->connect_error = "libpq: out of memory";
             co_return error::connect_failed;
