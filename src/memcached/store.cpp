@@ -3,6 +3,7 @@
 #include <dlock/memcached/store.hpp>
 
 #include "common/post_completion.hpp"
+#include "memcached/acquire_steps.hpp"
 #include "memcached/connection.hpp"
 #include "memcached/protocol.hpp"
 #include "memcached/recipe.hpp"
@@ -27,10 +28,6 @@ namespace proto = memcached::proto;
 
 namespace {
 
-// A CAS or add that lost a race is read again; this many in a row is contention we report
-// (server_busy, transient) rather than spin on.
-constexpr int max_races = 8;
-
 // FNV-1a, for rendezvous hashing of names over servers.
 std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ULL)
 {
@@ -53,12 +50,9 @@ std::uint64_t mix(std::uint64_t x)
 
 using replies = std::vector<reply>;
 
-// The keys of one name, all on the name's server.
-struct name_keys {
-    proto::wire_key lock, fence, contended;
-    std::string lock_text;
+// The keys of one name and the connection to its server.
+struct name_keys : memcached::name_keys {
     memcached::detail::connection* conn = nullptr;
-    bool ok() const { return !lock.text.empty() && !fence.text.empty() && !contended.text.empty(); }
 };
 
 }  // namespace
@@ -135,70 +129,24 @@ auto shared(asio::any_completion_handler<Sig> h)
 
 using keeper = std::function<void(std::string)>;
 
-// How one try of an acquire ended: an error, a race lost (read again), or the result.
-struct attempt {
-    error_code ec{};
-    bool raced = false;
-    acquire_result out{};
-};
+// A renewal's or release's CAS that lost a race is read again, as an acquire's is.
+constexpr int max_races = memcached::acquire_steps::max_races;
 
-// Free: a new fencing token, then add (fails if someone added first).
-asio::awaitable<attempt> add_free(conn_t& c, const name_keys& k, const std::string& token,
-                                  std::chrono::milliseconds ttl, const keeper& keep)
+// Sends the machine's steps until it is done, then completes `h` (posted: the exec's
+// completion is already outside the initiating call, but not on the handler's executor).
+void run_steps(conn_t& c, std::shared_ptr<memcached::acquire_steps> m, const asio::any_io_executor& ex, keeper keep,
+               asio::any_completion_handler<store::acquire_signature> h)
 {
-    auto [fec, frs] = co_await exec(c, proto::ma(k.fence, "N0 J1 v"), 1);
-    std::uint64_t fence = 0;
-    if (!fec && (fec = recipe::read_counter(frs[0], fence)))
-        keep(frs[0].text);
-    if (fec)
-        co_return attempt{.ec = fec};
-    auto [aec, ars] = co_await exec(
-        c, proto::ms(k.lock, recipe::value(token, fence), recipe::ttl_flag(ttl) + " ME") + proto::md(k.contended, ""),
-        2);
-    if (!aec)
-        aec = reply_error(ars, keep);
-    if (aec)
-        co_return attempt{.ec = aec};
-    if (ars[0].k != reply::kind::hd)
-        co_return attempt{.raced = true};  // NS: another owner added it first
-    attempt a;
-    a.out.acquired = true;
-    a.out.fencing_token = fence;
-    a.out.granted_ttl = ttl;
-    co_return a;
-}
-
-// Ours already (a retry): refresh by CAS, same token.
-asio::awaitable<attempt> refresh_ours(conn_t& c, const name_keys& k, const recipe::lock_view& v,
-                                      const std::string& token, std::chrono::milliseconds ttl, const keeper& keep)
-{
-    auto [rec, rrs] = co_await exec(
-        c, proto::ms(k.lock, recipe::value(token, v.fence), recipe::ttl_flag(ttl) + " C" + std::to_string(v.cas)), 1);
-    if (!rec)
-        rec = reply_error(rrs, keep);
-    if (rec)
-        co_return attempt{.ec = rec};
-    if (rrs[0].k != reply::kind::hd)
-        co_return attempt{.raced = true};  // EX / NF: it changed; read again
-    attempt a;
-    a.out.acquired = true;
-    a.out.fencing_token = v.fence;
-    a.out.granted_ttl = ttl;
-    co_return a;
-}
-
-// Held by another owner: tell it (its next renewal reports contended).
-asio::awaitable<attempt> mark_contended(conn_t& c, const name_keys& k, const recipe::lock_view& v,
-                                        std::chrono::milliseconds ttl, const keeper& keep)
-{
-    auto [cec, crs] = co_await exec(c, proto::ms(k.contended, "1", recipe::ttl_flag(ttl)), 1);
-    if (!cec)
-        cec = reply_error(crs, keep);
-    if (cec)
-        co_return attempt{.ec = cec};
-    attempt a;
-    a.out.holder_ttl = recipe::holder_ttl(v);
-    co_return a;
+    c.exec(m->bytes(), m->replies(),
+           [&c, m, ex, keep = std::move(keep), h = std::move(h)](error_code ec, replies rs) mutable {
+               if (!ec && m->on_replies(rs) != memcached::acquire_steps::step::done)
+                   return run_steps(c, m, ex, std::move(keep), std::move(h));
+               if (!ec && !m->text().empty())
+                   keep(m->text());
+               if (!ec)
+                   ec = m->error();
+               post_completion(ex, std::move(h), ec, ec ? acquire_result{} : m->result());
+           });
 }
 
 }  // namespace
@@ -300,35 +248,9 @@ void memcached_store::do_try_acquire(const lease_request& req, asio::any_complet
         if (!alive.expired())
             set_error_text(std::move(text));
     };
-    asio::co_spawn(
-        impl_->ex,
-        [self = impl_, k, token = req.token, ttl = req.ttl, keep, h = shared(std::move(h))]() -> asio::awaitable<void> {
-            auto& c = *k.conn;
-            for (int i = 0; i < max_races; ++i) {
-                auto [ec, rs] = co_await exec(c, proto::mg(k.lock, "v c t"), 1);
-                recipe::lock_view v;
-                if (!ec && (ec = recipe::read_lock(rs[0], v)) && rs[0].text.empty())
-                    keep("dlock: the key " + k.lock_text + " holds something that is not a dlock lock");
-                else if (ec && !rs.empty())
-                    keep(rs[0].text);
-                if (ec)
-                    co_return finish(self->ex, h, ec, acquire_result{});
-                attempt a;
-                if (!v.present)
-                    a = co_await add_free(c, k, token, ttl, keep);
-                else if (v.owner == token)
-                    a = co_await refresh_ours(c, k, v, token, ttl, keep);
-                else
-                    a = co_await mark_contended(c, k, v, ttl, keep);
-                if (a.ec)
-                    co_return finish(self->ex, h, a.ec, acquire_result{});
-                if (!a.raced)
-                    co_return finish(self->ex, h, error_code(), a.out);
-            }
-            keep("dlock: " + std::to_string(max_races) + " races in a row on " + k.lock_text);
-            finish(self->ex, h, error_code(error::server_busy), acquire_result{});
-        },
-        asio::detached);
+    auto& c = *k.conn;
+    run_steps(c, std::make_shared<memcached::acquire_steps>(k, req.token, req.ttl), impl_->ex, std::move(keep),
+              std::move(h));
 }
 
 void memcached_store::do_renew(const lease_key& key, std::chrono::milliseconds ttl,
