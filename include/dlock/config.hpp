@@ -28,6 +28,11 @@ struct lock_config {
     std::chrono::milliseconds drift{0};
     /// Longest accepted name (bytes, before the prefix).
     std::size_t max_name_length = 1024;
+    /// What this registry will be asked for beyond the mutex (capability values or-ed, e.g.
+    /// `capability::semaphore | capability::latch`): a store that lacks one is refused when
+    /// the registry is built (registry::config_error() is not_supported, and so is every
+    /// acquire), not at the first use. 0: the mutex only.
+    unsigned needs = 0;
     /// Local hand-offs (same process, no store round trip) before the lease is checked for
     /// waiters in other processes; if any, the lease goes back to the store. 0: never hand off.
     unsigned handoff_budget = 16;

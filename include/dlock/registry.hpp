@@ -23,7 +23,7 @@ namespace dlock {
 namespace detail {
 struct registry_state;
 class engine;
-}
+}  // namespace detail
 
 /// The entry point: `registry.obtain(name)` returns a lock whose state is shared by every
 /// handle to the same name in this registry, so same-process contention queues locally and
@@ -63,6 +63,11 @@ public:
 
     /// The settings every lock of this registry uses.
     const lock_config& config() const noexcept;
+    /// Why the settings or the store were refused when the registry was built (empty: they
+    /// were not): invalid_lease or invalid_option for settings the store cannot honour,
+    /// not_supported for a capability in lock_config::needs the store lacks. Every acquire
+    /// of the registry fails with it.
+    boost::system::error_code config_error() const noexcept;
     /// Counters and histograms over every lock of this registry.
     const lock_stats& stats() const noexcept;
     /// Names with live state (handles, guards, waiters or background work).

@@ -144,11 +144,51 @@ struct store_traits {
     bool batches_renewals = false;
     /// Lease kinds served (lease_kind values or-ed together).
     unsigned kinds = static_cast<unsigned>(lease_kind::mutex);
+    /// Count-down latches served (the latch operations are implemented).
+    bool latches = false;
+    /// Elections served (proclaim and leader are implemented).
+    bool elections = false;
     /// Leases are whole multiples of this, at least min_ttl and at most max_ttl.
     std::chrono::milliseconds ttl_granularity{1};
     std::chrono::milliseconds min_ttl{1};                                 ///< the shortest lease
     std::chrono::milliseconds max_ttl{std::chrono::milliseconds::max()};  ///< the longest lease
 };
+
+/// What a registry may be asked for beyond the mutex. A store declares what it serves in its
+/// traits (capabilities_of); a registry built with lock_config::needs refuses a store that
+/// lacks one when it is built (registry::config_error(): not_supported), not at first use.
+enum class capability : unsigned {
+    read_write = 1,  ///< registry::obtain_rw
+    semaphore = 2,   ///< registry::obtain_semaphore
+    latch = 4,       ///< dlock::latch
+    election = 8,    ///< dlock::election and leader_observer
+};
+/// Capabilities or-ed together, for lock_config::needs.
+constexpr unsigned operator|(capability a, capability b) noexcept
+{
+    return static_cast<unsigned>(a) | static_cast<unsigned>(b);
+}
+/// One more capability added to a set of them.
+constexpr unsigned operator|(unsigned a, capability b) noexcept
+{
+    return a | static_cast<unsigned>(b);
+}
+
+/// What `t` serves, as capability values or-ed together.
+constexpr unsigned capabilities_of(const store_traits& t) noexcept
+{
+    auto has = [&](lease_kind k) { return (t.kinds & static_cast<unsigned>(k)) != 0; };
+    unsigned c = 0;
+    if (has(lease_kind::read) && has(lease_kind::write))
+        c |= static_cast<unsigned>(capability::read_write);
+    if (has(lease_kind::permit))
+        c |= static_cast<unsigned>(capability::semaphore);
+    if (t.latches)
+        c |= static_cast<unsigned>(capability::latch);
+    if (t.elections)
+        c |= static_cast<unsigned>(capability::election);
+    return c;
+}
 
 /// A session store's liveness (store_traits::live == per_session).
 enum class session_event : std::uint8_t {

@@ -317,6 +317,8 @@ latch::latch(registry& reg, std::string_view name, std::uint64_t count, latch_co
     c.backoff_min = std::max(lc.backoff_min, milliseconds(1));
     c.backoff_max = std::max(lc.backoff_max, c.backoff_min);
     c.invalid = detail::validate_name(lc, name);
+    if (!c.invalid && !c.st->traits().latches)
+        c.invalid = error::not_supported;  // known now: no store round trip to learn it
     if (!c.invalid && (count == 0 || count > max_latch_count))
         c.invalid = error::invalid_option;
     if (!c.invalid && (cfg.ttl <= milliseconds(0) || cfg.ttl > c.st->traits().max_ttl))

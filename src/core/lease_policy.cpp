@@ -35,6 +35,8 @@ boost::system::error_code validate_config(const lock_config& cfg, const store_tr
         return error::invalid_lease;
     if (cfg.backoff_min.count() <= 0 || cfg.backoff_max < cfg.backoff_min || cfg.backoff_max > max_lease)
         return error::invalid_option;
+    if (cfg.needs & ~capabilities_of(traits))
+        return error::not_supported;  // asked for what the store does not serve
     return {};
 }
 

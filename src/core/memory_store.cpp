@@ -175,6 +175,8 @@ store_traits memory_store::traits() const noexcept
     t.direct_handoff = impl_->direct;
     t.kinds = static_cast<unsigned>(lease_kind::mutex) | static_cast<unsigned>(lease_kind::read) |
               static_cast<unsigned>(lease_kind::write) | static_cast<unsigned>(lease_kind::permit);
+    t.latches = true;
+    t.elections = true;
     t.durable_fencing = false;  // a process's memory
     t.max_ttl = detail::max_lease;
     return t;

@@ -74,6 +74,10 @@ const lock_config& registry::config() const noexcept
 {
     return state_->cfg;
 }
+boost::system::error_code registry::config_error() const noexcept
+{
+    return state_->config_error;
+}
 const lock_stats& registry::stats() const noexcept
 {
     return state_->stats;

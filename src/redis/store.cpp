@@ -202,6 +202,7 @@ store_traits redis_store::traits() const noexcept
     t.direct_handoff = impl_->wait_replicas <= 0 && impl_->scripting;
     t.max_ttl = detail::redis_max_ttl;
     t.batches_renewals = impl_->scripting;
+    t.latches = t.elections = impl_->scripting;  // the no-scripting mode keeps neither
     // Read-write locks and semaphores need the scripts, and WAIT could not cover their
     // hand-offs either.
     if (t.direct_handoff)
