@@ -71,10 +71,10 @@ error_code acquire_error(asio::io_context& io, dlock::registry& reg, const std::
         io,
         [&]() -> asio::awaitable<void> {
             auto lk = reg.obtain(name);
-            auto [ec, g] = co_await lk.async_acquire(asio::as_tuple(asio::use_awaitable));
+            auto [ec, g] = co_await lk.acquire(asio::as_tuple(asio::use_awaitable));
             out = ec;
             if (!ec)
-                co_await g.async_release(asio::as_tuple(asio::use_awaitable));
+                co_await g.release(asio::as_tuple(asio::use_awaitable));
         },
         asio::detached);
     io.restart();
