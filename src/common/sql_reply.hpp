@@ -27,7 +27,7 @@ auto sql_reply(boost::asio::any_io_executor ex, Keep keep, Decode decode, Value 
         Out out{};
         if (!ec && !decode(res, out))
             ec = error::protocol_error;
-        if (ec)
+        if (ec && !res.message.empty())
             keep(res.message);
         post_completion(ex, std::move(h), ec, value(ec, out));
     };

@@ -220,11 +220,6 @@ void mariadb_store::close()
     impl_->names.clear();
 }
 
-#define DLOCK_MARIA_KEEP                                                                                               \
-    [this, alive = lifetime()](const std::string& text) {                                                              \
-        if (!alive.expired() && !text.empty())                                                                         \
-            set_error_text(text);                                                                                      \
-    }
 
 // Connects and runs the setup (the table and sequence if missing): checks credentials,
 // the database and the privileges once.
@@ -232,8 +227,8 @@ void mariadb_store::do_connect(asio::any_completion_handler<connect_signature> h
 {
     impl_->conn->exec(
         "SELECT 1", milliseconds(0),
-        [ex = impl_->ex, keep = DLOCK_MARIA_KEEP, h = std::move(h)](error_code ec, sql::result res) mutable {
-            if (ec)
+        [ex = impl_->ex, keep = keep_error_text(), h = std::move(h)](error_code ec, sql::result res) mutable {
+            if (ec && !res.message.empty())
                 keep(res.message);
             post_completion(ex, std::move(h), ec);
         });
@@ -258,7 +253,7 @@ void mariadb_store::do_try_acquire(const lease_request& req, asio::any_completio
         return true;
     };
     impl_->conn->exec(sql::acquire(impl_->cfg.table, req.name, req.token, req.ttl), milliseconds(0),
-                      detail::sql_reply<acquire_result, sql::result>(impl_->ex, DLOCK_MARIA_KEEP, decode,
+                      detail::sql_reply<acquire_result, sql::result>(impl_->ex, keep_error_text(), decode,
                                                                      detail::empty_on_error, std::move(h)));
 }
 
@@ -270,7 +265,7 @@ void mariadb_store::do_renew(const lease_key& key, milliseconds ttl, asio::any_c
         return post_completion(impl_->ex, std::move(h), ec, renew_result{});
     auto decode = [](const sql::result& r, renew_result& out) { return sql::decode_renew(r, out); };
     impl_->conn->exec(sql::renew(impl_->cfg.table, key.name, key.token, ttl), milliseconds(0),
-                      detail::sql_reply<renew_result, sql::result>(impl_->ex, DLOCK_MARIA_KEEP, decode,
+                      detail::sql_reply<renew_result, sql::result>(impl_->ex, keep_error_text(), decode,
                                                                    detail::empty_on_error, std::move(h)));
 }
 
@@ -281,7 +276,7 @@ void mariadb_store::do_release(const lease_key& key, asio::any_completion_handle
     auto decode = [](const sql::result& r, bool& out) { return sql::decode_release(r, out); };
     auto held = [](error_code ec, bool out) { return !ec && out; };
     impl_->conn->exec(sql::release(impl_->cfg.table, key.name, key.token), milliseconds(0),
-                      detail::sql_reply<bool, sql::result>(impl_->ex, DLOCK_MARIA_KEEP, decode, held, std::move(h)));
+                      detail::sql_reply<bool, sql::result>(impl_->ex, keep_error_text(), decode, held, std::move(h)));
 }
 
 void mariadb_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
@@ -291,7 +286,7 @@ void mariadb_store::do_force_release(const std::string& name, asio::any_completi
     auto decode = [](const sql::result& r, bool& out) { return sql::decode_release(r, out); };
     auto held = [](error_code ec, bool out) { return !ec && out; };
     impl_->conn->exec(sql::force_release(impl_->cfg.table, name), milliseconds(0),
-                      detail::sql_reply<bool, sql::result>(impl_->ex, DLOCK_MARIA_KEEP, decode, held, std::move(h)));
+                      detail::sql_reply<bool, sql::result>(impl_->ex, keep_error_text(), decode, held, std::move(h)));
 }
 
 void mariadb_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
@@ -305,10 +300,9 @@ void mariadb_store::do_status(const std::string& name, asio::any_completion_hand
     };
     impl_->conn->exec(
         sql::status(impl_->cfg.table, name), milliseconds(0),
-        detail::sql_reply<lock_status, sql::result>(impl_->ex, DLOCK_MARIA_KEEP, decode, keyed, std::move(h)));
+        detail::sql_reply<lock_status, sql::result>(impl_->ex, keep_error_text(), decode, keyed, std::move(h)));
 }
 
-#undef DLOCK_MARIA_KEEP
 
 store::watch_id mariadb_store::watch(const std::string& name, const std::string&, watch_callback cb)
 {

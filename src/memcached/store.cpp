@@ -5,6 +5,7 @@
 #include "common/post_completion.hpp"
 #include "memcached/acquire_steps.hpp"
 #include "memcached/connection.hpp"
+#include "memcached/owner_steps.hpp"
 #include "memcached/protocol.hpp"
 #include "memcached/recipe.hpp"
 
@@ -129,23 +130,23 @@ auto shared(asio::any_completion_handler<Sig> h)
 
 using keeper = std::function<void(std::string)>;
 
-// A renewal's or release's CAS that lost a race is read again, as an acquire's is.
-constexpr int max_races = memcached::acquire_steps::max_races;
 
-// Sends the machine's steps until it is done, then completes `h` (posted: the exec's
-// completion is already outside the initiating call, but not on the handler's executor).
-void run_steps(conn_t& c, std::shared_ptr<memcached::acquire_steps> m, const asio::any_io_executor& ex, keeper keep,
-               asio::any_completion_handler<store::acquire_signature> h)
+// Sends a machine's steps (acquire_steps, owner_steps) until it is done, then completes `h`
+// with `result(ec, machine)` (posted: the exec's completion runs on the I/O executor, not
+// necessarily on the handler's own).
+template <class Machine, class Signature, class Result>
+void run_steps(conn_t& c, std::shared_ptr<Machine> m, const asio::any_io_executor& ex, keeper keep,
+               asio::any_completion_handler<Signature> h, Result result)
 {
     c.exec(m->bytes(), m->replies(),
-           [&c, m, ex, keep = std::move(keep), h = std::move(h)](error_code ec, replies rs) mutable {
-               if (!ec && m->on_replies(rs) != memcached::acquire_steps::step::done)
-                   return run_steps(c, m, ex, std::move(keep), std::move(h));
+           [&c, m, ex, keep = std::move(keep), h = std::move(h), result](error_code ec, replies rs) mutable {
+               if (!ec && m->on_replies(rs) != Machine::step::done)
+                   return run_steps(c, m, ex, std::move(keep), std::move(h), result);
                if (!ec && !m->text().empty())
                    keep(m->text());
                if (!ec)
                    ec = m->error();
-               post_completion(ex, std::move(h), ec, ec ? acquire_result{} : m->result());
+               post_completion(ex, std::move(h), ec, result(ec, *m));
            });
 }
 
@@ -213,10 +214,7 @@ void memcached_store::close()
 // Connects to every server and checks that each speaks the meta protocol (mn → MN).
 void memcached_store::do_connect(asio::any_completion_handler<connect_signature> h)
 {
-    auto keep = [this, alive = lifetime()](std::string text) {
-        if (!alive.expired())
-            set_error_text(std::move(text));
-    };
+    auto keep = keep_error_text();
     asio::co_spawn(
         impl_->ex,
         [self = impl_, keep, h = shared(std::move(h))]() -> asio::awaitable<void> {
@@ -244,13 +242,10 @@ void memcached_store::do_try_acquire(const lease_request& req, asio::any_complet
     auto k = impl_->keys_of(req.name);
     if (!k.ok())
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_name), acquire_result{});
-    keeper keep = [this, alive = lifetime()](std::string text) {
-        if (!alive.expired())
-            set_error_text(std::move(text));
-    };
-    auto& c = *k.conn;
-    run_steps(c, std::make_shared<memcached::acquire_steps>(k, req.token, req.ttl), impl_->ex, std::move(keep),
-              std::move(h));
+    auto keep = keep_error_text();
+    run_steps(*k.conn, std::make_shared<memcached::acquire_steps>(k, req.token, req.ttl), impl_->ex, std::move(keep),
+              std::move(h),
+              [](error_code ec, const memcached::acquire_steps& m) { return ec ? acquire_result{} : m.result(); });
 }
 
 void memcached_store::do_renew(const lease_key& key, std::chrono::milliseconds ttl,
@@ -261,43 +256,12 @@ void memcached_store::do_renew(const lease_key& key, std::chrono::milliseconds t
     auto k = impl_->keys_of(key.name);
     if (!k.ok())
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_name), renew_result{});
-    auto keep = [this, alive = lifetime()](std::string text) {
-        if (!alive.expired())
-            set_error_text(std::move(text));
-    };
-    asio::co_spawn(
-        impl_->ex,
-        [self = impl_, k, token = key.token, ttl, keep, h = shared(std::move(h))]() -> asio::awaitable<void> {
-            auto& c = *k.conn;
-            for (int i = 0; i < max_races; ++i) {
-                auto [ec, rs] = co_await exec(c, proto::mg(k.lock, "v c"), 1);
-                recipe::lock_view v;
-                if (!ec)
-                    ec = recipe::read_lock(rs[0], v);
-                if (ec) {
-                    if (!rs.empty())
-                        keep(rs[0].text);
-                    co_return finish(self->ex, h, ec, renew_result{});
-                }
-                if (!v.present || v.owner != token)
-                    co_return finish(self->ex, h, error_code(), renew_result{});
-                auto [wec, wrs] = co_await exec(c,
-                                                proto::ms(k.lock, recipe::value(token, v.fence),
-                                                          recipe::ttl_flag(ttl) + " C" + std::to_string(v.cas)) +
-                                                    proto::md(k.contended, ""),
-                                                2);
-                if (!wec)
-                    wec = reply_error(wrs, keep);
-                if (wec)
-                    co_return finish(self->ex, h, wec, renew_result{});
-                if (wrs[0].k == reply::kind::ex)
-                    continue;  // changed under us (a retry of ours): read again
-                bool owned = wrs[0].k == reply::kind::hd;
-                co_return finish(self->ex, h, error_code(), renew_result{owned, owned && wrs[1].k == reply::kind::hd});
-            }
-            finish(self->ex, h, error_code(error::server_busy), renew_result{});
-        },
-        asio::detached);
+    auto keep = keep_error_text();
+    using memcached::owner_steps;
+    run_steps(*k.conn, std::make_shared<owner_steps>(owner_steps::op::renew, k, key.token, ttl), impl_->ex,
+              std::move(keep), std::move(h), [](error_code ec, const owner_steps& m) {
+                  return ec ? renew_result{} : renew_result{m.owned(), m.contended()};
+              });
 }
 
 void memcached_store::do_release(const lease_key& key, asio::any_completion_handler<bool_signature> h)
@@ -305,39 +269,10 @@ void memcached_store::do_release(const lease_key& key, asio::any_completion_hand
     auto k = impl_->keys_of(key.name);
     if (!k.ok())
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_name), false);
-    auto keep = [this, alive = lifetime()](std::string text) {
-        if (!alive.expired())
-            set_error_text(std::move(text));
-    };
-    asio::co_spawn(
-        impl_->ex,
-        [self = impl_, k, token = key.token, keep, h = shared(std::move(h))]() -> asio::awaitable<void> {
-            auto& c = *k.conn;
-            for (int i = 0; i < max_races; ++i) {
-                auto [ec, rs] = co_await exec(c, proto::mg(k.lock, "v c"), 1);
-                recipe::lock_view v;
-                if (!ec)
-                    ec = recipe::read_lock(rs[0], v);
-                if (ec) {
-                    if (!rs.empty())
-                        keep(rs[0].text);
-                    co_return finish(self->ex, h, ec, false);
-                }
-                if (!v.present || v.owner != token)
-                    co_return finish(self->ex, h, error_code(), false);
-                // Delete only the item we read: a CAS mismatch means it changed hands.
-                auto [dec, drs] = co_await exec(c, proto::md(k.lock, "C" + std::to_string(v.cas)), 1);
-                if (!dec)
-                    dec = reply_error(drs, keep);
-                if (dec)
-                    co_return finish(self->ex, h, dec, false);
-                if (drs[0].k == reply::kind::ex)
-                    continue;
-                co_return finish(self->ex, h, error_code(), drs[0].k == reply::kind::hd);
-            }
-            finish(self->ex, h, error_code(error::server_busy), false);
-        },
-        asio::detached);
+    auto keep = keep_error_text();
+    using memcached::owner_steps;
+    run_steps(*k.conn, std::make_shared<owner_steps>(owner_steps::op::release, k, key.token), impl_->ex,
+              std::move(keep), std::move(h), [](error_code ec, const owner_steps& m) { return !ec && m.owned(); });
 }
 
 void memcached_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
@@ -345,10 +280,7 @@ void memcached_store::do_force_release(const std::string& name, asio::any_comple
     auto k = impl_->keys_of(name);
     if (!k.ok())
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_name), false);
-    auto keep = [this, alive = lifetime()](std::string text) {
-        if (!alive.expired())
-            set_error_text(std::move(text));
-    };
+    auto keep = keep_error_text();
     asio::co_spawn(
         impl_->ex,
         [self = impl_, k, keep, h = shared(std::move(h))]() -> asio::awaitable<void> {
@@ -365,10 +297,7 @@ void memcached_store::do_status(const std::string& name, asio::any_completion_ha
     auto k = impl_->keys_of(name);
     if (!k.ok())
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_name), lock_status{});
-    auto keep = [this, alive = lifetime()](std::string text) {
-        if (!alive.expired())
-            set_error_text(std::move(text));
-    };
+    auto keep = keep_error_text();
     asio::co_spawn(
         impl_->ex,
         [self = impl_, k, keep, h = shared(std::move(h))]() -> asio::awaitable<void> {

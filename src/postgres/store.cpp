@@ -199,22 +199,18 @@ void postgres_store::close()
     impl_->watches.clear();
 }
 
-#define DLOCK_PG_KEEP                                                                                                  \
-    [this, alive = lifetime()](const std::string& text) {                                                              \
-        if (!alive.expired() && !text.empty())                                                                         \
-            set_error_text(text);                                                                                      \
-    }
 
 // Connects and runs the setup (the table and sequence if missing): checks credentials,
 // the database and the privileges once.
 void postgres_store::do_connect(asio::any_completion_handler<connect_signature> h)
 {
-    impl_->conn->exec("SELECT 1", {},
-                      [ex = impl_->ex, keep = DLOCK_PG_KEEP, h = std::move(h)](error_code ec, sql::result res) mutable {
-                          if (ec)
-                              keep(res.message);
-                          post_completion(ex, std::move(h), ec);
-                      });
+    impl_->conn->exec(
+        "SELECT 1", {},
+        [ex = impl_->ex, keep = keep_error_text(), h = std::move(h)](error_code ec, sql::result res) mutable {
+            if (ec && !res.message.empty())
+                keep(res.message);
+            post_completion(ex, std::move(h), ec);
+        });
 }
 
 void postgres_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
@@ -230,7 +226,7 @@ void postgres_store::do_try_acquire(const lease_request& req, asio::any_completi
         return sql::decode_acquire(r, ttl, out);
     };
     impl_->conn->exec(impl_->st.acquire, {req.name, req.token, ms(req.ttl), std::to_string(pid)},
-                      detail::sql_reply<acquire_result, sql::result>(impl_->ex, DLOCK_PG_KEEP, decode,
+                      detail::sql_reply<acquire_result, sql::result>(impl_->ex, keep_error_text(), decode,
                                                                      detail::empty_on_error, std::move(h)));
 }
 
@@ -243,7 +239,7 @@ void postgres_store::do_renew(const lease_key& key, std::chrono::milliseconds tt
         return post_completion(impl_->ex, std::move(h), ec, renew_result{});
     auto decode = [](const sql::result& r, renew_result& out) { return sql::decode_renew(r, out); };
     impl_->conn->exec(impl_->st.renew, {key.name, key.token, ms(ttl)},
-                      detail::sql_reply<renew_result, sql::result>(impl_->ex, DLOCK_PG_KEEP, decode,
+                      detail::sql_reply<renew_result, sql::result>(impl_->ex, keep_error_text(), decode,
                                                                    detail::empty_on_error, std::move(h)));
 }
 
@@ -253,7 +249,7 @@ void postgres_store::do_release(const lease_key& key, asio::any_completion_handl
         return post_completion(impl_->ex, std::move(h), ec, false);
     asio::co_spawn(
         impl_->ex,
-        [self = impl_, name = key.name, token = key.token, keep = DLOCK_PG_KEEP,
+        [self = impl_, name = key.name, token = key.token, keep = keep_error_text(),
          h = shared(std::move(h))]() -> asio::awaitable<void> {
             // Twice at most: a withdrawn token that a concurrent release handed the name to
             // holds it now, and the second run (a new snapshot) hands it on or frees it.
@@ -265,7 +261,7 @@ void postgres_store::do_release(const lease_key& key, asio::any_completion_handl
                 ec = rec;
                 if (!ec && !sql::decode_release(res, out))
                     ec = error::protocol_error;
-                if (ec)
+                if (ec && !res.message.empty())
                     keep(res.message);
                 if (ec || !out.raced)
                     break;
@@ -283,7 +279,7 @@ void postgres_store::do_force_release(const std::string& name, asio::any_complet
     auto held = [](error_code ec, const sql::release_outcome& out) { return !ec && out.held; };
     impl_->conn->exec(
         impl_->st.force_release, {name},
-        detail::sql_reply<sql::release_outcome, sql::result>(impl_->ex, DLOCK_PG_KEEP, decode, held, std::move(h)));
+        detail::sql_reply<sql::release_outcome, sql::result>(impl_->ex, keep_error_text(), decode, held, std::move(h)));
 }
 
 void postgres_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
@@ -297,10 +293,9 @@ void postgres_store::do_status(const std::string& name, asio::any_completion_han
     };
     impl_->conn->exec(
         impl_->st.status, {name},
-        detail::sql_reply<lock_status, sql::result>(impl_->ex, DLOCK_PG_KEEP, decode, keyed, std::move(h)));
+        detail::sql_reply<lock_status, sql::result>(impl_->ex, keep_error_text(), decode, keyed, std::move(h)));
 }
 
-#undef DLOCK_PG_KEEP
 
 store::watch_id postgres_store::watch(const std::string& name, const std::string& token, watch_callback cb)
 {

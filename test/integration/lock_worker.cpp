@@ -45,16 +45,19 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -223,26 +226,41 @@ int main(int argc, char** argv)
         dlock::registry reg(store, {.lease = store.traits().ttl_granularity >= 1s ? 2s : 5s});
         int finished = 0;
         std::string pid = std::to_string(::getpid());
-        for (int c = 0; c < coroutines; ++c) {
-            asio::co_spawn(
-                io,
-                [&]() -> asio::awaitable<void> {
-                    auto lock = reg.obtain(name);
-                    for (int i = 0; i < sections; ++i) {
-                        auto g = co_await lock.acquire();
-                        long v = read_counter(counter);
-                        co_await asio::post(io, asio::use_awaitable);  // let others run mid-section
-                        write_counter(counter, v + 1);
-                        std::string line = pid + " " + std::to_string(g.fencing_token()) + "\n";
-                        if (::write(log, line.data(), line.size()) < 0)
-                            std::abort();
-                        co_await g.release();
-                    }
-                    if (++finished == coroutines) {
-                        close_store();
-                    }
-                },
-                asio::detached);
+        auto start = [&] {
+            for (int c = 0; c < coroutines; ++c) {
+                asio::co_spawn(
+                    io,
+                    [&]() -> asio::awaitable<void> {
+                        auto lock = reg.obtain(name);
+                        for (int i = 0; i < sections; ++i) {
+                            auto g = co_await lock.acquire();
+                            long v = read_counter(counter);
+                            co_await asio::post(io, asio::use_awaitable);  // let others run mid-section
+                            write_counter(counter, v + 1);
+                            std::string line = pid + " " + std::to_string(g.fencing_token()) + "\n";
+                            if (::write(log, line.data(), line.size()) < 0)
+                                std::abort();
+                            co_await g.release();
+                        }
+                        if (++finished == coroutines) {
+                            close_store();
+                        }
+                    },
+                    asio::detached);
+            }
+        };
+        // "wait_start": say "ready", then start at SIGUSR1, so that processes started one
+        // after another contend from the same instant (a test that needs them to overlap).
+        std::optional<asio::signal_set> start_signal;
+        if (argc >= 9 && std::string_view(argv[8]) == "wait_start") {
+            start_signal.emplace(io, SIGUSR1);
+            start_signal->async_wait([&](boost::system::error_code ec, int) {
+                if (!ec)
+                    start();
+            });
+            std::cout << "ready" << std::endl;
+        } else {
+            start();
         }
         io.run();
         const auto& s = reg.stats();

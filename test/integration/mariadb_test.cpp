@@ -107,7 +107,12 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
     for (int p = 0; p < processes; ++p)
         workers.push_back(std::make_unique<dlock::test::child>(
             std::vector<std::string>{dlock::test::worker_path(), "count", srv.url(), "mx", std::to_string(coroutines),
-                                     std::to_string(sections), counter, log}));
+                                     std::to_string(sections), counter, log, "wait_start"}));
+    // All start at once: the release notifications need waiters in other processes.
+    for (auto& w : workers)
+        BOOST_TEST_REQUIRE((w->read_line(100s) == std::optional<std::string>("ready")));
+    for (auto& w : workers)
+        w->signal(SIGUSR1);
     long notified = 0;
     for (auto& w : workers) {
         auto line = w->read_line(100s);
@@ -317,8 +322,8 @@ BOOST_AUTO_TEST_CASE(fencing_tokens_rise_in_grant_order_past_a_stalled_acquire)
                 BOOST_TEST_MESSAGE(grants[i - 1].first << " " << grants[i - 1].second << ", then " << grants[i].first
                                                        << " " << grants[i].second);
                 BOOST_TEST(grants[i].second > grants[i - 1].second,
-                           grants[i].first << "'s token " << grants[i].second << " is not above "
-                                           << grants[i - 1].first << "'s " << grants[i - 1].second);
+                           grants[i].first << "'s token " << grants[i].second << " is not above " << grants[i - 1].first
+                                           << "'s " << grants[i - 1].second);
             }
             BOOST_TEST((co_await a.async_release(name, "a", asio::use_awaitable)));
             a.close();
