@@ -2,7 +2,7 @@
 // What every driver of a request pipe (src/common/request_pipe.hpp) does the same way: it
 // feeds the machine an input with the time, then performs the actions in order, inputs
 // raised meanwhile appended to the same loop (never a nested one); the one timer is kept
-// here. The driver (memcached, MariaDB) performs the rest: connect, write, flush, reset,
+// here. The driver (memcached, MariaDB, PostgreSQL) performs the rest: connect, write, flush, reset,
 // complete, up, down.
 #pragma once
 

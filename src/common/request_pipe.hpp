@@ -49,6 +49,16 @@ struct pipe_config {
     bool refused = false;
 };
 
+/// The SQL connections' pipe (PostgreSQL, MariaDB): one query at a time, its deadline from its send.
+inline pipe_config one_query_at_a_time(std::chrono::milliseconds request_timeout, bool refused, bool persistent = false)
+{
+    pipe_config c;
+    c.request_timeout = request_timeout;
+    c.refused = refused;
+    c.persistent = persistent;
+    return c;
+}
+
 enum class pipe_state : std::uint8_t {
     idle,         ///< no connection
     connecting,   ///< `connect` is being performed

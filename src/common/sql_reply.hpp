@@ -12,6 +12,8 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <optional>
+#include <string>
 #include <utility>
 
 namespace dlock::detail {
@@ -31,6 +33,19 @@ auto sql_reply(boost::asio::any_io_executor ex, Keep keep, Decode decode, Value 
             keep(res.message);
         post_completion(ex, std::move(h), ec, value(ec, out));
     };
+}
+
+/// A SQL connection's request the pipe ended (empty: gone already): its handler gets `ec` and
+/// the result; a request the pipe refused gets the refused config's text as the message.
+template <class Request>
+void complete_request(const boost::asio::any_io_executor& ex, std::optional<Request> r, boost::system::error_code ec,
+                      const std::string& refused)
+{
+    if (!r)
+        return;
+    if (ec == error::invalid_option)
+        r->res.message = refused;
+    post_completion(ex, std::move(r->h), ec, std::move(r->res));
 }
 
 /// `value` for most: the decoded result, or an empty one on an error.

@@ -7,6 +7,7 @@
 #include "common/library_address.hpp"
 #include "common/pipe_host.hpp"
 #include "common/post_completion.hpp"
+#include "common/sql_reply.hpp"
 #include "common/stored_handler.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -34,20 +35,6 @@ using dlock::detail::pipe_action;
 using dlock::detail::request_pipe;
 using time_point = request_pipe::time_point;
 
-namespace {
-
-dlock::detail::pipe_config pipe_settings(const connection_settings& s)
-{
-    dlock::detail::pipe_config c;
-    c.max_in_flight = 1;  // one query at a time; its deadline counts from its send
-    c.persistent = s.persistent;
-    c.request_timeout = s.cfg.request_timeout;
-    c.refused = !s.refused.empty();
-    return c;
-}
-
-}  // namespace
-
 struct request {
     std::string text;
     std::vector<std::string> params;
@@ -71,7 +58,8 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
     std::string connect_error;
 
     impl(asio::any_io_executor e, connection_settings st)
-        : pipe_host(e, pipe_settings(st)), ex(e), s(std::move(st)), sock(e)
+        : pipe_host(e, dlock::detail::one_query_at_a_time(st.cfg.request_timeout, !st.refused.empty(), st.persistent)),
+          ex(e), s(std::move(st)), sock(e)
     {
     }
     ~impl()
@@ -353,11 +341,7 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
 
     void complete(std::uint64_t id, error_code ec)
     {
-        auto r = take_request(id);
-        if (r && ec == error::invalid_option)
-            r->res.message = s.refused;
-        if (r)
-            dlock::detail::post_completion(ex, std::move(r->h), ec, std::move(r->res));
+        dlock::detail::complete_request(ex, take_request(id), ec, s.refused);
     }
 
     void connected(std::uint64_t gen, error_code ec)
