@@ -45,11 +45,12 @@ function(dlock_add_backend store)
     CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON
     DLOCK_WHAT "${arg_WHAT}" DLOCK_PKG_CONFIG_LIBS "${arg_PKG_CONFIG_LIBS}" DLOCK_HAS_DEFINE "${has}")
   if(BUILD_SHARED_LIBS)
-    # The backends' uses of core internals (detail::parse_duration, the request pipe; hidden in
+    # The backends' uses of core internals (detail::parse_duration, the kit's machines; hidden in
     # libdlock_core): each shared backend keeps its own copy instead of widening the core's
     # exported API.
     target_sources(${lib} PRIVATE ${PROJECT_SOURCE_DIR}/src/core/duration.cpp
-      ${PROJECT_SOURCE_DIR}/src/common/request_pipe.cpp)
+      ${PROJECT_SOURCE_DIR}/src/common/request_pipe.cpp
+      ${PROJECT_SOURCE_DIR}/src/common/predecessor_wait.cpp)
   endif()
   set(DLOCK_BACKENDS ${DLOCK_BACKENDS} ${store} PARENT_SCOPE)
 endfunction()

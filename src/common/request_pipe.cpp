@@ -93,11 +93,15 @@ void request_pipe::rearm()
     for (auto* q : {&queued_, &sent_})
         for (auto& e : *q)
             at = std::min(at, e.deadline);
-    if (at == armed_)
+    // A timer that is due no later than needed stays: firing early costs one on_timer, while
+    // setting it anew for every request costs a timer-queue update each (back-to-back requests).
+    if (at == time_point::max() && armed_ != at) {
+        armed_ = at;
+        return emit(type::cancel_timer);
+    }
+    if (at >= armed_)
         return;
     armed_ = at;
-    if (at == time_point::max())
-        return emit(type::cancel_timer);
     actions_.push_back(pipe_action{type::set_timer, gen_, 0, {}, at});
 }
 

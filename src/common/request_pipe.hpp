@@ -148,7 +148,7 @@ private:
     bool writing_ = false;   // batches: a flush is under way
     std::deque<entry> queued_, sent_;
     time_point retry_at_ = time_point::max();  // backing_off: when to connect again
-    time_point armed_ = time_point::max();     // what the driver's timer is set for
+    time_point armed_ = time_point::max();     // the driver's timer: due no later than the earliest deadline
     std::vector<pipe_action> actions_;
 };
 

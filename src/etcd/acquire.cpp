@@ -84,7 +84,7 @@ void etcd_store::impl::send_acquire(const lease_request& req, acquire_handler h,
                     res.granted_ttl = std::max(milliseconds(1), std::min(req.ttl, ms_until(life.raw_deadline(), sent)));
                     res.lease_ref = key;
                     res.session = static_cast<std::uint64_t>(l);
-                    drop_queued({req.name, req.token});
+                    queue.drop(req.name, req.token);
                 } else {
                     if (a.owner && a.owner->lease == l)
                         contended[req.name] = true;  // our own holder's next confirmation says so
@@ -100,7 +100,7 @@ void etcd_store::impl::send_acquire(const lease_request& req, acquire_handler h,
 // `again`: asked again after a transient failure (the first try may have run).
 void etcd_store::impl::release(const lease_key& k, release_handler h, bool again)
 {
-    drop_queued({k.name, k.token});
+    queue.drop(k.name, k.token);
     if (closed)
         return post_completion(ex, std::move(h), error_code(error::closed), false);
     if (order.busy({k.name, k.token})) {

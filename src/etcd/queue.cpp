@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
-// A queued token waits for the key created just before its own to go (etcd's waitDeletes):
-// one transaction reads its place, a watch of the predecessor wakes it, and the first key
+// A queued token waits for the key created just before its own to go (etcd's waitDeletes).
+// The kit's machine (common/predecessor_wait.hpp) decides; here one transaction reads the
+// place, a watch stream follows the predecessor, a timer spaces retries, and the first key
 // is a grant told to the token's watcher.
 #include "etcd/store_impl.hpp"
 
@@ -9,122 +10,97 @@ namespace dlock {
 using namespace etcd::detail;
 using boost::system::error_code;
 using dlock::detail::ms_until;
+using dlock::detail::predecessor_wait;
+using dlock::detail::wait_action;
 
 void etcd_store::impl::start_queued(const std::string& name, const std::string& token, const key_value& mine,
                                     clock_type::time_point sent, milliseconds ttl)
 {
-    auto& slot = queue[{name, token}];
-    if (slot && slot->mine == mine.create_revision)
+    if (auto q = queue.find(name, token); q && q->mine == mine.create_revision)
         return;  // already waiting
-    if (slot)
-        drop_queued(slot, std::nullopt);
-    slot = std::make_shared<queued>();
-    slot->name = name;
-    slot->token = token;
-    slot->key = mine.key;
-    slot->mine = mine.create_revision;
-    slot->first_send = sent;
-    slot->ttl = ttl;
-    slot->retry = std::make_shared<boost::asio::steady_timer>(ex);
-    check_queued(slot);
+    auto q = std::make_shared<queued>(ex, rng);
+    q->name = name;
+    q->token = token;
+    q->key = mine.key;
+    q->mine = mine.create_revision;
+    q->first_send = sent;
+    q->ttl = ttl;
+    queue.start(q);
 }
 
-void etcd_store::impl::drop_queued(const std::shared_ptr<queued>& q, std::optional<watch_event> tell)
+void etcd_store::impl::perform(const queued_ptr& q, const wait_action& a)
 {
-    q->done = true;
-    if (q->stream)
-        q->stream->cancel();
-    q->retry->cancel();
-    auto it = queue.find({q->name, q->token});
-    if (it != queue.end() && it->second == q)
-        queue.erase(it);
-    if (tell)
-        watches.tell(q->name, q->token, *tell);
-}
-
-void etcd_store::impl::drop_queued(const key_pair& k)
-{
-    if (auto q = queue.find(k); q != queue.end())
-        drop_queued(q->second, std::nullopt);
-}
-
-void etcd_store::impl::retry_queued(const std::shared_ptr<queued>& q)
-{
-    q->retry->expires_after(q->pause.next(rng));
-    q->retry->async_wait([self = shared_from_this(), q](error_code ec) {
-        if (!ec && !q->done)
-            self->check_queued(q);
-    });
-}
-
-void etcd_store::impl::check_queued(const std::shared_ptr<queued>& q)
-{
-    if (q->done || q->checking)
+    using type = wait_action::type;
+    switch (a.t) {
+    case type::check: return check_place(q);
+    case type::watch: return watch_predecessor(q, a.key);
+    case type::cancel_watch:
+        if (auto s = std::exchange(q->stream, nullptr))
+            s->cancel();
         return;
+    case type::set_timer:
+        q->retry.expires_after(a.delay);
+        return q->retry.async_wait([self = shared_from_this(), q](error_code ec) {
+            if (!ec)
+                self->queue.feed(q, [](predecessor_wait& w) { w.on_timer(); });
+        });
+    case type::cancel_timer: return void(q->retry.cancel());
+    case type::grant: {
+        // Ours is the first key: the name is ours, its lease the session's.
+        grant_notice g{static_cast<std::uint64_t>(q->mine),
+                       std::min(q->ttl, ms_until(life.raw_deadline(), q->first_send)), q->key,
+                       static_cast<std::uint64_t>(lease)};
+        return void(watches.tell(q->name, q->token, watch_event::granted, std::move(g)));
+    }
+    case type::resync: return void(watches.tell(q->name, q->token, watch_event::resync));
+    }
+}
+
+void etcd_store::impl::check_place(const queued_ptr& q)
+{
     if (!watches.watched(q->name, q->token))
-        return drop_queued(q, std::nullopt);  // nobody listens for the grant any more
-    q->checking = true;
+        return queue.feed(q, [](predecessor_wait& w) { w.on_abandon(); });  // nobody listens for the grant
     request(txn_path, predecessor_txn(q->key, q->mine, range_of(q->name)), [this, q](error_code ec, http_reply r) {
-        q->checking = false;
-        if (q->done || closed)
+        if (closed)
             return;
         reply_error err;
         predecessor_reply p;
         ec = decode(
             ec, r, [&](std::string_view b, reply_error& e) { return parse_predecessor(b, p, e); }, err);
-        if (ec)
-            return retry_queued(q);
-        q->pause.reset();
-        on_predecessor(q, p);
+        queue.feed(q, [&](predecessor_wait& w) {
+            if (ec)
+                w.on_check_failed();
+            else if (!p.mine_exists)
+                w.on_gone();  // withdrawn, or gone with its lease
+            else if (!p.predecessor)
+                w.on_first();
+            else
+                w.on_behind(p.predecessor->key, p.revision);
+        });
     });
 }
 
-void etcd_store::impl::on_predecessor(const std::shared_ptr<queued>& q, const predecessor_reply& p)
-{
-    if (!p.mine_exists)
-        return drop_queued(q, watch_event::resync);  // withdrawn, or gone with its lease
-    if (!p.predecessor) {
-        // Ours is the first key: the name is ours, its lease the session's.
-        grant_notice g{static_cast<std::uint64_t>(q->mine),
-                       std::min(q->ttl, ms_until(life.raw_deadline(), q->first_send)), q->key,
-                       static_cast<std::uint64_t>(lease)};
-        drop_queued(q, std::nullopt);
-        watches.tell(q->name, q->token, watch_event::granted, std::move(g));
-        return;
-    }
-    q->checked_rev = p.revision;
-    if (q->stream && q->watching == p.predecessor->key)
-        return;  // a re-check after the watch was created: the same key, watched
-    watch_predecessor(q, p.predecessor->key);
-}
-
 // From now, not from the check's revision: a watch that starts in the past waits for etcd's
-// catch-up loop (every 100 ms). A deletion between the check and the watch is caught by
-// checking again once the watch exists (see `created`).
-void etcd_store::impl::watch_predecessor(const std::shared_ptr<queued>& q, const std::string& pred)
+// catch-up loop (every 100 ms). The machine reads again if the watch starts past the read.
+void etcd_store::impl::watch_predecessor(const queued_ptr& q, const std::string& pred)
 {
-    if (q->stream)
-        q->stream->cancel();
-    q->watching = pred;
     q->stream = watch_stream::start(
         ex, cfg, pool.pick(), watch_create_request(pred, {}, 0),
         [self = weak_from_this(), q, pred](error_code ec, const watch_message& m) {
             auto s = self.lock();
-            if (!s || q->done)
+            if (!s)
                 return;
-            if (ec) {
-                q->stream.reset();
-                return s->retry_queued(q);  // cut: look again (nothing is lost: the check reads)
-            }
-            bool gone = m.canceled || m.compact_revision > 0 ||
-                        std::any_of(m.deleted.begin(), m.deleted.end(), [&](auto& kv) { return kv.key == pred; });
-            if (gone) {
-                q->stream->cancel();
-                q->stream.reset();
-                return s->check_queued(q);
-            }
-            if (m.created && m.revision > q->checked_rev)
-                s->check_queued(q);  // something happened between the check and the watch
+            bool gone =
+                !ec && (m.canceled || m.compact_revision > 0 ||
+                        std::any_of(m.deleted.begin(), m.deleted.end(), [&](auto& kv) { return kv.key == pred; }));
+            s->queue.feed(q, [&](predecessor_wait& w) {
+                if (ec)
+                    w.on_watch_failed(pred);  // cut: look again after a pause (the read finds what was missed)
+                else if (gone)
+                    w.on_predecessor_gone(pred);
+                else if (m.created)
+                    w.on_watch_ready(pred, m.revision);
+            });
         });
 }
 

@@ -155,8 +155,7 @@ void etcd_store::impl::session_gone(std::string why)
     request(revoke_path, lease_id_request(old_id), [](error_code, http_reply) {});
     watches.tell_session(session_event::lost, old);
     // Queued keys went with the lease: their waiters must queue again.
-    for (auto& [k, q] : std::map(queue))
-        drop_queued(q, watch_event::resync);
+    queue.end_all(true);
 }
 
 }  // namespace dlock

@@ -98,7 +98,7 @@ void etcd_store::unwatch(watch_id id)
     if (!r.last)
         return;
     if (r.kind == dlock::detail::watch_table::removed::what::tokened)
-        m.drop_queued({r.name, r.token});  // nobody waits for its grant any more
+        m.queue.drop(r.name, r.token);  // nobody waits for its grant any more
     else
         m.stop_name_stream(r.name);
 }
@@ -111,8 +111,7 @@ void etcd_store::close()
     m.closed = true;
     m.keepalive_timer.cancel();
     m.deadline_timer.cancel();
-    for (auto& [k, q] : std::map(m.queue))
-        m.drop_queued(q, std::nullopt);
+    m.queue.end_all(false);
     for (auto& [n, ns] : std::map(m.names))
         m.stop_name_stream(n);
     m.watches.close();

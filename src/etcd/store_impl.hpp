@@ -11,6 +11,7 @@
 
 #include "common/backoff.hpp"
 #include "common/post_completion.hpp"
+#include "common/predecessor_wait.hpp"
 #include "common/session_gate.hpp"
 #include "common/session_life.hpp"
 #include "common/token_order.hpp"
@@ -81,30 +82,26 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
     // ---- watches: the table, queued tokens (queue.cpp), names (name_watch.cpp) ----
     dlock::detail::watch_table watches;
 
-    // A queued token waiting for its predecessor's key to go.
+    // A queued token waiting for its predecessor's key to go: the kit's machine decides
+    // (common/predecessor_wait.hpp), queue.cpp reads, watches and tells.
     struct queued {
+        explicit queued(boost::asio::any_io_executor ex, std::minstd_rand& rng) : wait(&rng), retry(ex) {}
         std::string name, token, key;
         std::int64_t mine = 0;                // our key's create_revision
         milliseconds ttl{0};                  // the lease the attempt asked for
         clock_type::time_point first_send{};  // the first queued attempt's send time
+        dlock::detail::predecessor_wait wait;
         std::shared_ptr<etcd::detail::watch_stream> stream;
-        std::string watching;          // the predecessor the stream watches
-        std::int64_t checked_rev = 0;  // the revision of the last check
-        std::shared_ptr<boost::asio::steady_timer> retry;
-        dlock::detail::backoff pause{milliseconds(20), milliseconds(1000)};
-        bool done = false;
-        bool checking = false;
+        boost::asio::steady_timer retry;
     };
-    std::map<key_pair, std::shared_ptr<queued>> queue;
+    using queued_ptr = std::shared_ptr<queued>;
+    dlock::detail::wait_queue<queued> queue{[this](const queued_ptr& q, auto& a) { perform(q, a); }};
 
     void start_queued(const std::string& name, const std::string& token, const etcd::detail::key_value& mine,
                       clock_type::time_point sent, milliseconds ttl);
-    void drop_queued(const std::shared_ptr<queued>& q, std::optional<watch_event> tell);
-    void drop_queued(const key_pair& k);
-    void retry_queued(const std::shared_ptr<queued>& q);
-    void check_queued(const std::shared_ptr<queued>& q);
-    void on_predecessor(const std::shared_ptr<queued>& q, const etcd::detail::predecessor_reply& p);
-    void watch_predecessor(const std::shared_ptr<queued>& q, const std::string& pred);
+    void perform(const queued_ptr& q, const dlock::detail::wait_action& a);
+    void check_place(const queued_ptr& q);
+    void watch_predecessor(const queued_ptr& q, const std::string& pred);
 
     // Untokened watchers of a name share one stream of deletions under it.
     struct name_stream {

@@ -214,7 +214,7 @@ void zookeeper_store::impl::grant(const round_ctx& c, const acquire_ptr& hp)
     res.granted_ttl = std::max(milliseconds(1), std::min(c.req.ttl, ms_until(deadline(), c.sent)));
     res.lease_ref = ns.node;
     res.session = static_cast<std::uint64_t>(c.sid);
-    drop_queued(c.key);
+    queue.drop(c.key.first, c.key.second);
     acquired(c.req, std::move(*hp), error_code(), res);
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
-// A queued token waits for the node before its own to go (Curator's recipe): the children
-// read, the predecessor watched, and the first node a grant told to the token's watcher.
+// A queued token waits for the node before its own to go (Curator's recipe). The kit's
+// machine (common/predecessor_wait.hpp) decides; here the children are read, the
+// predecessor read with a watch, and the first node a grant told to the token's watcher.
+// ZooKeeper's watches are one-shot: one that fires for a node no longer watched is ignored.
 #include "zookeeper/store_impl.hpp"
 
 #include <zookeeper/zookeeper.h>
@@ -9,88 +11,92 @@ namespace dlock {
 
 using boost::system::error_code;
 using dlock::detail::ms_until;
+using dlock::detail::predecessor_wait;
+using dlock::detail::wait_action;
 using zookeeper::detail::node_stat;
 namespace recipe = zookeeper::recipe;
 
 void zookeeper_store::impl::start_queued(const std::string& name, const std::string& token, milliseconds ttl)
 {
-    auto& slot = queue[{name, token}];
-    if (slot && !slot->done)
-        return;
-    slot = std::make_shared<queued>();
-    slot->name = name;
-    slot->token = token;
-    slot->path = path_of(name);
-    slot->ttl = ttl;
-    slot->session = session_id;
-    recheck(slot);
+    if (queue.find(name, token))
+        return;  // already waiting
+    auto q = std::make_shared<queued>();
+    q->name = name;
+    q->token = token;
+    q->path = path_of(name);
+    q->ttl = ttl;
+    q->session = session_id;
+    queue.start(q);
 }
 
-void zookeeper_store::impl::drop_queued(const std::shared_ptr<queued>& q, std::optional<watch_event> tell)
+void zookeeper_store::impl::perform(const queued_ptr& q, const wait_action& a)
 {
-    q->done = true;
-    auto it = queue.find({q->name, q->token});
-    if (it != queue.end() && it->second == q)
-        queue.erase(it);
-    if (tell)
-        watches.tell(q->name, q->token, *tell);
-}
-
-void zookeeper_store::impl::drop_queued(const key_pair& k)
-{
-    if (auto q = queue.find(k); q != queue.end())
-        drop_queued(q->second, std::nullopt);
+    using type = wait_action::type;
+    switch (a.t) {
+    case type::check: return read_place(q);
+    case type::watch: return watch_predecessor(q, a.key);
+    case type::grant: return grant_queued(q);
+    case type::resync: return void(watches.tell(q->name, q->token, watch_event::resync));
+    case type::cancel_watch:  // one-shot: it fires once more, into a key no longer watched
+    case type::set_timer:     // never asked: without retries a failure ends the wait
+    case type::cancel_timer: return;
+    }
 }
 
 // Where our node stands now (it may have been a waiter before us that went).
-void zookeeper_store::impl::recheck(const std::shared_ptr<queued>& q)
+void zookeeper_store::impl::read_place(const queued_ptr& q)
 {
-    if (q->done)
-        return;
     if (!watches.watched(q->name, q->token))
-        return drop_queued(q, std::nullopt);
+        return queue.feed(q, [](predecessor_wait& w) { w.on_abandon(); });
     if (!zk || session_id != q->session)
-        return drop_queued(q, watch_event::resync);
+        return queue.feed(q, [](predecessor_wait& w) { w.on_lost(); });
     zk->get_children(q->path, [self = shared_from_this(), q](int rc, std::vector<std::string> children) {
-        if (q->done || self->closed)
+        if (self->closed)
             return;
-        if (rc != ZOK || self->session_id != q->session)
-            return self->drop_queued(q, watch_event::resync);  // the waiter asks again
-        auto sorted = recipe::contenders(std::move(children));
-        self->on_place(q, recipe::find(sorted, q->token, q->session));
+        if (self->session_id != q->session)
+            return self->queue.feed(q, [](predecessor_wait& w) { w.on_lost(); });
+        auto pos = recipe::find(recipe::contenders(std::move(children)), q->token, q->session);
+        self->queue.feed(q, [&](predecessor_wait& w) {
+            if (rc != ZOK)
+                w.on_check_failed();  // the waiter asks again
+            else if (!pos.found)
+                w.on_gone();  // withdrawn or gone
+            else if (pos.first)
+                w.on_first();
+            else
+                w.on_behind(pos.predecessor, 0);
+        });
     });
 }
 
-void zookeeper_store::impl::on_place(const std::shared_ptr<queued>& q, const recipe::position& pos)
+// The read and the watch are one request: nothing can go unseen between them.
+void zookeeper_store::impl::watch_predecessor(const queued_ptr& q, const std::string& pred)
 {
-    if (!pos.found)
-        return drop_queued(q, watch_event::resync);  // withdrawn or gone
-    if (pos.first) {
-        auto& ns = nodes[{q->name, q->token}];
-        ns.held = true;
-        grant_notice g{static_cast<std::uint64_t>(ns.czxid), std::min(q->ttl, ms_until(deadline(), clock_type::now())),
-                       ns.node, static_cast<std::uint64_t>(q->session)};
-        drop_queued(q, std::nullopt);
-        if (ns.czxid)
-            watches.tell(q->name, q->token, watch_event::granted, std::move(g));
-        else
-            watches.tell(q->name, q->token, watch_event::resync);  // our node's czxid unknown: ask again
-        return;
-    }
     zk->get(
-        q->path + "/" + pos.predecessor,
-        [self = shared_from_this(), q](int rc, std::string, node_stat) {
-            if (q->done)
-                return;
-            if (rc == ZNONODE)
-                return self->recheck(q);  // gone between the two reads
-            if (rc != ZOK)
-                self->drop_queued(q, watch_event::resync);
+        q->path + "/" + pred,
+        [self = shared_from_this(), q, pred](int rc, std::string, node_stat) {
+            self->queue.feed(q, [&](predecessor_wait& w) {
+                if (rc == ZNONODE)
+                    w.on_predecessor_gone(pred);  // gone between the two reads
+                else if (rc != ZOK)
+                    w.on_watch_failed(pred);
+            });
         },
-        [w = weak_from_this(), q](int) {
-            if (auto s = w.lock(); s && !q->done)
-                s->recheck(q);
+        [w = weak_from_this(), q, pred](int) {
+            if (auto s = w.lock())
+                s->queue.feed(q, [&](predecessor_wait& x) { x.on_predecessor_gone(pred); });
         });
+}
+
+void zookeeper_store::impl::grant_queued(const queued_ptr& q)
+{
+    auto& ns = nodes[{q->name, q->token}];
+    ns.held = true;
+    if (!ns.czxid)
+        return void(watches.tell(q->name, q->token, watch_event::resync));  // our node's czxid unknown: ask again
+    grant_notice g{static_cast<std::uint64_t>(ns.czxid), std::min(q->ttl, ms_until(deadline(), clock_type::now())),
+                   ns.node, static_cast<std::uint64_t>(q->session)};
+    watches.tell(q->name, q->token, watch_event::granted, std::move(g));
 }
 
 }  // namespace dlock

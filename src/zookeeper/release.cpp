@@ -18,7 +18,7 @@ using any_release_handler = boost::asio::any_completion_handler<store::bool_sign
 void zookeeper_store::impl::release(const lease_key& k, any_release_handler h, bool again)
 {
     key_pair key{k.name, k.token};
-    drop_queued(key);
+    queue.drop(k.name, k.token);
     if (closed)
         return post_completion(ex, std::move(h), error_code(error::closed), false);
     auto hp = std::make_shared<any_release_handler>(std::move(h));

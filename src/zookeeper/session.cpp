@@ -305,8 +305,7 @@ void zookeeper_store::impl::session_gone(std::string why)
     deadline_timer.cancel();
     drop_client();
     watches.tell_session(session_event::lost, old);
-    for (auto& [k, q] : std::map(queue))
-        drop_queued(q, watch_event::resync);
+    queue.end_all(true);
     for (auto& [name, nw] : names) {
         nw.epoch = ++name_epochs;  // the old watch fires into nothing
         watches.name_down(name, watch_event::resync);

@@ -111,7 +111,7 @@ void zookeeper_store::unwatch(watch_id id)
     if (!r.last)
         return;
     if (r.kind == dlock::detail::watch_table::removed::what::tokened)
-        m.drop_queued({r.name, r.token});  // nobody waits for its grant any more
+        m.queue.drop(r.name, r.token);  // nobody waits for its grant any more
     else
         m.names.erase(r.name);  // its watch fires once more, into nothing
 }
@@ -125,8 +125,7 @@ void zookeeper_store::close()
     m.resolver.cancel();
     m.ping_timer.cancel();
     m.deadline_timer.cancel();
-    for (auto& [k, q] : std::map(m.queue))
-        m.drop_queued(q, std::nullopt);
+    m.queue.end_all(false);
     m.names.clear();
     m.watches.close();
     m.opening_ended(error::closed);

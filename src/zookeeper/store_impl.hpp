@@ -11,6 +11,7 @@
 #include <dlock/zookeeper/store.hpp>
 
 #include "common/post_completion.hpp"
+#include "common/predecessor_wait.hpp"
 #include "common/session_gate.hpp"
 #include "common/session_life.hpp"
 #include "common/token_order.hpp"
@@ -124,20 +125,22 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
     // ---- watches: the table, queued tokens (queue.cpp), names (name_watch.cpp) ----
     dlock::detail::watch_table watches;
 
-    // A queued token waiting for the node before its own to go.
+    // A queued token waiting for the node before its own to go: the kit's machine decides
+    // (common/predecessor_wait.hpp; a failed read ends the wait), queue.cpp reads and watches.
     struct queued {
         std::string name, token, path;
         milliseconds ttl{0};
         std::int64_t session = 0;
-        bool done = false;
+        dlock::detail::predecessor_wait wait{};
     };
-    std::map<key_pair, std::shared_ptr<queued>> queue;
+    using queued_ptr = std::shared_ptr<queued>;
+    dlock::detail::wait_queue<queued> queue{[this](const queued_ptr& q, auto& a) { perform(q, a); }};
 
     void start_queued(const std::string& name, const std::string& token, milliseconds ttl);
-    void drop_queued(const std::shared_ptr<queued>& q, std::optional<watch_event> tell);
-    void drop_queued(const key_pair& k);
-    void recheck(const std::shared_ptr<queued>& q);
-    void on_place(const std::shared_ptr<queued>& q, const zookeeper::recipe::position& pos);
+    void perform(const queued_ptr& q, const dlock::detail::wait_action& a);
+    void read_place(const queued_ptr& q);
+    void watch_predecessor(const queued_ptr& q, const std::string& pred);
+    void grant_queued(const queued_ptr& q);
 
     // Untokened watchers of a name: one children watch, re-armed on each change.
     struct name_watch {

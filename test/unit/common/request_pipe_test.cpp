@@ -141,7 +141,9 @@ BOOST_FIXTURE_TEST_CASE(one_at_a_time_the_next_waits_for_the_reply_and_its_clock
     p.on_timer(at(1400ms));  // early: #2 waits behind a slow #1 without losing its time
     BOOST_TEST((drain() == strings{"timer +1500"}));
     p.on_reply(1, 1, {}, true, at(1400ms));
-    BOOST_TEST((drain() == strings{"complete #1 ok", "write g1 #2", "timer +2400"}));
+    BOOST_TEST((drain() == strings{"complete #1 ok", "write g1 #2"}));  // the timer, due earlier, stays
+    p.on_timer(at(1500ms));  // early for #2: nothing ends, the timer goes to #2's deadline
+    BOOST_TEST((drain() == strings{"timer +2400"}));
     p.on_reply(1, 2, error::server_error, true, at(1500ms));  // the store's own error keeps the connection
     BOOST_TEST((drain() == strings{complete(2, error::server_error), "no timer"}));
     BOOST_TEST((p.state() == pipe_state::ready));
@@ -157,8 +159,23 @@ BOOST_FIXTURE_TEST_CASE(ready_batches_wait_for_the_write_before_the_next_batch, 
     BOOST_TEST((take() == strings{"write g1 #3", "write g1 #4", "flush g1"}));
     pipe.on_reply(1, 1, {}, true, at(30ms));
     pipe.on_reply(1, 2, {}, true, at(30ms));
-    BOOST_TEST((take() == strings{"complete #1 ok", "complete #2 ok", "timer +1010"}));  // #3's deadline now
+    BOOST_TEST((take() == strings{"complete #1 ok", "complete #2 ok"}));  // #3's deadline is later: no new timer
     BOOST_TEST(pipe.oldest_in_flight() == 3u);
+}
+
+BOOST_FIXTURE_TEST_CASE(the_timer_moves_only_earlier_and_goes_when_nothing_waits, pipe_fixture)
+{
+    ready_with(1);                       // #1 due at +1000
+    pipe.on_request(2, 0ms, at(10ms));   // due later: the timer stays
+    pipe.on_request(3, 50ms, at(20ms));  // its own bound, due at +70: the timer moves earlier
+    BOOST_TEST((take() == strings{"timer +70"}));
+    pipe.on_timer(at(70ms));  // #3 never left: it ends alone, the timer goes to the next deadline
+    BOOST_TEST((take() == strings{complete(3, error::timeout), "timer +1000"}));
+    pipe.on_written(1, at(80ms));
+    pipe.on_reply(1, 1, {}, true, at(90ms));
+    BOOST_TEST((take() == strings{"write g1 #2", "flush g1", "complete #1 ok"}));  // #2 due later: no new timer
+    pipe.on_reply(1, 2, {}, true, at(100ms));
+    BOOST_TEST((take() == strings{"complete #2 ok", "no timer"}));  // nothing waits: no timer left behind
 }
 
 BOOST_FIXTURE_TEST_CASE(connecting_a_failed_connect_fails_the_queue_and_goes_idle, pipe_fixture)
@@ -200,7 +217,7 @@ BOOST_FIXTURE_TEST_CASE(a_drop_fails_what_was_sent_and_keeps_what_was_queued, pi
     pipe.on_request(2, 0ms, at(10ms));  // behind the batch being written: queued
     take();
     pipe.on_dropped(1, error::connection_lost, at(20ms));
-    BOOST_TEST((take() == strings{complete(1, error::connection_lost), "down g1", "reset g1", "timer +1010"}));
+    BOOST_TEST((take() == strings{complete(1, error::connection_lost), "down g1", "reset g1"}));
     pipe.on_connected(1, at(21ms));  // stale: ignored
     pipe.on_reply(1, 1, {}, true, at(21ms));
     BOOST_TEST(take().empty());
