@@ -10,7 +10,7 @@
 #include "common/post_completion.hpp"
 #include "common/stored_handler.hpp"
 #include "core/engine.hpp"
-#include "core/read_cycle.hpp"
+#include "core/watched_read.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -87,30 +87,18 @@ auto spawn_completion(asio::any_io_executor ex, asio::any_completion_handler<Sig
 {
     auto slot = asio::get_associated_cancellation_slot(h);
     return asio::bind_cancellation_slot(slot, [ex, h = std::move(h)](std::exception_ptr e, T result) mutable {
-        error_code ec;
-        if (e) {
-            try {
-                std::rethrow_exception(e);
-            } catch (const boost::system::system_error& se) {
-                ec = se.code();
-            } catch (...) {
-                ec = error::invalid_request;
-            }
+        auto ec = code_of(e);
+        if (ec)
             result = T{};
-        }
         post_completion(ex, std::move(h), ec, std::move(result));
     });
 }
 
 /// One observer: a watch on the name, one read at a time, a timer at the leader's lease end.
-struct observer_core : std::enable_shared_from_this<observer_core> {
+struct observer_core : watched_read<election_core, observer_core, lock_status>,
+                       std::enable_shared_from_this<observer_core> {
     using next_signature = void(error_code, leader_info);
-    std::shared_ptr<election_core> c;
-    std::optional<store::watch_id> watch;
-    asio::steady_timer expiry, retry;
-    backoff pause;
-    read_cycle reads;  // one at a time; the watch after the first
-    bool stopped = false;
+    asio::steady_timer expiry;
     bool dropped = false;  // its observer is gone: a deferred async_next started now is aborted
     clock_type::time_point lease_end = clock_type::time_point::max();  // of the last holder read
     std::optional<leader_info> last;
@@ -118,41 +106,15 @@ struct observer_core : std::enable_shared_from_this<observer_core> {
     detail::stored_handler<next_signature> waiting;
     asio::cancellation_slot slot;
 
-    explicit observer_core(std::shared_ptr<election_core> core)
-        : c(std::move(core)), expiry(c->ex), retry(c->ex), pause(c->backoff_min, c->backoff_max)
-    {
-    }
+    explicit observer_core(std::shared_ptr<election_core> core) : watched_read(std::move(core)), expiry(c->ex) {}
 
-    void check()
-    {
-        if (stopped || !reads.want())
-            return;
-        if (!c->store_alive())
-            return fail(error::closed);
-        std::weak_ptr<observer_core> weak = shared_from_this();
-        c->st->async_leader(c->store_name, [weak](error_code ec, lock_status st) {
-            if (auto self = weak.lock())
-                self->on_status(ec, std::move(st));
-        });
-    }
+    // The loop's steps (core/watched_read.hpp); the observer's owner keeps it alive.
+    std::weak_ptr<observer_core> hold() { return weak_from_this(); }
+    void read_store(read_callback f) { c->st->async_leader(c->store_name, std::move(f)); }
+    void failed(error_code ec) { fail(ec); }
 
-    void on_status(error_code ec, lock_status st)
+    bool take(const lock_status& st)
     {
-        reads.replied();
-        if (stopped)
-            return;
-        if (ec && is_transient(ec)) {
-            retry.expires_after(pause.next(c->rng));
-            std::weak_ptr<observer_core> weak = shared_from_this();
-            retry.async_wait([weak](error_code tec) {
-                if (auto self = weak.lock(); self && !tec)
-                    self->check();
-            });
-            return;
-        }
-        if (ec)
-            return fail(ec);
-        pause.reset();
         auto info = to_leader(st);
         // Another leader, and the last one's lease had run out by now: the name was free in
         // between (an expiry, not a hand-off, which comes before the lease's end), so say so.
@@ -178,18 +140,7 @@ struct observer_core : std::enable_shared_from_this<observer_core> {
                     self->check();
             });
         }
-        switch (reads.after_good_read()) {
-        case read_cycle::next::watch: {
-            std::weak_ptr<observer_core> weak = shared_from_this();
-            watch = c->st->watch(c->store_name, [weak](watch_event) {
-                if (auto self = weak.lock())
-                    self->check();
-            });
-            break;
-        }
-        case read_cycle::next::read: check(); break;
-        case read_cycle::next::none: break;
-        }
+        return true;
     }
 
     void fail(error_code ec)
@@ -201,7 +152,7 @@ struct observer_core : std::enable_shared_from_this<observer_core> {
 
     void stop()
     {
-        if (std::exchange(stopped, true))
+        if (std::exchange(done, true))
             return;
         if (watch && c->store_alive())
             c->st->unwatch(*watch);
@@ -277,17 +228,7 @@ void leadership::proclaim_impl(const std::shared_ptr<detail::election_core>& c,
     auto ex = c->ex;
     asio::co_spawn(ex, body(c, eng.lease_of(*hold), until, std::move(value), std::move(out)),
                    asio::bind_cancellation_slot(slot, [ex, h = std::move(done)](std::exception_ptr e, int) mutable {
-                       error_code ec;
-                       if (e) {
-                           try {
-                               std::rethrow_exception(e);
-                           } catch (const boost::system::system_error& se) {
-                               ec = se.code();
-                           } catch (...) {
-                               ec = error::invalid_request;
-                           }
-                       }
-                       detail::post_completion(ex, std::move(h), ec);
+                       detail::post_completion(ex, std::move(h), detail::code_of(e));
                    }));
 }
 
@@ -327,17 +268,11 @@ void leader_observer::next_impl(const std::shared_ptr<detail::observer_core>& c,
     if (o.waiting)
         return detail::post_completion(o.c->ex, std::move(h), make_error_code(error::operation_in_progress),
                                        leader_info{});
-    o.slot = asio::get_associated_cancellation_slot(h);
+    o.slot = detail::abort_on_cancel(h, o.c->ex, std::weak_ptr<detail::observer_core>(c), [](detail::observer_core& x) {
+        if (x.waiting)
+            x.complete(asio::error::operation_aborted, {});
+    });
     o.waiting = detail::keep_work(std::move(h), o.c->ex);
-    if (o.slot.is_connected()) {
-        std::weak_ptr<detail::observer_core> weak = c;
-        o.slot.assign([weak, ex = o.c->ex](asio::cancellation_type) {
-            asio::post(ex, [weak] {
-                if (auto self = weak.lock(); self && self->waiting)
-                    self->complete(asio::error::operation_aborted, {});
-            });
-        });
-    }
     if (!o.queue.empty())
         o.deliver();
 }

@@ -10,7 +10,8 @@
 #include "common/post_completion.hpp"
 #include "common/stored_handler.hpp"
 #include "core/lease_policy.hpp"
-#include "core/read_cycle.hpp"
+#include "core/op_support.hpp"
+#include "core/watched_read.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/post.hpp>
@@ -69,17 +70,8 @@ struct count_down_op : std::enable_shared_from_this<count_down_op> {
 
     void start()
     {
-        slot = asio::get_associated_cancellation_slot(handler);
-        if (slot.is_connected()) {
-            std::weak_ptr<count_down_op> weak = shared_from_this();
-            // Completing from inside the emitter would clear the slot mid-call: post it.
-            slot.assign([weak, ex = c->ex](asio::cancellation_type) {
-                asio::post(ex, [weak] {
-                    if (auto self = weak.lock())
-                        self->finish(asio::error::operation_aborted, 0);
-                });
-            });
-        }
+        slot = abort_on_cancel(handler, c->ex, weak_from_this(),
+                               [](count_down_op& op) { op.finish(asio::error::operation_aborted, 0); });
         send();
     }
 
@@ -96,13 +88,11 @@ struct count_down_op : std::enable_shared_from_this<count_down_op> {
     {
         if (done)
             return;
-        if (!ec || !is_transient(ec))
-            return finish(ec, remaining);
-        timer.expires_after(pause.next(c->rng));
-        timer.async_wait([self = shared_from_this()](error_code tec) {
-            if (!tec && !self->done)
-                self->send();
-        });
+        if (!retry_transient(ec, timer, pause, c->rng, shared_from_this(), [](count_down_op& op) {
+                if (!op.done)
+                    op.send();
+            }))
+            finish(ec, remaining);
     }
 
     void finish(error_code ec, std::uint64_t remaining)
@@ -118,35 +108,20 @@ struct count_down_op : std::enable_shared_from_this<count_down_op> {
 
 // One wait: read the latch; then watch the name and read again on `ready` and on every
 // later event; done when it reads 0. Reads are never concurrent: an event during one asks for one more.
-struct wait_op : std::enable_shared_from_this<wait_op> {
-    std::shared_ptr<latch_core> c;
+struct wait_op : watched_read<latch_core, wait_op, latch_state>, std::enable_shared_from_this<wait_op> {
     stored_handler<latch::wait_signature> handler;
-    std::optional<store::watch_id> watch;
     asio::steady_timer deadline;
-    asio::steady_timer retry;
-    backoff pause;
     asio::cancellation_slot slot;
-    read_cycle reads{false};  // one at a time; the watch after the first (set by start())
-    bool done = false;
 
     wait_op(std::shared_ptr<latch_core> core, asio::any_completion_handler<latch::wait_signature> h)
-        : c(std::move(core)), handler(std::move(h)), deadline(c->ex), retry(c->ex),
-          pause(c->backoff_min, c->backoff_max)
+        : watched_read(std::move(core), false), handler(std::move(h)), deadline(c->ex)
     {
     }
 
     void start(milliseconds limit)
     {
-        slot = asio::get_associated_cancellation_slot(handler);
         std::weak_ptr<wait_op> weak = shared_from_this();
-        if (slot.is_connected()) {
-            slot.assign([weak, ex = c->ex](asio::cancellation_type) {
-                asio::post(ex, [weak] {
-                    if (auto self = weak.lock())
-                        self->finish(asio::error::operation_aborted);
-                });
-            });
-        }
+        slot = abort_on_cancel(handler, c->ex, weak, [](wait_op& op) { op.finish(asio::error::operation_aborted); });
         if (limit > milliseconds(0) && limit != milliseconds::max()) {
             deadline.expires_at(saturating_deadline(limit));
             deadline.async_wait([weak](error_code ec) {
@@ -169,45 +144,19 @@ struct wait_op : std::enable_shared_from_this<wait_op> {
         return d >= room ? std::chrono::steady_clock::time_point::max() : now + d;
     }
 
-    void check()
+    // The loop's steps (core/watched_read.hpp); the watch holds the operation until finish() unwatches it.
+    std::shared_ptr<wait_op> hold() { return shared_from_this(); }
+    void read_store(read_callback f) { c->st->async_latch_state(c->store_name, std::move(f)); }
+    void failed(error_code ec) { post_finish(ec); }
+    bool take(const latch_state& st)
     {
-        if (done || !reads.want())
-            return;
-        if (!c->store_alive())
-            return post_finish(error::closed);
-        c->st->async_latch_state(
-            c->store_name, [self = shared_from_this()](error_code ec, latch_state st) { self->on_state(ec, st); });
-    }
-
-    void on_state(error_code ec, latch_state st)
-    {
-        reads.replied();
-        if (done)
-            return;
-        if (ec && is_transient(ec)) {
-            retry.expires_after(pause.next(c->rng));
-            retry.async_wait([self = shared_from_this()](error_code tec) {
-                if (!tec)
-                    self->check();
-            });
-            return;
-        }
-        if (ec)
-            return finish(ec);
         if (st.count != 0 && st.count != c->count)
-            return finish(error::count_mismatch);
+            return finish(error::count_mismatch), false;
         if (st.count != 0 && st.remaining == 0)
-            return finish({});
+            return finish({}), false;
         if (!watch && !reads.watch_pending())  // a zero-length wait_for: one check only
-            return finish(error::timeout);
-        switch (reads.after_good_read()) {
-        case read_cycle::next::watch:
-            // The watch holds the operation until finish() unwatches it.
-            watch = c->st->watch(c->store_name, [self = shared_from_this()](watch_event) { self->check(); });
-            break;
-        case read_cycle::next::read: check(); break;
-        case read_cycle::next::none: break;
-        }
+            return finish(error::timeout), false;
+        return true;
     }
 
     void post_finish(error_code ec)
@@ -246,16 +195,8 @@ struct count_op : std::enable_shared_from_this<count_op> {
 
     void start()
     {
-        slot = asio::get_associated_cancellation_slot(handler);
-        if (slot.is_connected()) {
-            std::weak_ptr<count_op> weak = shared_from_this();
-            slot.assign([weak, ex = c->ex](asio::cancellation_type) {
-                asio::post(ex, [weak] {
-                    if (auto self = weak.lock())
-                        self->finish(asio::error::operation_aborted, 0);
-                });
-            });
-        }
+        slot = abort_on_cancel(handler, c->ex, weak_from_this(),
+                               [](count_op& op) { op.finish(asio::error::operation_aborted, 0); });
         read();
     }
 
@@ -269,16 +210,11 @@ struct count_op : std::enable_shared_from_this<count_op> {
 
     void on_state(error_code ec, latch_state st)
     {
-        if (done)
+        if (done || retry_transient(ec, retry, pause, c->rng, shared_from_this(), [](count_op& op) {
+                if (!op.done)
+                    op.read();
+            }))
             return;
-        if (ec && is_transient(ec)) {
-            retry.expires_after(pause.next(c->rng));
-            retry.async_wait([self = shared_from_this()](error_code tec) {
-                if (!tec && !self->done)
-                    self->read();
-            });
-            return;
-        }
         if (ec)
             return finish(ec, 0);
         if (st.count == 0)  // nobody has counted down yet
