@@ -4,10 +4,9 @@
 
 #include "common/post_completion.hpp"
 #include "common/sql_reply.hpp"
+#include "common/watch_table.hpp"
 #include "mariadb/connection.hpp"
 #include "mariadb/sql.hpp"
-
-#include <boost/asio/post.hpp>
 
 #include <map>
 #include <random>
@@ -23,10 +22,8 @@ namespace sql = mariadb::sql;
 using std::chrono::milliseconds;
 
 struct mariadb_store::impl : std::enable_shared_from_this<impl> {
-    struct watcher {
-        std::string name;
-        watch_callback cb;
-    };
+    explicit impl(asio::any_io_executor e) : ex(e), watches(e) {}
+
     // What the refused attempts on a watched name said, and its GET_LOCK wait.
     struct name_state {
         std::uint64_t observed = 0;  // refused attempts that found the holder with its signal lock
@@ -45,38 +42,11 @@ struct mariadb_store::impl : std::enable_shared_from_this<impl> {
     std::vector<slot> slots;  // the wait pool, grown on demand up to cfg.wait_connections
     std::string bad_config;   // why the config was refused (empty: it was not)
     std::map<std::string, name_state> names;
-    std::map<watch_id, watcher> watches;
-    watch_id next_watch = 1;
+    detail::watch_table watches;  // every watcher untokened: GET_LOCK waits for the name, not a token
     std::minstd_rand rng{std::random_device{}()};
 
-    bool watched(const std::string& name) const
-    {
-        for (const auto& [id, w] : watches)
-            if (w.name == name)
-                return true;
-        return false;
-    }
-
-    void post_event(watch_id id, watch_event ev)
-    {
-        asio::post(ex, [weak = weak_from_this(), id, ev] {
-            auto self = weak.lock();
-            if (!self)
-                return;
-            auto it = self->watches.find(id);
-            if (it == self->watches.end())
-                return;               // unwatched meanwhile
-            auto cb = it->second.cb;  // a copy: the callback may unwatch itself
-            cb(ev, {});
-        });
-    }
-
-    void tell(const std::string& name, watch_event ev)
-    {
-        for (auto& [id, w] : watches)
-            if (w.name == name)
-                post_event(id, ev);
-    }
+    // Someone watches `name` and the store is open.
+    bool watched(const std::string& name) const { return watches.name_live(name); }
 
     // A refused attempt on `name`. True if a wait on the holder's signal lock will wake the
     // waiters; false: they sleep the holder's lease (made a little longer, at random, so
@@ -148,9 +118,9 @@ struct mariadb_store::impl : std::enable_shared_from_this<impl> {
         } else {
             bool released = false;
             if (ec || !mariadb::sql::decode_wait(res, released))
-                tell(name, watch_event::resync);  // the wait failed: whatever it missed, re-check
+                watches.tell_name(name, watch_event::resync);  // the wait failed: whatever it missed, re-check
             else if (released)
-                tell(name, watch_event::released);
+                watches.tell_name(name, watch_event::released);
             else
                 schedule(name);  // timed out: again if a newer attempt saw the holder
         }
@@ -162,9 +132,8 @@ struct mariadb_store::impl : std::enable_shared_from_this<impl> {
     }
 };
 
-mariadb_store::mariadb_store(asio::any_io_executor ex, mariadb::config cfg) : impl_(std::make_shared<impl>())
+mariadb_store::mariadb_store(asio::any_io_executor ex, mariadb::config cfg) : impl_(std::make_shared<impl>(ex))
 {
-    impl_->ex = ex;
     // A table parse_url would refuse: never put into SQL; every operation fails with the reason.
     if (auto why = mariadb::check_table(cfg.table); !why.empty()) {
         impl_->bad_config = "mariadb_store: config.table: " + why;
@@ -216,7 +185,7 @@ void mariadb_store::close()
     impl_->conn->close();
     for (auto& s : impl_->slots)
         s.conn->close();
-    impl_->watches.clear();
+    impl_->watches.close();
     impl_->names.clear();
 }
 
@@ -306,23 +275,16 @@ void mariadb_store::do_status(const std::string& name, asio::any_completion_hand
 
 store::watch_id mariadb_store::watch(const std::string& name, const std::string&, watch_callback cb)
 {
-    auto id = impl_->next_watch++;
-    impl_->watches[id] = impl::watcher{name, std::move(cb)};
     // A named lock is state: a wait started after the next refused attempt sees any release after it.
-    impl_->post_event(id, watch_event::ready);
-    return id;
+    return impl_->watches.add_live(name, std::move(cb)).id;
 }
 
 void mariadb_store::unwatch(watch_id id)
 {
-    auto it = impl_->watches.find(id);
-    if (it == impl_->watches.end())
+    auto r = impl_->watches.remove(id);
+    if (!r.last)
         return;
-    auto name = std::move(it->second.name);
-    impl_->watches.erase(it);
-    if (impl_->watched(name))
-        return;
-    auto st = impl_->names.find(name);
+    auto st = impl_->names.find(r.name);
     if (st == impl_->names.end())
         return;
     if (st->second.slot >= 0)

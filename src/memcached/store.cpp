@@ -3,6 +3,7 @@
 #include <dlock/memcached/store.hpp>
 
 #include "common/post_completion.hpp"
+#include "common/watch_table.hpp"
 #include "memcached/acquire_steps.hpp"
 #include "memcached/connection.hpp"
 #include "memcached/owner_steps.hpp"
@@ -15,7 +16,6 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <functional>
-#include <map>
 #include <utility>
 
 namespace dlock {
@@ -59,11 +59,12 @@ struct name_keys : memcached::name_keys {
 }  // namespace
 
 struct memcached_store::impl {
+    explicit impl(asio::any_io_executor e) : ex(e), watches(e) {}
+
     asio::any_io_executor ex;
     memcached::config cfg;
     std::vector<std::unique_ptr<memcached::detail::connection>> conns;
-    std::map<watch_id, watch_callback> watches;
-    watch_id next_watch = 1;
+    detail::watch_table watches;
 
     std::size_t server_of(const std::string& name) const
     {
@@ -152,9 +153,8 @@ void run_steps(conn_t& c, std::shared_ptr<Machine> m, const asio::any_io_executo
 
 }  // namespace
 
-memcached_store::memcached_store(asio::any_io_executor ex, memcached::config cfg) : impl_(std::make_shared<impl>())
+memcached_store::memcached_store(asio::any_io_executor ex, memcached::config cfg) : impl_(std::make_shared<impl>(ex))
 {
-    impl_->ex = ex;
     if (cfg.servers.empty())
         cfg.servers.push_back({});
     impl_->cfg = std::move(cfg);
@@ -208,7 +208,7 @@ void memcached_store::close()
 {
     for (auto& c : impl_->conns)
         c->close();
-    impl_->watches.clear();
+    impl_->watches.close();
 }
 
 // Connects to every server and checks that each speaks the meta protocol (mn → MN).
@@ -327,26 +327,14 @@ void memcached_store::do_status(const std::string& name, asio::any_completion_ha
 
 // No notifications: `ready` at once (posted), then nothing. A waiter sleeps until the
 // holder's remaining lease and retries.
-store::watch_id memcached_store::watch(const std::string&, const std::string&, watch_callback cb)
+store::watch_id memcached_store::watch(const std::string& name, const std::string&, watch_callback cb)
 {
-    auto id = impl_->next_watch++;
-    impl_->watches.emplace(id, std::move(cb));
-    asio::post(impl_->ex, [weak = std::weak_ptr<impl>(impl_), id] {
-        auto self = weak.lock();
-        if (!self)
-            return;
-        auto it = self->watches.find(id);
-        if (it == self->watches.end())
-            return;            // unwatched meanwhile
-        auto cb = it->second;  // a copy: the callback may unwatch itself
-        cb(watch_event::ready, {});
-    });
-    return id;
+    return impl_->watches.add_live(name, std::move(cb)).id;
 }
 
 void memcached_store::unwatch(watch_id id)
 {
-    impl_->watches.erase(id);
+    impl_->watches.remove(id);
 }
 
 }  // namespace dlock

@@ -4,16 +4,15 @@
 
 #include "common/post_completion.hpp"
 #include "common/sql_reply.hpp"
+#include "common/watch_table.hpp"
 #include "postgres/connection.hpp"
 #include "postgres/sql.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include <map>
 #include <utility>
 
 namespace dlock {
@@ -25,63 +24,44 @@ using conn_t = postgres::detail::connection;
 namespace sql = postgres::sql;
 
 struct postgres_store::impl : std::enable_shared_from_this<impl> {
-    struct watcher {
-        std::string name;
-        std::string token;  // empty unless it takes hand-offs
-        watch_callback cb;
-        bool told_ready = false;
-    };
+    explicit impl(asio::any_io_executor e) : ex(e), watches(e, detail::watch_table::tokens::with_name) {}
 
     asio::any_io_executor ex;
     postgres::config cfg;
     postgres::sql::statements st;
     std::unique_ptr<conn_t> conn;
     std::unique_ptr<conn_t> listener;  // LISTEN dlock; started by the first watch
-    std::map<watch_id, watcher> watches;
-    watch_id next_watch = 1;
+    // A queued token lives by the listener's backend: tokened watchers wait for LISTEN too.
+    detail::watch_table watches;
     bool listening = false;
     std::string bad_config;  // why the config was refused (empty: it was not)
-
-    void post_event(watch_id id, watch_event ev, grant_notice g = {})
-    {
-        asio::post(ex, [weak = weak_from_this(), id, ev, g = std::move(g)] {
-            auto self = weak.lock();
-            if (!self)
-                return;
-            auto it = self->watches.find(id);
-            if (it == self->watches.end())
-                return;               // unwatched meanwhile
-            auto cb = it->second.cb;  // a copy: the callback may unwatch itself
-            cb(ev, g);
-        });
-    }
 
     // LISTEN ran (again): `ready` for new watchers, `resync` for those that may have missed one.
     void on_listening()
     {
         listening = true;
-        for (auto& [id, w] : watches) {
-            post_event(id, w.told_ready ? watch_event::resync : watch_event::ready);
-            w.told_ready = true;
+        for (const auto& name : watches.names()) {
+            watches.tell_name(name, watch_event::resync);
+            watches.name_ready(name);
         }
+    }
+    void on_listener_down()
+    {
+        listening = false;
+        for (const auto& name : watches.names())
+            watches.name_down(name);
     }
 
     void on_notify(const std::string& channel, const std::string& payload)
     {
         if (channel == postgres::sql::grant_channel) {
             postgres::sql::grant g;
-            if (!postgres::sql::decode_grant(payload, g))
-                return;
-            for (auto& [id, w] : watches)
-                if (w.told_ready && !w.token.empty() && w.token == g.token && w.name == g.name)
-                    post_event(id, watch_event::granted, g.notice);
+            if (postgres::sql::decode_grant(payload, g) && !g.token.empty())
+                watches.tell(g.name, g.token, watch_event::granted, g.notice);
             return;
         }
-        if (channel != postgres::sql::channel)
-            return;
-        for (auto& [id, w] : watches)
-            if (w.told_ready && w.name == payload)
-                post_event(id, watch_event::released);
+        if (channel == postgres::sql::channel)
+            watches.tell_name(payload, watch_event::released);
     }
 
     // The backend that LISTENs for this store: a queued token is live while it exists. 0 (do
@@ -100,7 +80,7 @@ struct postgres_store::impl : std::enable_shared_from_this<impl> {
         };
         ls.on_down = [weak] {
             if (auto self = weak.lock())
-                self->listening = false;
+                self->on_listener_down();
         };
         ls.on_notify = [weak](const std::string& c, const std::string& p) {
             if (auto self = weak.lock())
@@ -141,9 +121,8 @@ std::string ms(std::chrono::milliseconds d)
 
 }  // namespace
 
-postgres_store::postgres_store(asio::any_io_executor ex, postgres::config cfg) : impl_(std::make_shared<impl>())
+postgres_store::postgres_store(asio::any_io_executor ex, postgres::config cfg) : impl_(std::make_shared<impl>(ex))
 {
-    impl_->ex = ex;
     // A table parse_url would refuse: never put into SQL; every operation fails with the reason.
     if (auto why = postgres::check_table(cfg.table); !why.empty()) {
         impl_->bad_config = "postgres_store: config.table: " + why;
@@ -196,7 +175,7 @@ void postgres_store::close()
     if (impl_->listener)
         impl_->listener->close();
     impl_->listening = false;
-    impl_->watches.clear();
+    impl_->watches.close();
 }
 
 
@@ -299,22 +278,16 @@ void postgres_store::do_status(const std::string& name, asio::any_completion_han
 
 store::watch_id postgres_store::watch(const std::string& name, const std::string& token, watch_callback cb)
 {
-    auto id = impl_->next_watch++;
-    auto& w = impl_->watches[id];
-    w.name = name;
-    w.token = token;
-    w.cb = std::move(cb);
-    if (impl_->listening) {
-        w.told_ready = true;
-        impl_->post_event(id, watch_event::ready);
-    }
+    auto id = impl_->watches.add(name, token, std::move(cb)).id;
+    if (impl_->listening)
+        impl_->watches.name_ready(name);  // LISTEN hears every name: this one too, at once
     impl_->start_listener();
     return id;
 }
 
 void postgres_store::unwatch(watch_id id)
 {
-    impl_->watches.erase(id);
+    impl_->watches.remove(id);
 }
 
 }  // namespace dlock
