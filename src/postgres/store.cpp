@@ -2,8 +2,11 @@
 #include <dlock/error.hpp>
 #include <dlock/postgres/store.hpp>
 
+#include "common/lease_checks.hpp"
 #include "common/post_completion.hpp"
+#include "common/shared_handler.hpp"
 #include "common/sql_reply.hpp"
+#include "common/sql_store_kit.hpp"
 #include "common/watch_table.hpp"
 #include "postgres/connection.hpp"
 #include "postgres/sql.hpp"
@@ -102,18 +105,6 @@ auto exec(conn_t& c, const std::string& text, std::vector<std::string> params)
         tuple, text, std::move(params));
 }
 
-template <class Sig, class... Args>
-void finish(const asio::any_io_executor& ex, std::shared_ptr<asio::any_completion_handler<Sig>> h, Args&&... args)
-{
-    post_completion(ex, std::move(*h), std::forward<Args>(args)...);
-}
-
-template <class Sig>
-auto shared(asio::any_completion_handler<Sig> h)
-{
-    return std::make_shared<asio::any_completion_handler<Sig>>(std::move(h));
-}
-
 std::string ms(std::chrono::milliseconds d)
 {
     return std::to_string(d.count());
@@ -123,11 +114,7 @@ std::string ms(std::chrono::milliseconds d)
 
 postgres_store::postgres_store(asio::any_io_executor ex, postgres::config cfg) : impl_(std::make_shared<impl>(ex))
 {
-    // A table parse_url would refuse: never put into SQL; every operation fails with the reason.
-    if (auto why = postgres::check_table(cfg.table); !why.empty()) {
-        impl_->bad_config = "postgres_store: config.table: " + why;
-        cfg.table = "dlock_locks";
-    }
+    impl_->bad_config = detail::refuse_table(cfg.table, postgres::check_table(cfg.table), "postgres_store");
     impl_->cfg = std::move(cfg);
     impl_->st = postgres::sql::make_statements(impl_->cfg.table);
     postgres::detail::connection_settings cs{impl_->cfg, impl_->st.setup};
@@ -152,15 +139,9 @@ const postgres::config& postgres_store::config() const noexcept
 
 store_traits postgres_store::traits() const noexcept
 {
-    store_traits t;
+    auto t = detail::sql_traits();
     t.direct_handoff = true;
-    t.inherent_queue = false;
-    t.live = liveness::per_lease;
-    t.durable_fencing = true;
     t.release_notifications = true;
-    t.ttl_granularity = std::chrono::milliseconds(1);
-    t.min_ttl = std::chrono::milliseconds(1);
-    t.max_ttl = postgres::sql::max_ttl;
     return t;
 }
 
@@ -183,22 +164,13 @@ void postgres_store::close()
 // the database and the privileges once.
 void postgres_store::do_connect(asio::any_completion_handler<connect_signature> h)
 {
-    impl_->conn->exec(
-        "SELECT 1", {},
-        [ex = impl_->ex, keep = keep_error_text(), h = std::move(h)](error_code ec, sql::result res) mutable {
-            if (ec && !res.message.empty())
-                keep(res.message);
-            post_completion(ex, std::move(h), ec);
-        });
+    impl_->conn->exec("SELECT 1", {}, detail::connect_reply<sql::result>(impl_->ex, keep_error_text(), std::move(h)));
 }
 
 void postgres_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
-    if (req.kind != lease_kind::mutex)
-        return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), acquire_result{});
-    if (!sql::valid_ttl(req.ttl))
-        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), acquire_result{});
-    if (auto ec = sql::check_name(req.name); ec || (ec = sql::check_name(req.token)))
+    if (auto ec = detail::lease_refusal(req.kind, detail::sql_valid_ttl(req.ttl));
+        ec || (ec = detail::key_refusal(sql::check_name(req.name), sql::check_name(req.token))))
         return post_completion(impl_->ex, std::move(h), ec, acquire_result{});
     const int pid = req.queue ? impl_->listener_pid() : 0;
     auto decode = [ttl = req.ttl](const sql::result& r, acquire_result& out) {
@@ -212,9 +184,8 @@ void postgres_store::do_try_acquire(const lease_request& req, asio::any_completi
 void postgres_store::do_renew(const lease_key& key, std::chrono::milliseconds ttl,
                               asio::any_completion_handler<renew_signature> h)
 {
-    if (!sql::valid_ttl(ttl))
-        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), renew_result{});
-    if (auto ec = sql::check_name(key.name); ec || (ec = sql::check_name(key.token)))
+    if (auto ec = detail::lease_refusal(lease_kind::mutex, detail::sql_valid_ttl(ttl));
+        ec || (ec = detail::key_refusal(sql::check_name(key.name), sql::check_name(key.token))))
         return post_completion(impl_->ex, std::move(h), ec, renew_result{});
     auto decode = [](const sql::result& r, renew_result& out) { return sql::decode_renew(r, out); };
     impl_->conn->exec(impl_->st.renew, {key.name, key.token, ms(ttl)},
@@ -224,12 +195,12 @@ void postgres_store::do_renew(const lease_key& key, std::chrono::milliseconds tt
 
 void postgres_store::do_release(const lease_key& key, asio::any_completion_handler<bool_signature> h)
 {
-    if (auto ec = sql::check_name(key.name); ec || (ec = sql::check_name(key.token)))
+    if (auto ec = detail::key_refusal(sql::check_name(key.name), sql::check_name(key.token)))
         return post_completion(impl_->ex, std::move(h), ec, false);
     asio::co_spawn(
         impl_->ex,
         [self = impl_, name = key.name, token = key.token, keep = keep_error_text(),
-         h = shared(std::move(h))]() -> asio::awaitable<void> {
+         h = detail::shared_handler(std::move(h))]() -> asio::awaitable<void> {
             // Twice at most: a withdrawn token that a concurrent release handed the name to
             // holds it now, and the second run (a new snapshot) hands it on or frees it.
             sql::release_outcome out;
@@ -245,7 +216,7 @@ void postgres_store::do_release(const lease_key& key, asio::any_completion_handl
                 if (ec || !out.raced)
                     break;
             }
-            finish(self->ex, h, ec, !ec && out.held);
+            detail::post_shared(self->ex, h, ec, !ec && out.held);
         },
         asio::detached);
 }
@@ -266,13 +237,10 @@ void postgres_store::do_status(const std::string& name, asio::any_completion_han
     if (auto ec = sql::check_name(name))
         return post_completion(impl_->ex, std::move(h), ec, lock_status{});
     auto decode = [](const sql::result& r, lock_status& out) { return sql::decode_status(r, out); };
-    auto keyed = [key = impl_->cfg.table + "/" + name](error_code, lock_status& out) {
-        out.key = key;
-        return std::move(out);
-    };
-    impl_->conn->exec(
-        impl_->st.status, {name},
-        detail::sql_reply<lock_status, sql::result>(impl_->ex, keep_error_text(), decode, keyed, std::move(h)));
+    impl_->conn->exec(impl_->st.status, {name},
+                      detail::sql_reply<lock_status, sql::result>(impl_->ex, keep_error_text(), decode,
+                                                                  detail::status_keyed(impl_->cfg.table, name),
+                                                                  std::move(h)));
 }
 
 

@@ -2,11 +2,14 @@
 // The store kit the per-session stores (etcd, ZooKeeper) are built on: the watch table
 // (src/common/watch_table.hpp, every store's watches), the acquire/release order
 // (token_order.hpp), the session gate (session_gate.hpp), and etcd's key slots
-// (src/etcd/key_slots.hpp). Each call's meaning, fed by hand; callbacks counted after the
-// io_context ran what was posted.
+// (src/etcd/key_slots.hpp), and the checks and settings the SQL stores share
+// (lease_checks.hpp, sql_store_kit.hpp). Each call's meaning, fed by hand; callbacks
+// counted after the io_context ran what was posted.
 #include <dlock/error.hpp>
 
+#include "common/lease_checks.hpp"
 #include "common/session_gate.hpp"
+#include "common/sql_store_kit.hpp"
 #include "common/token_order.hpp"
 #include "common/watch_table.hpp"
 #include "etcd/key_slots.hpp"
@@ -343,6 +346,44 @@ BOOST_AUTO_TEST_CASE(freeing_a_middle_slot_keeps_the_higher_ones)
     BOOST_TEST(s.assign("n", "e") == 1u);
     s.free("n", "c");
     BOOST_TEST(s.assign("n", "f") == 2u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(sql_store_kit)
+
+BOOST_AUTO_TEST_CASE(a_request_is_refused_for_its_kind_then_its_ttl_then_its_name_then_its_token)
+{
+    using namespace std::chrono_literals;
+    using dlock::detail::key_refusal;
+    using dlock::detail::lease_refusal;
+    using dlock::detail::sql_valid_ttl;
+    BOOST_TEST(sql_valid_ttl(1ms));
+    BOOST_TEST(!sql_valid_ttl(0ms));
+    BOOST_TEST(sql_valid_ttl(dlock::detail::sql_max_ttl));
+    BOOST_TEST(!sql_valid_ttl(dlock::detail::sql_max_ttl + 1ms));
+    BOOST_TEST(lease_refusal(dlock::lease_kind::read, false) == dlock::error::not_supported);
+    BOOST_TEST(lease_refusal(dlock::lease_kind::mutex, false) == dlock::error::invalid_lease);
+    BOOST_TEST(!lease_refusal(dlock::lease_kind::mutex, true));
+    boost::system::error_code ok, bad_name = dlock::error::invalid_name, other = dlock::error::protocol_error;
+    BOOST_TEST(key_refusal(bad_name, other) == dlock::error::invalid_name);
+    BOOST_TEST(key_refusal(ok, other) == dlock::error::protocol_error);
+    BOOST_TEST(!key_refusal(ok, ok));
+}
+
+BOOST_AUTO_TEST_CASE(a_refused_table_never_reaches_sql_and_its_reason_is_kept)
+{
+    std::string table = "bad table";
+    BOOST_TEST(dlock::detail::refuse_table(table, "not a name", "x_store") == "x_store: config.table: not a name");
+    BOOST_TEST(table == "dlock_locks");
+    std::string good = "locks";
+    BOOST_TEST(dlock::detail::refuse_table(good, "", "x_store").empty());
+    BOOST_TEST(good == "locks");
+    dlock::lock_status st;
+    st.held = true;
+    auto keyed = dlock::detail::status_keyed("locks", "n")(boost::system::error_code(), st);
+    BOOST_TEST(keyed.key == "locks/n");
+    BOOST_TEST(keyed.held);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
