@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <random>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -72,11 +73,23 @@ public:
         requests_.erase(it);
         return r;
     }
-    template <class F>
-    void for_each_request(F f)
+    /// The connect of generation `gen` ended; `ec`: how it failed.
+    void connect_ended(std::uint64_t gen, boost::system::error_code ec)
+    {
+        input([&](request_pipe& p, request_pipe::time_point now) {
+            if (ec)
+                p.on_connect_failed(gen, ec, now);
+            else
+                p.on_connected(gen, now);
+        });
+    }
+    /// The SQL drivers' failed connect: the requests waiting for it (not written) fail with
+    /// `why`, the client library's text, as their reply's message.
+    void connect_failed_text(const std::string& why)
     {
         for (auto& [id, r] : requests_)
-            f(r);
+            if (!r.written)
+                r.res.message = why;
     }
 
 protected:

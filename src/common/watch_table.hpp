@@ -4,6 +4,8 @@
 // store's watch of the name is live). Callbacks run on the store's executor, never inside
 // the call that asked for them, never after unwatch(): the table posts each one and checks
 // at the run that its watcher is still there. The store keeps only its own watch of a name.
+// etcd and ZooKeeper watch each name; PostgreSQL's one LISTEN hears every name at once
+// (tokens::with_name); memcached and MariaDB start nothing to watch a name (add_live()).
 #pragma once
 
 #include <dlock/store.hpp>
@@ -26,7 +28,15 @@ public:
     using watch_id = store::watch_id;
     using session_callback = std::function<void(session_event, const session_info&)>;
 
-    explicit watch_table(boost::asio::any_io_executor ex) : ex_(std::move(ex)) {}
+    /// How a tokened watcher waits for its grant.
+    enum class tokens : unsigned char {
+        anchored,   ///< its queued entry anchors the wait: ready at once, told only its grant
+        with_name,  ///< the queue lives by the store's watch: it waits for the name and hears its releases too
+    };
+
+    explicit watch_table(boost::asio::any_io_executor ex, tokens t = tokens::anchored) : ex_(std::move(ex)), tokens_(t)
+    {
+    }
 
     /// A session watcher; told synchronously by tell_session() (the store's own events).
     watch_id add_session(session_callback cb)
@@ -56,14 +66,23 @@ public:
         watchers_.emplace(id, w);
         if (closed_)
             return {id, false};
-        if (!token.empty()) {
+        if (!hears_name(*w)) {
             post(w, watch_event::ready);
             return {id, false};
         }
-        bool first = untokened_of(name, id) == 0;
+        bool first = token.empty() && untokened_of(name, id) == 0;
         if (live_names_.count(name))
             post(w, watch_event::ready);
         return {id, first};
+    }
+    /// An untokened watcher of a name the store watches at once, without starting anything
+    /// (memcached: no notifications at all; MariaDB: a named lock is state): ready posted.
+    added add_live(const std::string& name, store::watch_callback cb)
+    {
+        auto a = add(name, {}, std::move(cb));
+        if (a.starts_name)
+            name_ready(name);
+        return a;
     }
 
     struct removed {
@@ -88,13 +107,10 @@ public:
         w->alive = false;
         watchers_.erase(it);
         removed r{w->token.empty() ? removed::what::untokened : removed::what::tokened, w->name, w->token, false};
-        if (w->token.empty()) {
-            r.last = untokened_of(w->name, 0) == 0;
-            if (r.last)
-                live_names_.erase(w->name);
-        } else {
-            r.last = !watched(w->name, w->token);
-        }
+        r.last = w->token.empty() ? untokened_of(w->name, 0) == 0 : !watched(w->name, w->token);
+        if (std::none_of(watchers_.begin(), watchers_.end(),
+                         [&](auto& e) { return e.second->name == w->name && hears_name(*e.second); }))
+            live_names_.erase(w->name);
         return r;
     }
 
@@ -104,11 +120,12 @@ public:
         return std::any_of(watchers_.begin(), watchers_.end(),
                            [&](auto& e) { return e.second->name == name && e.second->token == token; });
     }
-    /// Tells `token`'s watcher on `name` (the oldest, if several); false if none listens.
+    /// Tells `token`'s watcher on `name` (the oldest told `ready`, if several); false if
+    /// none listens (with_name: one not yet ready cannot have queued its token).
     bool tell(const std::string& name, const std::string& token, watch_event ev, grant_notice g = {})
     {
         for (auto& [id, w] : watchers_)
-            if (w->name == name && w->token == token) {
+            if (w->name == name && w->token == token && w->told_ready) {
                 post(w, ev, std::move(g));
                 return true;
             }
@@ -123,13 +140,13 @@ public:
                 post(w, ev);
     }
 
-    /// The store's watch of `name` is live: untokened watchers not yet told hear `ready`.
+    /// The store's watch of `name` is live: its watchers not yet told hear `ready`.
     void name_ready(const std::string& name)
     {
         if (closed_ || !live_names_.insert(name).second)
             return;
         for (auto& [id, w] : watchers_)
-            if (w->name == name && w->token.empty() && !w->told_ready) {
+            if (w->name == name && hears_name(*w) && !w->told_ready) {
                 w->told_ready = true;
                 post(w, watch_event::ready);
             }
@@ -142,14 +159,22 @@ public:
         if (ev)
             tell_name(name, *ev);
     }
-    /// Tells `name`'s untokened watchers that were told `ready`.
+    /// Tells `name`'s watchers (untokened; with_name: all) that were told `ready`.
     void tell_name(const std::string& name, watch_event ev)
     {
         for (auto& [id, w] : watchers_)
-            if (w->name == name && w->token.empty() && w->told_ready)
+            if (w->name == name && hears_name(*w) && w->told_ready)
                 post(w, ev);
     }
     bool name_live(const std::string& name) const { return live_names_.count(name) != 0; }
+    /// The names watched, with or without a token (a store whose one watch hears them all).
+    std::set<std::string> names() const
+    {
+        std::set<std::string> out;
+        for (auto& [id, w] : watchers_)
+            out.insert(w->name);
+        return out;
+    }
     /// The store closed: no watcher hears anything more (the watchers stay until unwatched).
     void close()
     {
@@ -166,6 +191,8 @@ private:
         bool alive = true;
         bool told_ready = false;  // untokened: `ready` was posted
     };
+    // The watcher waits for the store's watch of its name and hears its releases.
+    bool hears_name(const watcher& w) const { return w.token.empty() || tokens_ == tokens::with_name; }
     void post(const std::shared_ptr<watcher>& w, watch_event ev, grant_notice g = {})
     {
         if (ev == watch_event::ready)
@@ -184,6 +211,7 @@ private:
     }
 
     boost::asio::any_io_executor ex_;
+    tokens tokens_;
     std::map<watch_id, session_callback> sessions_;
     std::map<watch_id, std::shared_ptr<watcher>> watchers_;
     std::set<std::string> live_names_;  // names whose watch by the store is live

@@ -367,18 +367,9 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
         self->running = false;
         if (self->closed || self->unwound_reset(gen))
             co_return;
-        if (ec) {
-            self->for_each_request([&](request& r) {  // those waiting for this connection fail with its text
-                if (!r.written)
-                    r.res.message = self->connect_error;
-            });
-        }
-        self->input([&](request_pipe& p, time_point now) {
-            if (ec)
-                p.on_connect_failed(gen, ec, now);
-            else
-                p.on_connected(gen, now);
-        });
+        if (ec)
+            self->connect_failed_text(self->connect_error);
+        self->connect_ended(gen, ec);
     }
 
     static asio::awaitable<void> query_run(std::shared_ptr<impl> self, std::uint64_t gen, std::uint64_t id)

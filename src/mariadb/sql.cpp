@@ -15,13 +15,7 @@ namespace {
 
 std::string quote_parts(std::string_view table, std::string_view suffix)
 {
-    std::string out;
-    auto dot = table.find('.');
-    if (dot != std::string_view::npos) {
-        out += "`" + std::string(table.substr(0, dot)) + "`.";
-        table = table.substr(dot + 1);
-    }
-    return out + "`" + std::string(table) + std::string(suffix) + "`";
+    return dlock::detail::quote_qualified(table, suffix, '`');
 }
 
 // The unqualified table name, and the database it is in (DATABASE() if not given).
@@ -71,12 +65,11 @@ std::string reconcile(std::string_view table, const std::string& n)
            "), NULL)";
 }
 
+constexpr dlock::detail::bool_cells booleans{"1", "0"};
+
 bool to_bool(const std::optional<std::string>& s, bool& out)
 {
-    if (!s || (*s != "0" && *s != "1"))
-        return false;
-    out = *s == "1";
-    return true;
+    return dlock::detail::cell_bool(s, booleans, out);
 }
 
 }  // namespace
@@ -229,11 +222,6 @@ error_code check_token(std::string_view token)
     return {};
 }
 
-bool valid_ttl(std::chrono::milliseconds ttl)
-{
-    return ttl.count() > 0 && ttl <= max_ttl;
-}
-
 error_code error_of(unsigned e)
 {
     switch (e) {
@@ -346,20 +334,10 @@ bool decode_status(const result& r, lock_status& out)
         return true;
     if (rows.size() != 1 || rows[0].size() != 4)
         return false;
-    const auto& row = rows[0];
-    bool live = false;
     std::uint64_t fence = 0;
-    std::chrono::milliseconds ms{};
-    if (!row[0] || !dlock::detail::cell_u64(row[1], fence) || !dlock::detail::cell_ms(row[2], ms) ||
-        !to_bool(row[3], live))
+    if (!dlock::detail::cell_lease(rows[0], booleans, out, fence))
         return false;
     out.last_fencing_token = fence;
-    if (live) {
-        out.held = true;
-        out.holder = *row[0];
-        out.fencing_token = fence;
-        out.ttl = ms;
-    }
     return true;
 }
 

@@ -31,7 +31,6 @@ struct result {
 /// The longest name taken (an InnoDB key stays under 3072 bytes) and the longest token.
 inline constexpr std::size_t max_name = 2000;
 inline constexpr std::size_t max_token = 255;
-inline constexpr std::chrono::milliseconds max_ttl{30LL * 24 * 3600 * 1000};
 
 /// `X'..'`: bytes as a hex literal. Its alphabet is [0-9A-F], so no character set, sql_mode
 /// (NO_BACKSLASH_ESCAPES) or byte value (quotes, backslashes, NUL) can end it early.
@@ -69,7 +68,6 @@ std::string wait(std::string_view table, std::string_view name, std::chrono::mil
 /// invalid_name unless 1..max_name bytes (names) or 1..max_token (tokens); any byte is fine.
 boost::system::error_code check_name(std::string_view name);
 boost::system::error_code check_token(std::string_view token);
-bool valid_ttl(std::chrono::milliseconds ttl);
 
 /// A server or client-library error number as a dlock error; success for 0.
 boost::system::error_code error_of(unsigned errnum);

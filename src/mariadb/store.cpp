@@ -2,12 +2,13 @@
 #include <dlock/error.hpp>
 #include <dlock/mariadb/store.hpp>
 
+#include "common/lease_checks.hpp"
 #include "common/post_completion.hpp"
 #include "common/sql_reply.hpp"
+#include "common/sql_store_kit.hpp"
+#include "common/watch_table.hpp"
 #include "mariadb/connection.hpp"
 #include "mariadb/sql.hpp"
-
-#include <boost/asio/post.hpp>
 
 #include <map>
 #include <random>
@@ -23,10 +24,8 @@ namespace sql = mariadb::sql;
 using std::chrono::milliseconds;
 
 struct mariadb_store::impl : std::enable_shared_from_this<impl> {
-    struct watcher {
-        std::string name;
-        watch_callback cb;
-    };
+    explicit impl(asio::any_io_executor e) : ex(e), watches(e) {}
+
     // What the refused attempts on a watched name said, and its GET_LOCK wait.
     struct name_state {
         std::uint64_t observed = 0;  // refused attempts that found the holder with its signal lock
@@ -45,38 +44,11 @@ struct mariadb_store::impl : std::enable_shared_from_this<impl> {
     std::vector<slot> slots;  // the wait pool, grown on demand up to cfg.wait_connections
     std::string bad_config;   // why the config was refused (empty: it was not)
     std::map<std::string, name_state> names;
-    std::map<watch_id, watcher> watches;
-    watch_id next_watch = 1;
+    detail::watch_table watches;  // every watcher untokened: GET_LOCK waits for the name, not a token
     std::minstd_rand rng{std::random_device{}()};
 
-    bool watched(const std::string& name) const
-    {
-        for (const auto& [id, w] : watches)
-            if (w.name == name)
-                return true;
-        return false;
-    }
-
-    void post_event(watch_id id, watch_event ev)
-    {
-        asio::post(ex, [weak = weak_from_this(), id, ev] {
-            auto self = weak.lock();
-            if (!self)
-                return;
-            auto it = self->watches.find(id);
-            if (it == self->watches.end())
-                return;               // unwatched meanwhile
-            auto cb = it->second.cb;  // a copy: the callback may unwatch itself
-            cb(ev, {});
-        });
-    }
-
-    void tell(const std::string& name, watch_event ev)
-    {
-        for (auto& [id, w] : watches)
-            if (w.name == name)
-                post_event(id, ev);
-    }
+    // Someone watches `name` and the store is open.
+    bool watched(const std::string& name) const { return watches.name_live(name); }
 
     // A refused attempt on `name`. True if a wait on the holder's signal lock will wake the
     // waiters; false: they sleep the holder's lease (made a little longer, at random, so
@@ -148,9 +120,9 @@ struct mariadb_store::impl : std::enable_shared_from_this<impl> {
         } else {
             bool released = false;
             if (ec || !mariadb::sql::decode_wait(res, released))
-                tell(name, watch_event::resync);  // the wait failed: whatever it missed, re-check
+                watches.tell_name(name, watch_event::resync);  // the wait failed: whatever it missed, re-check
             else if (released)
-                tell(name, watch_event::released);
+                watches.tell_name(name, watch_event::released);
             else
                 schedule(name);  // timed out: again if a newer attempt saw the holder
         }
@@ -162,14 +134,9 @@ struct mariadb_store::impl : std::enable_shared_from_this<impl> {
     }
 };
 
-mariadb_store::mariadb_store(asio::any_io_executor ex, mariadb::config cfg) : impl_(std::make_shared<impl>())
+mariadb_store::mariadb_store(asio::any_io_executor ex, mariadb::config cfg) : impl_(std::make_shared<impl>(ex))
 {
-    impl_->ex = ex;
-    // A table parse_url would refuse: never put into SQL; every operation fails with the reason.
-    if (auto why = mariadb::check_table(cfg.table); !why.empty()) {
-        impl_->bad_config = "mariadb_store: config.table: " + why;
-        cfg.table = "dlock_locks";
-    }
+    impl_->bad_config = detail::refuse_table(cfg.table, mariadb::check_table(cfg.table), "mariadb_store");
     impl_->cfg = std::move(cfg);
     mariadb::detail::connection_settings cs{impl_->cfg, mariadb::sql::session_setup() + ";\n" +
                                                             mariadb::sql::schema_setup(impl_->cfg.table)};
@@ -194,15 +161,9 @@ const mariadb::config& mariadb_store::config() const noexcept
 
 store_traits mariadb_store::traits() const noexcept
 {
-    store_traits t;
+    auto t = detail::sql_traits();
     t.direct_handoff = false;
-    t.inherent_queue = false;
-    t.live = liveness::per_lease;
-    t.durable_fencing = true;
     t.release_notifications = impl_->cfg.wait_connections > 0;
-    t.ttl_granularity = milliseconds(1);
-    t.min_ttl = milliseconds(1);
-    t.max_ttl = mariadb::sql::max_ttl;
     return t;
 }
 
@@ -216,7 +177,7 @@ void mariadb_store::close()
     impl_->conn->close();
     for (auto& s : impl_->slots)
         s.conn->close();
-    impl_->watches.clear();
+    impl_->watches.close();
     impl_->names.clear();
 }
 
@@ -225,22 +186,14 @@ void mariadb_store::close()
 // the database and the privileges once.
 void mariadb_store::do_connect(asio::any_completion_handler<connect_signature> h)
 {
-    impl_->conn->exec(
-        "SELECT 1", milliseconds(0),
-        [ex = impl_->ex, keep = keep_error_text(), h = std::move(h)](error_code ec, sql::result res) mutable {
-            if (ec && !res.message.empty())
-                keep(res.message);
-            post_completion(ex, std::move(h), ec);
-        });
+    impl_->conn->exec("SELECT 1", milliseconds(0),
+                      detail::connect_reply<sql::result>(impl_->ex, keep_error_text(), std::move(h)));
 }
 
 void mariadb_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
-    if (req.kind != lease_kind::mutex)
-        return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), acquire_result{});
-    if (!sql::valid_ttl(req.ttl))
-        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), acquire_result{});
-    if (auto ec = sql::check_name(req.name); ec || (ec = sql::check_token(req.token)))
+    if (auto ec = detail::lease_refusal(req.kind, detail::sql_valid_ttl(req.ttl));
+        ec || (ec = detail::key_refusal(sql::check_name(req.name), sql::check_token(req.token))))
         return post_completion(impl_->ex, std::move(h), ec, acquire_result{});
     // A refused attempt tells the GET_LOCK wait what it saw of the holder.
     auto decode = [weak = std::weak_ptr<impl>(impl_), name = req.name, ttl = req.ttl](const sql::result& r,
@@ -259,9 +212,8 @@ void mariadb_store::do_try_acquire(const lease_request& req, asio::any_completio
 
 void mariadb_store::do_renew(const lease_key& key, milliseconds ttl, asio::any_completion_handler<renew_signature> h)
 {
-    if (!sql::valid_ttl(ttl))
-        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), renew_result{});
-    if (auto ec = sql::check_name(key.name); ec || (ec = sql::check_token(key.token)))
+    if (auto ec = detail::lease_refusal(lease_kind::mutex, detail::sql_valid_ttl(ttl));
+        ec || (ec = detail::key_refusal(sql::check_name(key.name), sql::check_token(key.token))))
         return post_completion(impl_->ex, std::move(h), ec, renew_result{});
     auto decode = [](const sql::result& r, renew_result& out) { return sql::decode_renew(r, out); };
     impl_->conn->exec(sql::renew(impl_->cfg.table, key.name, key.token, ttl), milliseconds(0),
@@ -271,7 +223,7 @@ void mariadb_store::do_renew(const lease_key& key, milliseconds ttl, asio::any_c
 
 void mariadb_store::do_release(const lease_key& key, asio::any_completion_handler<bool_signature> h)
 {
-    if (auto ec = sql::check_name(key.name); ec || (ec = sql::check_token(key.token)))
+    if (auto ec = detail::key_refusal(sql::check_name(key.name), sql::check_token(key.token)))
         return post_completion(impl_->ex, std::move(h), ec, false);
     auto decode = [](const sql::result& r, bool& out) { return sql::decode_release(r, out); };
     auto held = [](error_code ec, bool out) { return !ec && out; };
@@ -294,35 +246,25 @@ void mariadb_store::do_status(const std::string& name, asio::any_completion_hand
     if (auto ec = sql::check_name(name))
         return post_completion(impl_->ex, std::move(h), ec, lock_status{});
     auto decode = [](const sql::result& r, lock_status& out) { return sql::decode_status(r, out); };
-    auto keyed = [key = impl_->cfg.table + "/" + name](error_code, lock_status& out) {
-        out.key = key;
-        return std::move(out);
-    };
-    impl_->conn->exec(
-        sql::status(impl_->cfg.table, name), milliseconds(0),
-        detail::sql_reply<lock_status, sql::result>(impl_->ex, keep_error_text(), decode, keyed, std::move(h)));
+    impl_->conn->exec(sql::status(impl_->cfg.table, name), milliseconds(0),
+                      detail::sql_reply<lock_status, sql::result>(impl_->ex, keep_error_text(), decode,
+                                                                  detail::status_keyed(impl_->cfg.table, name),
+                                                                  std::move(h)));
 }
 
 
 store::watch_id mariadb_store::watch(const std::string& name, const std::string&, watch_callback cb)
 {
-    auto id = impl_->next_watch++;
-    impl_->watches[id] = impl::watcher{name, std::move(cb)};
     // A named lock is state: a wait started after the next refused attempt sees any release after it.
-    impl_->post_event(id, watch_event::ready);
-    return id;
+    return impl_->watches.add_live(name, std::move(cb)).id;
 }
 
 void mariadb_store::unwatch(watch_id id)
 {
-    auto it = impl_->watches.find(id);
-    if (it == impl_->watches.end())
+    auto r = impl_->watches.remove(id);
+    if (!r.last)
         return;
-    auto name = std::move(it->second.name);
-    impl_->watches.erase(it);
-    if (impl_->watched(name))
-        return;
-    auto st = impl_->names.find(name);
+    auto st = impl_->names.find(r.name);
     if (st == impl_->names.end())
         return;
     if (st->second.slot >= 0)

@@ -138,12 +138,7 @@ struct connection::impl : dlock::detail::pipe_host<impl, op>, std::enable_shared
             self->socket = std::move(sock);
             asio::co_spawn(self->ex, reader(self, gen), asio::detached);
         }
-        self->input([&](request_pipe& p, time_point now) {
-            if (ec)
-                p.on_connect_failed(gen, ec, now);
-            else
-                p.on_connected(gen, now);
-        });
+        self->connect_ended(gen, ec);
     }
 
     // Replies in order: each belongs to the oldest request on the wire until it has them all.

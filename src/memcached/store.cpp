@@ -2,7 +2,10 @@
 #include <dlock/error.hpp>
 #include <dlock/memcached/store.hpp>
 
+#include "common/lease_checks.hpp"
 #include "common/post_completion.hpp"
+#include "common/shared_handler.hpp"
+#include "common/watch_table.hpp"
 #include "memcached/acquire_steps.hpp"
 #include "memcached/connection.hpp"
 #include "memcached/owner_steps.hpp"
@@ -15,7 +18,6 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <functional>
-#include <map>
 #include <utility>
 
 namespace dlock {
@@ -59,11 +61,12 @@ struct name_keys : memcached::name_keys {
 }  // namespace
 
 struct memcached_store::impl {
+    explicit impl(asio::any_io_executor e) : ex(e), watches(e) {}
+
     asio::any_io_executor ex;
     memcached::config cfg;
     std::vector<std::unique_ptr<memcached::detail::connection>> conns;
-    std::map<watch_id, watch_callback> watches;
-    watch_id next_watch = 1;
+    detail::watch_table watches;
 
     std::size_t server_of(const std::string& name) const
     {
@@ -116,18 +119,6 @@ error_code reply_error(const replies& rs, const std::function<void(std::string)>
     return {};
 }
 
-template <class Sig, class... Args>
-void finish(const asio::any_io_executor& ex, std::shared_ptr<asio::any_completion_handler<Sig>> h, Args&&... args)
-{
-    post_completion(ex, std::move(*h), std::forward<Args>(args)...);
-}
-
-template <class Sig>
-auto shared(asio::any_completion_handler<Sig> h)
-{
-    return std::make_shared<asio::any_completion_handler<Sig>>(std::move(h));
-}
-
 using keeper = std::function<void(std::string)>;
 
 
@@ -152,9 +143,8 @@ void run_steps(conn_t& c, std::shared_ptr<Machine> m, const asio::any_io_executo
 
 }  // namespace
 
-memcached_store::memcached_store(asio::any_io_executor ex, memcached::config cfg) : impl_(std::make_shared<impl>())
+memcached_store::memcached_store(asio::any_io_executor ex, memcached::config cfg) : impl_(std::make_shared<impl>(ex))
 {
-    impl_->ex = ex;
     if (cfg.servers.empty())
         cfg.servers.push_back({});
     impl_->cfg = std::move(cfg);
@@ -208,7 +198,7 @@ void memcached_store::close()
 {
     for (auto& c : impl_->conns)
         c->close();
-    impl_->watches.clear();
+    impl_->watches.close();
 }
 
 // Connects to every server and checks that each speaks the meta protocol (mn → MN).
@@ -217,7 +207,7 @@ void memcached_store::do_connect(asio::any_completion_handler<connect_signature>
     auto keep = keep_error_text();
     asio::co_spawn(
         impl_->ex,
-        [self = impl_, keep, h = shared(std::move(h))]() -> asio::awaitable<void> {
+        [self = impl_, keep, h = detail::shared_handler(std::move(h))]() -> asio::awaitable<void> {
             error_code first;
             for (auto& c : self->conns) {
                 auto [ec, rs] = co_await exec(*c, proto::mn(), 1);
@@ -228,17 +218,15 @@ void memcached_store::do_connect(asio::any_completion_handler<connect_signature>
                 if (ec && !first)
                     first = ec;
             }
-            finish(self->ex, h, first);
+            detail::post_shared(self->ex, h, first);
         },
         asio::detached);
 }
 
 void memcached_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
-    if (req.kind != lease_kind::mutex)
-        return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), acquire_result{});
-    if (!recipe::valid_ttl(req.ttl))
-        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), acquire_result{});
+    if (auto ec = detail::lease_refusal(req.kind, recipe::valid_ttl(req.ttl)))
+        return post_completion(impl_->ex, std::move(h), ec, acquire_result{});
     auto k = impl_->keys_of(req.name);
     if (!k.ok())
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_name), acquire_result{});
@@ -283,11 +271,11 @@ void memcached_store::do_force_release(const std::string& name, asio::any_comple
     auto keep = keep_error_text();
     asio::co_spawn(
         impl_->ex,
-        [self = impl_, k, keep, h = shared(std::move(h))]() -> asio::awaitable<void> {
+        [self = impl_, k, keep, h = detail::shared_handler(std::move(h))]() -> asio::awaitable<void> {
             auto [ec, rs] = co_await exec(*k.conn, proto::md(k.lock, "") + proto::md(k.contended, ""), 2);
             if (!ec)
                 ec = reply_error(rs, keep);
-            finish(self->ex, h, ec, !ec && rs[0].k == reply::kind::hd);
+            detail::post_shared(self->ex, h, ec, !ec && rs[0].k == reply::kind::hd);
         },
         asio::detached);
 }
@@ -300,7 +288,7 @@ void memcached_store::do_status(const std::string& name, asio::any_completion_ha
     auto keep = keep_error_text();
     asio::co_spawn(
         impl_->ex,
-        [self = impl_, k, keep, h = shared(std::move(h))]() -> asio::awaitable<void> {
+        [self = impl_, k, keep, h = detail::shared_handler(std::move(h))]() -> asio::awaitable<void> {
             auto [ec, rs] = co_await exec(*k.conn, proto::mg(k.lock, "v c t") + proto::mg(k.fence, "v"), 2);
             lock_status st;
             recipe::lock_view v;
@@ -320,33 +308,21 @@ void memcached_store::do_status(const std::string& name, asio::any_completion_ha
                 st.last_fencing_token = counter;
             }
             st.key = k.lock_text;
-            finish(self->ex, h, ec, st);
+            detail::post_shared(self->ex, h, ec, st);
         },
         asio::detached);
 }
 
 // No notifications: `ready` at once (posted), then nothing. A waiter sleeps until the
 // holder's remaining lease and retries.
-store::watch_id memcached_store::watch(const std::string&, const std::string&, watch_callback cb)
+store::watch_id memcached_store::watch(const std::string& name, const std::string&, watch_callback cb)
 {
-    auto id = impl_->next_watch++;
-    impl_->watches.emplace(id, std::move(cb));
-    asio::post(impl_->ex, [weak = std::weak_ptr<impl>(impl_), id] {
-        auto self = weak.lock();
-        if (!self)
-            return;
-        auto it = self->watches.find(id);
-        if (it == self->watches.end())
-            return;            // unwatched meanwhile
-        auto cb = it->second;  // a copy: the callback may unwatch itself
-        cb(watch_event::ready, {});
-    });
-    return id;
+    return impl_->watches.add_live(name, std::move(cb)).id;
 }
 
 void memcached_store::unwatch(watch_id id)
 {
-    impl_->watches.erase(id);
+    impl_->watches.remove(id);
 }
 
 }  // namespace dlock

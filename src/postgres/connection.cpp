@@ -346,18 +346,9 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
 
     void connected(std::uint64_t gen, error_code ec)
     {
-        if (ec) {
-            for_each_request([&](request& r) {  // those waiting for this connection fail with its text
-                if (!r.written)
-                    r.res.message = connect_error;
-            });
-        }
-        input([&](request_pipe& p, time_point now) {
-            if (ec)
-                p.on_connect_failed(gen, ec, now);
-            else
-                p.on_connected(gen, now);
-        });
+        if (ec)
+            connect_failed_text(connect_error);
+        connect_ended(gen, ec);
     }
 
     // Sends the request the pipe wrote and reports its outcome.

@@ -16,25 +16,18 @@ namespace {
 
 std::string quote_parts(std::string_view table, std::string_view suffix)
 {
-    std::string out;
-    auto dot = table.find('.');
-    if (dot != std::string_view::npos) {
-        out += "\"" + std::string(table.substr(0, dot)) + "\".";
-        table = table.substr(dot + 1);
-    }
-    return out + "\"" + std::string(table) + std::string(suffix) + "\"";
+    return dlock::detail::quote_qualified(table, suffix, '"');
 }
 
 // The lease's remaining milliseconds on the server's clock, never negative.
 constexpr std::string_view remaining =
     "GREATEST(0, CEIL(EXTRACT(EPOCH FROM (t.expires_at - clock_timestamp())) * 1000))::bigint";
 
+constexpr dlock::detail::bool_cells booleans{"t", "f"};
+
 bool to_bool(const std::optional<std::string>& s, bool& out)
 {
-    if (!s || (*s != "t" && *s != "f"))
-        return false;
-    out = *s == "t";
-    return true;
+    return dlock::detail::cell_bool(s, booleans, out);
 }
 
 bool contains(std::string_view hay, std::string_view needle)
@@ -261,11 +254,6 @@ error_code check_name(std::string_view name)
     return {};
 }
 
-bool valid_ttl(std::chrono::milliseconds ttl)
-{
-    return ttl.count() > 0 && ttl <= max_ttl;
-}
-
 error_code error_of(const result& r)
 {
     const std::string_view s = r.sqlstate;
@@ -358,18 +346,10 @@ bool decode_status(const result& r, lock_status& out)
     out.queued = static_cast<std::size_t>(queued);
     if (!row[0])
         return true;  // no row: never taken, or released
-    bool live = false;
     std::uint64_t fence = 0;
-    std::chrono::milliseconds ms{};
-    if (!dlock::detail::cell_u64(row[1], fence) || !dlock::detail::cell_ms(row[2], ms) || !to_bool(row[3], live))
+    if (!dlock::detail::cell_lease(row, booleans, out, fence))
         return false;
     out.last_fencing_token = std::max(out.last_fencing_token, fence);
-    if (live) {
-        out.held = true;
-        out.holder = *row[0];
-        out.fencing_token = fence;
-        out.ttl = ms;
-    }
     return true;
 }
 

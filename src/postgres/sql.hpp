@@ -55,7 +55,6 @@ inline constexpr std::string_view channel = "dlock";
 inline constexpr std::string_view grant_channel = "dlock_grant";
 /// The longest name taken (a btree key must stay well under 2704 bytes).
 inline constexpr std::size_t max_name = 2000;
-inline constexpr std::chrono::milliseconds max_ttl{30LL * 24 * 3600 * 1000};
 
 /// `"schema"."name"` from a table name checked by check_table().
 std::string quote_table(std::string_view table);
@@ -71,7 +70,6 @@ bool decode_grant(std::string_view payload, grant& out);
 
 /// invalid_name for names (and tokens) PostgreSQL cannot take as text: empty, a NUL byte, too long.
 boost::system::error_code check_name(std::string_view name);
-bool valid_ttl(std::chrono::milliseconds ttl);
 
 /// A query's error (by SQLSTATE) as a dlock error; success if it has none.
 boost::system::error_code error_of(const result& r);

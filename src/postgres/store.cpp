@@ -2,18 +2,20 @@
 #include <dlock/error.hpp>
 #include <dlock/postgres/store.hpp>
 
+#include "common/lease_checks.hpp"
 #include "common/post_completion.hpp"
+#include "common/shared_handler.hpp"
 #include "common/sql_reply.hpp"
+#include "common/sql_store_kit.hpp"
+#include "common/watch_table.hpp"
 #include "postgres/connection.hpp"
 #include "postgres/sql.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include <map>
 #include <utility>
 
 namespace dlock {
@@ -25,63 +27,44 @@ using conn_t = postgres::detail::connection;
 namespace sql = postgres::sql;
 
 struct postgres_store::impl : std::enable_shared_from_this<impl> {
-    struct watcher {
-        std::string name;
-        std::string token;  // empty unless it takes hand-offs
-        watch_callback cb;
-        bool told_ready = false;
-    };
+    explicit impl(asio::any_io_executor e) : ex(e), watches(e, detail::watch_table::tokens::with_name) {}
 
     asio::any_io_executor ex;
     postgres::config cfg;
     postgres::sql::statements st;
     std::unique_ptr<conn_t> conn;
     std::unique_ptr<conn_t> listener;  // LISTEN dlock; started by the first watch
-    std::map<watch_id, watcher> watches;
-    watch_id next_watch = 1;
+    // A queued token lives by the listener's backend: tokened watchers wait for LISTEN too.
+    detail::watch_table watches;
     bool listening = false;
     std::string bad_config;  // why the config was refused (empty: it was not)
-
-    void post_event(watch_id id, watch_event ev, grant_notice g = {})
-    {
-        asio::post(ex, [weak = weak_from_this(), id, ev, g = std::move(g)] {
-            auto self = weak.lock();
-            if (!self)
-                return;
-            auto it = self->watches.find(id);
-            if (it == self->watches.end())
-                return;               // unwatched meanwhile
-            auto cb = it->second.cb;  // a copy: the callback may unwatch itself
-            cb(ev, g);
-        });
-    }
 
     // LISTEN ran (again): `ready` for new watchers, `resync` for those that may have missed one.
     void on_listening()
     {
         listening = true;
-        for (auto& [id, w] : watches) {
-            post_event(id, w.told_ready ? watch_event::resync : watch_event::ready);
-            w.told_ready = true;
+        for (const auto& name : watches.names()) {
+            watches.tell_name(name, watch_event::resync);
+            watches.name_ready(name);
         }
+    }
+    void on_listener_down()
+    {
+        listening = false;
+        for (const auto& name : watches.names())
+            watches.name_down(name);
     }
 
     void on_notify(const std::string& channel, const std::string& payload)
     {
         if (channel == postgres::sql::grant_channel) {
             postgres::sql::grant g;
-            if (!postgres::sql::decode_grant(payload, g))
-                return;
-            for (auto& [id, w] : watches)
-                if (w.told_ready && !w.token.empty() && w.token == g.token && w.name == g.name)
-                    post_event(id, watch_event::granted, g.notice);
+            if (postgres::sql::decode_grant(payload, g) && !g.token.empty())
+                watches.tell(g.name, g.token, watch_event::granted, g.notice);
             return;
         }
-        if (channel != postgres::sql::channel)
-            return;
-        for (auto& [id, w] : watches)
-            if (w.told_ready && w.name == payload)
-                post_event(id, watch_event::released);
+        if (channel == postgres::sql::channel)
+            watches.tell_name(payload, watch_event::released);
     }
 
     // The backend that LISTENs for this store: a queued token is live while it exists. 0 (do
@@ -100,7 +83,7 @@ struct postgres_store::impl : std::enable_shared_from_this<impl> {
         };
         ls.on_down = [weak] {
             if (auto self = weak.lock())
-                self->listening = false;
+                self->on_listener_down();
         };
         ls.on_notify = [weak](const std::string& c, const std::string& p) {
             if (auto self = weak.lock())
@@ -122,18 +105,6 @@ auto exec(conn_t& c, const std::string& text, std::vector<std::string> params)
         tuple, text, std::move(params));
 }
 
-template <class Sig, class... Args>
-void finish(const asio::any_io_executor& ex, std::shared_ptr<asio::any_completion_handler<Sig>> h, Args&&... args)
-{
-    post_completion(ex, std::move(*h), std::forward<Args>(args)...);
-}
-
-template <class Sig>
-auto shared(asio::any_completion_handler<Sig> h)
-{
-    return std::make_shared<asio::any_completion_handler<Sig>>(std::move(h));
-}
-
 std::string ms(std::chrono::milliseconds d)
 {
     return std::to_string(d.count());
@@ -141,14 +112,9 @@ std::string ms(std::chrono::milliseconds d)
 
 }  // namespace
 
-postgres_store::postgres_store(asio::any_io_executor ex, postgres::config cfg) : impl_(std::make_shared<impl>())
+postgres_store::postgres_store(asio::any_io_executor ex, postgres::config cfg) : impl_(std::make_shared<impl>(ex))
 {
-    impl_->ex = ex;
-    // A table parse_url would refuse: never put into SQL; every operation fails with the reason.
-    if (auto why = postgres::check_table(cfg.table); !why.empty()) {
-        impl_->bad_config = "postgres_store: config.table: " + why;
-        cfg.table = "dlock_locks";
-    }
+    impl_->bad_config = detail::refuse_table(cfg.table, postgres::check_table(cfg.table), "postgres_store");
     impl_->cfg = std::move(cfg);
     impl_->st = postgres::sql::make_statements(impl_->cfg.table);
     postgres::detail::connection_settings cs{impl_->cfg, impl_->st.setup};
@@ -173,15 +139,9 @@ const postgres::config& postgres_store::config() const noexcept
 
 store_traits postgres_store::traits() const noexcept
 {
-    store_traits t;
+    auto t = detail::sql_traits();
     t.direct_handoff = true;
-    t.inherent_queue = false;
-    t.live = liveness::per_lease;
-    t.durable_fencing = true;
     t.release_notifications = true;
-    t.ttl_granularity = std::chrono::milliseconds(1);
-    t.min_ttl = std::chrono::milliseconds(1);
-    t.max_ttl = postgres::sql::max_ttl;
     return t;
 }
 
@@ -196,7 +156,7 @@ void postgres_store::close()
     if (impl_->listener)
         impl_->listener->close();
     impl_->listening = false;
-    impl_->watches.clear();
+    impl_->watches.close();
 }
 
 
@@ -204,22 +164,13 @@ void postgres_store::close()
 // the database and the privileges once.
 void postgres_store::do_connect(asio::any_completion_handler<connect_signature> h)
 {
-    impl_->conn->exec(
-        "SELECT 1", {},
-        [ex = impl_->ex, keep = keep_error_text(), h = std::move(h)](error_code ec, sql::result res) mutable {
-            if (ec && !res.message.empty())
-                keep(res.message);
-            post_completion(ex, std::move(h), ec);
-        });
+    impl_->conn->exec("SELECT 1", {}, detail::connect_reply<sql::result>(impl_->ex, keep_error_text(), std::move(h)));
 }
 
 void postgres_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
-    if (req.kind != lease_kind::mutex)
-        return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), acquire_result{});
-    if (!sql::valid_ttl(req.ttl))
-        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), acquire_result{});
-    if (auto ec = sql::check_name(req.name); ec || (ec = sql::check_name(req.token)))
+    if (auto ec = detail::lease_refusal(req.kind, detail::sql_valid_ttl(req.ttl));
+        ec || (ec = detail::key_refusal(sql::check_name(req.name), sql::check_name(req.token))))
         return post_completion(impl_->ex, std::move(h), ec, acquire_result{});
     const int pid = req.queue ? impl_->listener_pid() : 0;
     auto decode = [ttl = req.ttl](const sql::result& r, acquire_result& out) {
@@ -233,9 +184,8 @@ void postgres_store::do_try_acquire(const lease_request& req, asio::any_completi
 void postgres_store::do_renew(const lease_key& key, std::chrono::milliseconds ttl,
                               asio::any_completion_handler<renew_signature> h)
 {
-    if (!sql::valid_ttl(ttl))
-        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), renew_result{});
-    if (auto ec = sql::check_name(key.name); ec || (ec = sql::check_name(key.token)))
+    if (auto ec = detail::lease_refusal(lease_kind::mutex, detail::sql_valid_ttl(ttl));
+        ec || (ec = detail::key_refusal(sql::check_name(key.name), sql::check_name(key.token))))
         return post_completion(impl_->ex, std::move(h), ec, renew_result{});
     auto decode = [](const sql::result& r, renew_result& out) { return sql::decode_renew(r, out); };
     impl_->conn->exec(impl_->st.renew, {key.name, key.token, ms(ttl)},
@@ -245,12 +195,12 @@ void postgres_store::do_renew(const lease_key& key, std::chrono::milliseconds tt
 
 void postgres_store::do_release(const lease_key& key, asio::any_completion_handler<bool_signature> h)
 {
-    if (auto ec = sql::check_name(key.name); ec || (ec = sql::check_name(key.token)))
+    if (auto ec = detail::key_refusal(sql::check_name(key.name), sql::check_name(key.token)))
         return post_completion(impl_->ex, std::move(h), ec, false);
     asio::co_spawn(
         impl_->ex,
         [self = impl_, name = key.name, token = key.token, keep = keep_error_text(),
-         h = shared(std::move(h))]() -> asio::awaitable<void> {
+         h = detail::shared_handler(std::move(h))]() -> asio::awaitable<void> {
             // Twice at most: a withdrawn token that a concurrent release handed the name to
             // holds it now, and the second run (a new snapshot) hands it on or frees it.
             sql::release_outcome out;
@@ -266,7 +216,7 @@ void postgres_store::do_release(const lease_key& key, asio::any_completion_handl
                 if (ec || !out.raced)
                     break;
             }
-            finish(self->ex, h, ec, !ec && out.held);
+            detail::post_shared(self->ex, h, ec, !ec && out.held);
         },
         asio::detached);
 }
@@ -287,34 +237,25 @@ void postgres_store::do_status(const std::string& name, asio::any_completion_han
     if (auto ec = sql::check_name(name))
         return post_completion(impl_->ex, std::move(h), ec, lock_status{});
     auto decode = [](const sql::result& r, lock_status& out) { return sql::decode_status(r, out); };
-    auto keyed = [key = impl_->cfg.table + "/" + name](error_code, lock_status& out) {
-        out.key = key;
-        return std::move(out);
-    };
-    impl_->conn->exec(
-        impl_->st.status, {name},
-        detail::sql_reply<lock_status, sql::result>(impl_->ex, keep_error_text(), decode, keyed, std::move(h)));
+    impl_->conn->exec(impl_->st.status, {name},
+                      detail::sql_reply<lock_status, sql::result>(impl_->ex, keep_error_text(), decode,
+                                                                  detail::status_keyed(impl_->cfg.table, name),
+                                                                  std::move(h)));
 }
 
 
 store::watch_id postgres_store::watch(const std::string& name, const std::string& token, watch_callback cb)
 {
-    auto id = impl_->next_watch++;
-    auto& w = impl_->watches[id];
-    w.name = name;
-    w.token = token;
-    w.cb = std::move(cb);
-    if (impl_->listening) {
-        w.told_ready = true;
-        impl_->post_event(id, watch_event::ready);
-    }
+    auto id = impl_->watches.add(name, token, std::move(cb)).id;
+    if (impl_->listening)
+        impl_->watches.name_ready(name);  // LISTEN hears every name: this one too, at once
     impl_->start_listener();
     return id;
 }
 
 void postgres_store::unwatch(watch_id id)
 {
-    impl_->watches.erase(id);
+    impl_->watches.remove(id);
 }
 
 }  // namespace dlock

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: BSL-1.0
 // The store kit the per-session stores (etcd, ZooKeeper) are built on: the watch table
-// (src/common/watch_table.hpp), the acquire/release order (token_order.hpp), the session
-// gate (session_gate.hpp), and etcd's key slots (src/etcd/key_slots.hpp). Each call's
-// meaning, fed by hand; callbacks counted after the io_context ran what was posted.
+// (src/common/watch_table.hpp, every store's watches), the acquire/release order
+// (token_order.hpp), the session gate (session_gate.hpp), and etcd's key slots
+// (src/etcd/key_slots.hpp), and the checks and settings the SQL stores share
+// (lease_checks.hpp, sql_store_kit.hpp). Each call's meaning, fed by hand; callbacks
+// counted after the io_context ran what was posted.
 #include <dlock/error.hpp>
 
+#include "common/lease_checks.hpp"
 #include "common/session_gate.hpp"
+#include "common/sql_store_kit.hpp"
 #include "common/token_order.hpp"
 #include "common/watch_table.hpp"
 #include "etcd/key_slots.hpp"
@@ -13,6 +17,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,11 +41,16 @@ struct table_fixture {
 
     watch_table::added add(const std::string& tag, const std::string& name, const std::string& token = {})
     {
-        return table.add(name, token, [this, tag](watch_event ev, const grant_notice& g) {
+        return table.add(name, token, cb(tag));
+    }
+    // A callback that records what `tag` heard.
+    dlock::store::watch_callback cb(const std::string& tag)
+    {
+        return [this, tag](watch_event ev, const grant_notice& g) {
             heard.emplace_back(tag, ev);
             if (ev == watch_event::granted)
                 fencing.push_back(g.fencing_token);
-        });
+        };
     }
     // What was heard since the last call, after running what was posted.
     std::vector<std::pair<std::string, watch_event>> drain()
@@ -170,6 +180,7 @@ BOOST_FIXTURE_TEST_CASE(after_close_nobody_hears_anything, table_fixture)
     auto c = add("c", "n", "t2");  // a watch after close: an id, and silence
     BOOST_TEST(c.id != 0u);
     BOOST_TEST(!c.starts_name);
+    BOOST_TEST(!table.tell("n", "t2", watch_event::granted));  // never told ready: no grant either
     BOOST_TEST(drain().empty());
 }
 
@@ -186,6 +197,55 @@ BOOST_FIXTURE_TEST_CASE(session_watchers_may_unwatch_each_other, table_fixture)
     BOOST_TEST((calls == std::vector<int>{1}));
     table.tell_session(session_event::lost, {});
     BOOST_TEST((calls == std::vector<int>{1, 1}));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_live_name_is_ready_at_once_and_stops_with_its_last_watcher, table_fixture)
+{
+    auto a = table.add_live("n", cb("a"));
+    auto b = table.add_live("n", cb("b"));
+    BOOST_TEST(a.starts_name);
+    BOOST_TEST(!b.starts_name);
+    BOOST_TEST(heard.empty());  // posted, not called
+    BOOST_TEST(table.name_live("n"));
+    BOOST_TEST((drain() == heard_list{{"a", watch_event::ready}, {"b", watch_event::ready}}));
+    BOOST_TEST(!table.remove(a.id).last);
+    BOOST_TEST(table.remove(b.id).last);  // the store stops what it did for the name
+    BOOST_TEST(!table.name_live("n"));
+    BOOST_TEST(table.add_live("n", cb("c")).starts_name);  // and starts again
+    BOOST_TEST((drain() == heard_list{{"c", watch_event::ready}}));
+}
+
+// PostgreSQL: one LISTEN for every name; a token queues only once it is up.
+struct with_name_fixture : table_fixture {
+    with_name_fixture() { table = watch_table(io.get_executor(), watch_table::tokens::with_name); }
+};
+
+BOOST_FIXTURE_TEST_CASE(with_name_a_token_waits_for_the_name_and_hears_its_releases, with_name_fixture)
+{
+    add("t", "n", "t1");
+    add("u", "m");
+    BOOST_TEST(drain().empty());                                                // the store's watch is not up yet
+    BOOST_TEST(!table.tell("n", "t1", watch_event::granted, grant_notice{7}));  // not ready: not queued
+    BOOST_TEST((table.names() == std::set<std::string>{"m", "n"}));
+    table.name_ready("n");
+    BOOST_TEST((drain() == heard_list{{"t", watch_event::ready}}));
+    table.tell_name("n", watch_event::released);
+    BOOST_TEST(table.tell("n", "t1", watch_event::granted, grant_notice{8}));
+    BOOST_TEST((drain() == heard_list{{"t", watch_event::released}, {"t", watch_event::granted}}));
+    BOOST_TEST((fencing == std::vector<std::uint64_t>{8}));
+}
+
+BOOST_FIXTURE_TEST_CASE(with_name_the_last_watcher_of_any_kind_ends_the_live_name, with_name_fixture)
+{
+    auto t = add("t", "n", "t1");
+    auto u = add("u", "n");
+    table.name_ready("n");
+    BOOST_TEST(drain().size() == 2u);
+    BOOST_TEST(table.remove(u.id).last);
+    BOOST_TEST(table.name_live("n"));  // t still hears the name
+    BOOST_TEST(table.remove(t.id).last);
+    BOOST_TEST(!table.name_live("n"));
+    BOOST_TEST(table.names().empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -286,6 +346,44 @@ BOOST_AUTO_TEST_CASE(freeing_a_middle_slot_keeps_the_higher_ones)
     BOOST_TEST(s.assign("n", "e") == 1u);
     s.free("n", "c");
     BOOST_TEST(s.assign("n", "f") == 2u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(sql_store_kit)
+
+BOOST_AUTO_TEST_CASE(a_request_is_refused_for_its_kind_then_its_ttl_then_its_name_then_its_token)
+{
+    using namespace std::chrono_literals;
+    using dlock::detail::key_refusal;
+    using dlock::detail::lease_refusal;
+    using dlock::detail::sql_valid_ttl;
+    BOOST_TEST(sql_valid_ttl(1ms));
+    BOOST_TEST(!sql_valid_ttl(0ms));
+    BOOST_TEST(sql_valid_ttl(dlock::detail::sql_max_ttl));
+    BOOST_TEST(!sql_valid_ttl(dlock::detail::sql_max_ttl + 1ms));
+    BOOST_TEST(lease_refusal(dlock::lease_kind::read, false) == dlock::error::not_supported);
+    BOOST_TEST(lease_refusal(dlock::lease_kind::mutex, false) == dlock::error::invalid_lease);
+    BOOST_TEST(!lease_refusal(dlock::lease_kind::mutex, true));
+    boost::system::error_code ok, bad_name = dlock::error::invalid_name, other = dlock::error::protocol_error;
+    BOOST_TEST(key_refusal(bad_name, other) == dlock::error::invalid_name);
+    BOOST_TEST(key_refusal(ok, other) == dlock::error::protocol_error);
+    BOOST_TEST(!key_refusal(ok, ok));
+}
+
+BOOST_AUTO_TEST_CASE(a_refused_table_never_reaches_sql_and_its_reason_is_kept)
+{
+    std::string table = "bad table";
+    BOOST_TEST(dlock::detail::refuse_table(table, "not a name", "x_store") == "x_store: config.table: not a name");
+    BOOST_TEST(table == "dlock_locks");
+    std::string good = "locks";
+    BOOST_TEST(dlock::detail::refuse_table(good, "", "x_store").empty());
+    BOOST_TEST(good == "locks");
+    dlock::lock_status st;
+    st.held = true;
+    auto keyed = dlock::detail::status_keyed("locks", "n")(boost::system::error_code(), st);
+    BOOST_TEST(keyed.key == "locks/n");
+    BOOST_TEST(keyed.held);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -138,9 +138,6 @@ BOOST_AUTO_TEST_CASE(names_tokens_and_leases)
     BOOST_TEST(sql::check_name("") == dlock::error::invalid_name);
     BOOST_TEST(sql::check_name(std::string(2001, 'x')) == dlock::error::invalid_name);
     BOOST_TEST(sql::check_token(std::string(256, 't')) == dlock::error::invalid_name);
-    BOOST_TEST(sql::valid_ttl(1ms));
-    BOOST_TEST(!sql::valid_ttl(0ms));
-    BOOST_TEST(!sql::valid_ttl(sql::max_ttl + 1ms));
 }
 
 BOOST_AUTO_TEST_CASE(errors)

@@ -4,6 +4,7 @@
 #include <dlock/error.hpp>
 
 #include "memcached/acquire_steps.hpp"
+#include "scripted_replies.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -20,29 +21,14 @@ using replies = std::vector<reply>;
 
 namespace {
 
-dlock::memcached::name_keys keys()
-{
-    dlock::memcached::name_keys k;
-    k.lock_text = "ns:lock:job";
-    k.lock = proto::encode_key("ns:lock:job");
-    k.fence = proto::encode_key("ns:fence:job");
-    k.contended = proto::encode_key("ns:contended:job");
-    return k;
-}
+using memcached_script::keys;
+using memcached_script::of;
 
-reply of(reply::kind k, std::string data = {}, std::string text = {})
-{
-    reply r;
-    r.k = k;
-    r.data = std::move(data);
-    r.text = std::move(text);
-    return r;
-}
 // The lock item as `mg <lock> v c t` returns it.
 reply item(const std::string& owner, std::uint64_t fence, long long cas = 42, long long ttl_s = 6)
 {
-    auto r = of(reply::kind::va, owner + " " + std::to_string(fence));
-    r.flags = {{'c', std::to_string(cas)}, {'t', std::to_string(ttl_s)}};
+    auto r = memcached_script::item(owner, fence, cas);
+    r.flags.emplace_back('t', std::to_string(ttl_s));
     return r;
 }
 const reply hd = of(reply::kind::hd), ns = of(reply::kind::ns), ex = of(reply::kind::ex), nf = of(reply::kind::nf),

@@ -4,6 +4,7 @@
 #include <dlock/error.hpp>
 
 #include "memcached/owner_steps.hpp"
+#include "scripted_replies.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -20,29 +21,9 @@ using op = owner_steps::op;
 
 namespace {
 
-dlock::memcached::name_keys keys()
-{
-    dlock::memcached::name_keys k;
-    k.lock_text = "ns:lock:job";
-    k.lock = proto::encode_key("ns:lock:job");
-    k.fence = proto::encode_key("ns:fence:job");
-    k.contended = proto::encode_key("ns:contended:job");
-    return k;
-}
-reply of(reply::kind k, std::string text = {})
-{
-    reply r;
-    r.k = k;
-    r.text = std::move(text);
-    return r;
-}
-reply item(const std::string& owner, std::uint64_t fence, long long cas = 42)
-{
-    auto r = of(reply::kind::va);
-    r.data = owner + " " + std::to_string(fence);
-    r.flags = {{'c', std::to_string(cas)}};
-    return r;
-}
+using memcached_script::item;
+using memcached_script::keys;
+using memcached_script::of;
 const reply hd = of(reply::kind::hd), ex = of(reply::kind::ex), nf = of(reply::kind::nf), en = of(reply::kind::en);
 
 owner_steps renewal()
@@ -124,13 +105,13 @@ BOOST_AUTO_TEST_CASE(errors_fail_each_step_with_the_servers_words)
 {
     for (auto make : {renewal, release}) {
         auto m = make();
-        m.on_replies({of(reply::kind::server_error, "out of memory")});
+        m.on_replies({of(reply::kind::server_error, {}, "out of memory")});
         BOOST_TEST((m.error() == error::server_busy));
         BOOST_TEST(m.text() == "out of memory");
         m = make();
         m.on_replies({item("tok", 1)});
-        m.on_replies(m.replies() == 2 ? std::vector<reply>{hd, of(reply::kind::client_error, "bad data chunk")}
-                                      : std::vector<reply>{of(reply::kind::client_error, "bad data chunk")});
+        m.on_replies(m.replies() == 2 ? std::vector<reply>{hd, of(reply::kind::client_error, {}, "bad data chunk")}
+                                      : std::vector<reply>{of(reply::kind::client_error, {}, "bad data chunk")});
         BOOST_TEST((m.error() == error::invalid_request));
         BOOST_TEST(m.text() == "bad data chunk");
         BOOST_TEST(!m.owned());

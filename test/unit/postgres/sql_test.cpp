@@ -196,8 +196,6 @@ BOOST_AUTO_TEST_CASE(errors_and_names)
     BOOST_TEST(sql::check_name("") == dlock::error::invalid_name);
     BOOST_TEST(sql::check_name(std::string("a\0b", 3)) == dlock::error::invalid_name);
     BOOST_TEST(sql::check_name(std::string(10'000, 'x')) == dlock::error::invalid_name);
-    BOOST_TEST(sql::valid_ttl(1ms));
-    BOOST_TEST(!sql::valid_ttl(0ms));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
