@@ -9,6 +9,7 @@
 #include "common/watch_table.hpp"
 #include "mariadb/connection.hpp"
 #include "mariadb/sql.hpp"
+#include "mariadb/wait_pool.hpp"
 
 #include <map>
 #include <random>
@@ -26,111 +27,76 @@ using std::chrono::milliseconds;
 struct mariadb_store::impl : std::enable_shared_from_this<impl> {
     explicit impl(asio::any_io_executor e) : ex(e), watches(e) {}
 
-    // What the refused attempts on a watched name said, and its GET_LOCK wait.
-    struct name_state {
-        std::uint64_t observed = 0;  // refused attempts that found the holder with its signal lock
-        std::uint64_t waited = 0;    // `observed` when the last wait started
-        milliseconds remaining{0};   // the holder's remaining lease then
-        int slot = -1;               // the wait connection in use, -1 if none
-    };
     struct slot {
         std::unique_ptr<conn_t> conn;
-        std::string name;  // waited for; empty: free
+        std::string name;  // waited for
     };
 
     asio::any_io_executor ex;
     mariadb::config cfg;
     std::unique_ptr<conn_t> conn;
-    std::vector<slot> slots;  // the wait pool, grown on demand up to cfg.wait_connections
-    std::string bad_config;   // why the config was refused (empty: it was not)
-    std::map<std::string, name_state> names;
+    std::string bad_config;  // why the config was refused (empty: it was not)
+    // The GET_LOCK waits: the machine decides (wait_pool.hpp), `slots` are its connections.
+    mariadb::detail::wait_pool pool{0};
+    std::vector<slot> slots;
     detail::watch_table watches;  // every watcher untokened: GET_LOCK waits for the name, not a token
     std::minstd_rand rng{std::random_device{}()};
 
     // Someone watches `name` and the store is open.
     bool watched(const std::string& name) const { return watches.name_live(name); }
 
-    // A refused attempt on `name`. True if a wait on the holder's signal lock will wake the
-    // waiters; false: they sleep the holder's lease (made a little longer, at random, so
-    // that they do not all come back at the same instant).
-    bool observe(const std::string& name, const mariadb::sql::holder_info& h, acquire_result& out)
+    // A refused attempt on `name`. Unless a wait will wake the waiters, they sleep the
+    // holder's lease, made a little longer at random so that they do not all come back at once.
+    void observe(const std::string& name, const mariadb::sql::holder_info& h, acquire_result& out)
     {
-        bool woken = false;
-        if (cfg.wait_connections > 0 && h.signal && watched(name)) {
-            auto& st = names[name];
-            ++st.observed;
-            st.remaining = h.remaining;
-            schedule(name);
-            woken = st.slot >= 0;
-        }
+        bool woken = pool.observe(name, h.signal, h.remaining, watched(name));
+        perform();
         if (!woken && out.holder_ttl.count() > 0) {
             auto spread = std::min<milliseconds::rep>(out.holder_ttl.count() / 10 + 1, 50);
             out.holder_ttl += milliseconds(std::uniform_int_distribution<milliseconds::rep>(0, spread)(rng));
         }
-        return woken;
     }
 
-    int free_slot()
+    void perform()
     {
-        for (std::size_t i = 0; i < slots.size(); ++i)
-            if (slots[i].name.empty())
-                return static_cast<int>(i);
-        if (slots.size() >= cfg.wait_connections)
-            return -1;  // the pool is busy: the waiters of this name sleep the holder's lease
-        slots.push_back({std::make_unique<conn_t>(
-                             ex, mariadb::detail::connection_settings{cfg, mariadb::sql::session_setup(), bad_config}),
-                         {}});
-        return static_cast<int>(slots.size() - 1);
+        using type = mariadb::detail::pool_action::type;
+        for (auto& a : std::exchange(pool.actions(), {})) {
+            switch (a.t) {
+            case type::open:
+                slots.push_back(
+                    {std::make_unique<conn_t>(
+                         ex, mariadb::detail::connection_settings{cfg, mariadb::sql::session_setup(), bad_config}),
+                     {}});
+                break;
+            case type::wait: start_wait(a.slot, a.name, a.timeout); break;
+            case type::abort: slots[a.slot].conn->abort(); break;
+            case type::released: watches.tell_name(a.name, watch_event::released); break;
+            case type::resync: watches.tell_name(a.name, watch_event::resync); break;
+            }
+        }
     }
 
-    // Starts `name`'s wait if a refused attempt saw the holder with its signal lock since the
-    // last one started, and a wait connection is free.
-    void schedule(const std::string& name)
+    void start_wait(std::size_t k, const std::string& name, milliseconds timeout)
     {
-        auto it = names.find(name);
-        if (it == names.end() || it->second.slot >= 0 || it->second.observed == it->second.waited)
-            return;
-        int k = free_slot();
-        if (k < 0)
-            return;
-        auto& st = it->second;
-        st.slot = k;
-        st.waited = st.observed;
         slots[k].name = name;
-        // Bounded by the holder's lease: by then the waiters retry on their own anyway.
-        auto timeout = st.remaining + milliseconds(1000);
         auto request_bound = timeout + (cfg.request_timeout.count() > 0 ? cfg.request_timeout : milliseconds(5000));
         slots[k].conn->exec(mariadb::sql::wait(cfg.table, name, timeout), request_bound,
-                            [weak = weak_from_this(), k, name](error_code ec, mariadb::sql::result res) {
+                            [weak = weak_from_this(), k](error_code ec, mariadb::sql::result res) {
                                 if (auto self = weak.lock())
-                                    self->on_wait_done(k, name, ec, res);
+                                    self->on_wait_done(k, ec, res);
                             });
     }
 
-    void on_wait_done(int k, const std::string& name, error_code ec, const mariadb::sql::result& res)
+    void on_wait_done(std::size_t k, error_code ec, const mariadb::sql::result& res)
     {
         if (ec == error::closed)
             return;
-        slots[k].name.clear();
-        auto it = names.find(name);
-        if (it != names.end())
-            it->second.slot = -1;
-        if (!watched(name)) {
-            names.erase(name);
-        } else {
-            bool released = false;
-            if (ec || !mariadb::sql::decode_wait(res, released))
-                watches.tell_name(name, watch_event::resync);  // the wait failed: whatever it missed, re-check
-            else if (released)
-                watches.tell_name(name, watch_event::released);
-            else
-                schedule(name);  // timed out: again if a newer attempt saw the holder
-        }
-        for (auto& [n, st] : names)  // names that found the pool busy
-            if (st.slot < 0 && st.observed != st.waited) {
-                schedule(n);
-                break;
-            }
+        bool released = false;
+        auto end = ec || !mariadb::sql::decode_wait(res, released) ? mariadb::detail::wait_end::failed
+                   : released                                      ? mariadb::detail::wait_end::released
+                                                                   : mariadb::detail::wait_end::timed_out;
+        pool.on_done(k, end, watched(slots[k].name));
+        perform();
     }
 };
 
@@ -138,6 +104,7 @@ mariadb_store::mariadb_store(asio::any_io_executor ex, mariadb::config cfg) : im
 {
     impl_->bad_config = detail::refuse_table(cfg.table, mariadb::check_table(cfg.table), "mariadb_store");
     impl_->cfg = std::move(cfg);
+    impl_->pool = mariadb::detail::wait_pool(impl_->cfg.wait_connections);
     mariadb::detail::connection_settings cs{impl_->cfg, mariadb::sql::session_setup() + ";\n" +
                                                             mariadb::sql::schema_setup(impl_->cfg.table)};
     cs.refused = impl_->bad_config;
@@ -178,7 +145,7 @@ void mariadb_store::close()
     for (auto& s : impl_->slots)
         s.conn->close();
     impl_->watches.close();
-    impl_->names.clear();
+    impl_->pool.close();
 }
 
 
@@ -264,13 +231,8 @@ void mariadb_store::unwatch(watch_id id)
     auto r = impl_->watches.remove(id);
     if (!r.last)
         return;
-    auto st = impl_->names.find(r.name);
-    if (st == impl_->names.end())
-        return;
-    if (st->second.slot >= 0)
-        impl_->slots[st->second.slot].conn->abort();  // nobody waits for it any more: free the connection now
-    else
-        impl_->names.erase(st);
+    impl_->pool.on_unwatched(r.name);  // a wait for it ends now: its connection is free for others
+    impl_->perform();
 }
 
 }  // namespace dlock
