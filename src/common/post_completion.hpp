@@ -18,4 +18,11 @@ void post_completion(const boost::asio::any_io_executor& io_ex, Handler h, Args&
     boost::asio::post(io_ex, boost::asio::append(std::move(h), std::forward<Args>(args)...));
 }
 
+/// The same for a handler held by name (a lambda's capture, a parameter): moved from.
+template <class Handler, class... Args>
+void post_moved(const boost::asio::any_io_executor& io_ex, Handler& h, Args&&... args)
+{
+    post_completion(io_ex, std::move(h), std::forward<Args>(args)...);
+}
+
 }  // namespace dlock::detail

@@ -20,12 +20,14 @@
 #pragma once
 
 #include "common/backoff.hpp"
+#include "common/watch_table.hpp"
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -155,6 +157,18 @@ public:
     {
         if (auto q = find(name, token))
             feed(q, [](predecessor_wait& w) { w.on_abandon(); });
+    }
+    /// After watch_table::remove(): a token's last watcher gone ends its wait (nobody waits
+    /// for its grant); a name's last untokened watcher gone gives the name, whose watch by
+    /// the store can stop.
+    std::optional<std::string> unwatched(const watch_table::removed& r)
+    {
+        if (!r.last)
+            return std::nullopt;
+        if (r.kind == watch_table::removed::what::untokened)
+            return r.name;
+        drop(r.name, r.token);
+        return std::nullopt;
     }
     /// Every wait: its session or lease went (`lost`: told resync), or the store closes.
     void end_all(bool lost)

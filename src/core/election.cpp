@@ -10,6 +10,7 @@
 #include "common/post_completion.hpp"
 #include "common/stored_handler.hpp"
 #include "core/engine.hpp"
+#include "core/primitive_core.hpp"
 #include "core/watched_read.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -35,16 +36,8 @@ using clock_type = std::chrono::steady_clock;
 namespace detail {
 
 /// What every copy of an election shares.
-struct election_core {
-    store* st = nullptr;
-    std::weak_ptr<void> alive;
-    asio::any_io_executor ex;
-    std::string name, store_name;
+struct election_core : primitive_core {
     dlock::lock lk;
-    milliseconds backoff_min{0}, backoff_max{0};
-    std::minstd_rand rng{std::random_device{}()};
-
-    bool store_alive() const noexcept { return !alive.expired(); }
 
     static leadership make(guard g, std::shared_ptr<election_core> c, std::string value)
     {
@@ -152,13 +145,8 @@ struct observer_core : watched_read<election_core, observer_core, lock_status>,
 
     void stop()
     {
-        if (std::exchange(done, true))
-            return;
-        if (watch && c->store_alive())
-            c->st->unwatch(*watch);
-        watch.reset();
-        expiry.cancel();
-        retry.cancel();
+        if (end_loop())
+            expiry.cancel();
     }
 
     void deliver()
@@ -281,16 +269,8 @@ void leader_observer::next_impl(const std::shared_ptr<detail::observer_core>& c,
 
 election::election(registry& reg, std::string_view name) : c_(std::make_shared<detail::election_core>())
 {
-    auto& c = *c_;
-    const auto& lc = reg.config();
-    c.st = &reg.get_store();
-    c.alive = c.st->lifetime();
-    c.ex = c.st->get_executor();
-    c.name = std::string(name);
-    c.store_name = lc.prefix.empty() ? c.name : lc.prefix + ":" + c.name;
-    c.lk = reg.obtain(name);
-    c.backoff_min = std::max(lc.backoff_min, milliseconds(1));
-    c.backoff_max = std::max(lc.backoff_max, c.backoff_min);
+    c_->bind(reg, name);
+    c_->lk = reg.obtain(name);
 }
 
 const std::string& election::name() const noexcept

@@ -11,6 +11,7 @@
 #include "common/stored_handler.hpp"
 #include "core/lease_policy.hpp"
 #include "core/op_support.hpp"
+#include "core/primitive_core.hpp"
 #include "core/watched_read.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -31,21 +32,13 @@ using std::chrono::milliseconds;
 namespace detail {
 
 /// What every copy of a latch shares: the store, the name as the store sees it, the settings.
-struct latch_core {
-    store* st = nullptr;
-    std::weak_ptr<void> alive;
-    asio::any_io_executor ex;
-    std::string name;        // as given
-    std::string store_name;  // prefix:name
+struct latch_core : primitive_core {
     std::uint64_t count = 0;
     milliseconds ttl{0};
-    milliseconds backoff_min{0}, backoff_max{0};
-    error_code invalid;  // the settings' verdict, reported by every operation
-    std::minstd_rand rng{std::random_device{}()};
+    error_code invalid;         // the settings' verdict, reported by every operation
     std::string member_prefix;  // random per latch object: the library's members
     std::uint64_t member_seq = 0;
 
-    bool store_alive() const noexcept { return !alive.expired(); }
     std::string new_member() { return member_prefix + std::to_string(++member_seq); }
 };
 
@@ -166,13 +159,9 @@ struct wait_op : watched_read<latch_core, wait_op, latch_state>, std::enable_sha
 
     void finish(error_code ec)
     {
-        if (std::exchange(done, true))
+        if (!end_loop())
             return;
-        if (watch && c->store_alive())
-            c->st->unwatch(*watch);
-        watch.reset();
         deadline.cancel();
-        retry.cancel();
         if (slot.is_connected())
             slot.clear();
         post_completion(c->ex, std::move(handler), ec);
@@ -243,15 +232,9 @@ latch::latch(registry& reg, std::string_view name, std::uint64_t count, latch_co
 {
     auto& c = *c_;
     const auto& lc = reg.config();
-    c.st = &reg.get_store();
-    c.alive = c.st->lifetime();
-    c.ex = c.st->get_executor();
-    c.name = std::string(name);
-    c.store_name = lc.prefix.empty() ? c.name : lc.prefix + ":" + c.name;
+    c.bind(reg, name);
     c.count = count;
     c.ttl = cfg.ttl;
-    c.backoff_min = std::max(lc.backoff_min, milliseconds(1));
-    c.backoff_max = std::max(lc.backoff_max, c.backoff_min);
     c.invalid = detail::validate_name(lc, name);
     if (!c.invalid && !c.st->traits().latches)
         c.invalid = error::not_supported;  // known now: no store round trip to learn it

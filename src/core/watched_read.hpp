@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <utility>
 
 namespace dlock::detail {
 
@@ -69,6 +70,17 @@ struct watched_read {
     }
     /// Reads now, or after the read under way.
     void check() { watched_check(static_cast<Op&>(*this)); }
+    /// Ends the loop: the watch unwatched, the pause cancelled. False if it had ended already.
+    bool end_loop()
+    {
+        if (std::exchange(done, true))
+            return false;
+        if (watch && c->store_alive())
+            c->st->unwatch(*watch);
+        watch.reset();
+        retry.cancel();
+        return true;
+    }
 
     std::shared_ptr<Core> c;
     std::optional<store::watch_id> watch;

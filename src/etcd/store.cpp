@@ -9,6 +9,7 @@ namespace asio = boost::asio;
 using namespace etcd::detail;
 using boost::system::error_code;
 using dlock::detail::ms_until;
+using dlock::detail::post_moved;
 using std::chrono::milliseconds;
 using clock_type = std::chrono::steady_clock;
 
@@ -93,14 +94,8 @@ store::watch_id etcd_store::watch(const std::string& name, const std::string& to
 
 void etcd_store::unwatch(watch_id id)
 {
-    auto& m = *impl_;
-    auto r = m.watches.remove(id);
-    if (!r.last)
-        return;
-    if (r.kind == dlock::detail::watch_table::removed::what::tokened)
-        m.queue.drop(r.name, r.token);  // nobody waits for its grant any more
-    else
-        m.stop_name_stream(r.name);
+    if (auto name = impl_->queue.unwatched(impl_->watches.remove(id)))
+        impl_->stop_name_stream(*name);
 }
 
 void etcd_store::close()
@@ -128,34 +123,25 @@ void etcd_store::close()
 
 // ---- operations ----------------------------------------------------------------------
 
-namespace {
-
-template <class H, class... Args>
-void complete(const asio::any_io_executor& ex, H& h, Args&&... args)
-{
-    dlock::detail::post_completion(ex, std::move(h), std::forward<Args>(args)...);
-}
-
-}  // namespace
 
 void etcd_store::do_connect(asio::any_completion_handler<connect_signature> h)
 {
     auto& m = *impl_;
     if (m.closed)
-        return complete(m.ex, h, error_code(error::closed));
+        return post_moved(m.ex, h, error_code(error::closed));
     if (m.probed)
-        return complete(m.ex, h, error_code());
+        return post_moved(m.ex, h, error_code());
     // A connect checks that the members answer as etcd; the lease waits for the first acquire.
     m.request("/v3/maintenance/status", "{}", [self = impl_, h = std::move(h)](error_code ec, http_reply r) mutable {
         reply_error err;
         if (auto e = self->reply_failed(ec, r, err))
-            return complete(self->ex, h, e);
+            return post_moved(self->ex, h, e);
         if (r.body.find("\"version\"") == std::string::npos) {
             self->set_text("etcd " + self->pool.current() + ": the server did not answer as an etcd v3 gateway");
-            return complete(self->ex, h, error_code(error::protocol_error));
+            return post_moved(self->ex, h, error_code(error::protocol_error));
         }
         self->probed = true;
-        complete(self->ex, h, error_code());
+        post_moved(self->ex, h, error_code());
     });
 }
 
@@ -163,14 +149,14 @@ void etcd_store::do_try_acquire(const lease_request& req, asio::any_completion_h
 {
     auto& m = *impl_;
     if (m.closed)
-        return complete(m.ex, h, error_code(error::closed), acquire_result{});
+        return post_moved(m.ex, h, error_code(error::closed), acquire_result{});
     if (req.kind != lease_kind::mutex) {
         set_error_text("etcd: this store serves mutex leases only");
-        return complete(m.ex, h, error_code(error::not_supported), acquire_result{});
+        return post_moved(m.ex, h, error_code(error::not_supported), acquire_result{});
     }
     if (req.ttl.count() <= 0 || req.ttl.count() % 1000 != 0 || req.ttl > traits().max_ttl) {
         set_error_text("etcd: leases are whole seconds from 1 s (got " + std::to_string(req.ttl.count()) + " ms)");
-        return complete(m.ex, h, error_code(error::invalid_lease), acquire_result{});
+        return post_moved(m.ex, h, error_code(error::invalid_lease), acquire_result{});
     }
     m.acquire(req, std::move(h), false);
 }
@@ -180,10 +166,10 @@ void etcd_store::do_renew(const lease_key& k, std::chrono::milliseconds,
 {
     auto& m = *impl_;
     if (m.closed)
-        return complete(m.ex, h, error_code(error::closed), renew_result{});
+        return post_moved(m.ex, h, error_code(error::closed), renew_result{});
     auto key = k.ref.empty() ? m.key_for(k.name, k.token) : k.ref;
     if (key.empty())
-        return complete(m.ex, h, error_code(), renew_result{});  // no lease: nothing of ours exists
+        return post_moved(m.ex, h, error_code(), renew_result{});  // no lease: nothing of ours exists
     m.request(txn_path, confirm_txn(key, m.range_of(k.name), k.token),
               [self = impl_, name = k.name, h = std::move(h)](error_code ec, http_reply r) mutable {
                   reply_error err;
@@ -191,13 +177,13 @@ void etcd_store::do_renew(const lease_key& k, std::chrono::milliseconds,
                   ec = self->decode(
                       ec, r, [&](std::string_view b, reply_error& e) { return parse_confirm(b, c, e); }, err);
                   if (ec)
-                      return complete(self->ex, h, ec, renew_result{});
+                      return post_moved(self->ex, h, ec, renew_result{});
                   renew_result res{c.owned, c.owned && c.count > 1};
                   if (auto it = self->contended.find(name); c.owned && it != self->contended.end()) {
                       res.contended = true;  // another token of this store asked meanwhile
                       self->contended.erase(it);
                   }
-                  complete(self->ex, h, error_code(), res);
+                  post_moved(self->ex, h, error_code(), res);
               });
 }
 
@@ -210,7 +196,7 @@ void etcd_store::do_force_release(const std::string& name, asio::any_completion_
 {
     auto& m = *impl_;
     if (m.closed)
-        return complete(m.ex, h, error_code(error::closed), false);
+        return post_moved(m.ex, h, error_code(error::closed), false);
     m.request(range_path, range_request(m.range_of(name), 1),
               [self = impl_, h = std::move(h)](error_code ec, http_reply r) mutable {
                   reply_error err;
@@ -218,7 +204,7 @@ void etcd_store::do_force_release(const std::string& name, asio::any_completion_
                   ec = self->decode(
                       ec, r, [&](std::string_view b, reply_error& e) { return parse_range(b, rr, e); }, err);
                   if (ec || rr.kvs.empty())
-                      return complete(self->ex, h, ec, false);
+                      return post_moved(self->ex, h, ec, false);
                   // Deletes the holder's key only if it is still that key (not a successor's).
                   self->request(
                       txn_path, delete_if_created_txn(rr.kvs[0].key, rr.kvs[0].create_revision),
@@ -228,7 +214,7 @@ void etcd_store::do_force_release(const std::string& name, asio::any_completion_
                           ec = self->decode(
                               ec, r, [&](std::string_view b, reply_error& e) { return parse_succeeded(b, deleted, e); },
                               err);
-                          complete(self->ex, h, ec, deleted);
+                          post_moved(self->ex, h, ec, deleted);
                       });
               });
 }
@@ -237,7 +223,7 @@ void etcd_store::do_status(const std::string& name, asio::any_completion_handler
 {
     auto& m = *impl_;
     if (m.closed)
-        return complete(m.ex, h, error_code(error::closed), lock_status{});
+        return post_moved(m.ex, h, error_code(error::closed), lock_status{});
     m.request(range_path, range_request(m.range_of(name)),
               [self = impl_, h = std::move(h)](error_code ec, http_reply r) mutable {
                   reply_error err;
@@ -246,7 +232,7 @@ void etcd_store::do_status(const std::string& name, asio::any_completion_handler
                       ec, r, [&](std::string_view b, reply_error& e) { return parse_range(b, rr, e); }, err);
                   lock_status s;
                   if (ec || rr.kvs.empty())
-                      return complete(self->ex, h, ec, s);
+                      return post_moved(self->ex, h, ec, s);
                   const auto& first = rr.kvs.front();
                   s.held = true;
                   s.holder = first.value;
@@ -260,7 +246,7 @@ void etcd_store::do_status(const std::string& name, asio::any_completion_handler
                   // millisecond, as its keep-alives confirmed it.
                   if (first.lease != 0 && first.lease == self->lease) {
                       s.ttl = ms_until(self->life.deadline(), clock_type::now());
-                      return complete(self->ex, h, error_code(), std::move(s));
+                      return post_moved(self->ex, h, error_code(), std::move(s));
                   }
                   // Another client's: etcd tells whole seconds, rounded down (a 1 s lease always
                   // reads 0): the middle of that second, no more than the lease granted.
@@ -273,7 +259,7 @@ void etcd_store::do_status(const std::string& name, asio::any_completion_handler
                                         if (l.granted_ttl > 0)
                                             s.ttl = std::min<milliseconds>(s.ttl, std::chrono::seconds(l.granted_ttl));
                                     }
-                                    complete(self->ex, h, error_code(), std::move(s));
+                                    post_moved(self->ex, h, error_code(), std::move(s));
                                 });
               });
 }

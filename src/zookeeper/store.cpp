@@ -12,6 +12,7 @@ namespace dlock {
 namespace asio = boost::asio;
 using boost::system::error_code;
 using dlock::detail::ms_until;
+using dlock::detail::post_moved;
 using std::chrono::milliseconds;
 using clock_type = std::chrono::steady_clock;
 using zookeeper::detail::node_stat;
@@ -36,11 +37,6 @@ std::string too_long(const std::string& path, std::size_t token_size)
            std::to_string(max_request) + " bytes unless configured): a lock name this long cannot be used";
 }
 
-template <class H, class... Args>
-void complete(const asio::any_io_executor& ex, H& h, Args&&... args)
-{
-    dlock::detail::post_completion(ex, std::move(h), std::forward<Args>(args)...);
-}
 
 }  // namespace
 
@@ -106,14 +102,8 @@ store::watch_id zookeeper_store::watch(const std::string& name, const std::strin
 
 void zookeeper_store::unwatch(watch_id id)
 {
-    auto& m = *impl_;
-    auto r = m.watches.remove(id);
-    if (!r.last)
-        return;
-    if (r.kind == dlock::detail::watch_table::removed::what::tokened)
-        m.queue.drop(r.name, r.token);  // nobody waits for its grant any more
-    else
-        m.names.erase(r.name);  // its watch fires once more, into nothing
+    if (auto name = impl_->queue.unwatched(impl_->watches.remove(id)))
+        impl_->names.erase(*name);  // its watch fires once more, into nothing
 }
 
 void zookeeper_store::close()
@@ -139,27 +129,27 @@ void zookeeper_store::close()
 void zookeeper_store::do_connect(asio::any_completion_handler<connect_signature> h)
 {
     auto hp = std::make_shared<asio::any_completion_handler<connect_signature>>(std::move(h));
-    impl_->ensure_session([self = impl_, hp](error_code ec) { complete(self->ex, *hp, ec); });
+    impl_->ensure_session([self = impl_, hp](error_code ec) { post_moved(self->ex, *hp, ec); });
 }
 
 void zookeeper_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
     auto& m = *impl_;
     if (m.closed)
-        return complete(m.ex, h, error_code(error::closed), acquire_result{});
+        return post_moved(m.ex, h, error_code(error::closed), acquire_result{});
     if (req.kind != lease_kind::mutex) {
         set_error_text("zookeeper: this store serves mutex leases only");
-        return complete(m.ex, h, error_code(error::not_supported), acquire_result{});
+        return post_moved(m.ex, h, error_code(error::not_supported), acquire_result{});
     }
     std::string why;
     auto path = recipe::lock_path(m.cfg.root, req.name, why);
     if (path.empty()) {
         set_error_text("zookeeper: " + why);
-        return complete(m.ex, h, error_code(error::invalid_name), acquire_result{});
+        return post_moved(m.ex, h, error_code(error::invalid_name), acquire_result{});
     }
     if (auto long_path = too_long(path, req.token.size()); !long_path.empty()) {
         set_error_text(std::move(long_path));
-        return complete(m.ex, h, error_code(error::invalid_name), acquire_result{});
+        return post_moved(m.ex, h, error_code(error::invalid_name), acquire_result{});
     }
     m.acquire(req, std::move(h), false);
 }
@@ -169,22 +159,22 @@ void zookeeper_store::do_renew(const lease_key& k, std::chrono::milliseconds,
 {
     auto& m = *impl_;
     if (m.closed)
-        return complete(m.ex, h, error_code(error::closed), renew_result{});
+        return post_moved(m.ex, h, error_code(error::closed), renew_result{});
     auto it = m.nodes.find({k.name, k.token});
     auto node = !k.ref.empty() ? k.ref : it != m.nodes.end() ? it->second.node : std::string();
     if (node.empty() || !m.session_id || !m.zk)
-        return complete(m.ex, h, error_code(), renew_result{});  // no session: nothing of ours exists
+        return post_moved(m.ex, h, error_code(), renew_result{});  // no session: nothing of ours exists
     auto sid = m.session_id;
     auto hp = std::make_shared<asio::any_completion_handler<renew_signature>>(std::move(h));
     m.zk->exists(node, [self = impl_, sid, name = k.name, hp](int rc, node_stat s) {
         if (rc != ZOK && rc != ZNONODE)
-            return complete(self->ex, *hp, self->to_error(rc, "confirming a node"), renew_result{});
+            return post_moved(self->ex, *hp, self->to_error(rc, "confirming a node"), renew_result{});
         renew_result res{rc == ZOK && s.ephemeral_owner == sid && self->session_id == sid, false};
         if (auto it = self->contended.find(name); it != self->contended.end()) {
             res.contended = res.owned;
             self->contended.erase(it);
         }
-        complete(self->ex, *hp, error_code(), res);
+        post_moved(self->ex, *hp, error_code(), res);
     });
 }
 
@@ -197,28 +187,28 @@ void zookeeper_store::do_force_release(const std::string& name, asio::any_comple
 {
     auto& m = *impl_;
     if (m.closed)
-        return complete(m.ex, h, error_code(error::closed), false);
+        return post_moved(m.ex, h, error_code(error::closed), false);
     if (auto long_path = too_long(m.path_of(name), 0); !long_path.empty()) {
         set_error_text(std::move(long_path));
-        return complete(m.ex, h, error_code(error::invalid_name), false);
+        return post_moved(m.ex, h, error_code(error::invalid_name), false);
     }
     auto hp = std::make_shared<asio::any_completion_handler<bool_signature>>(std::move(h));
     m.ensure_session([self = impl_, name, hp](error_code ec) {
         if (ec)
-            return complete(self->ex, *hp, ec, false);
+            return post_moved(self->ex, *hp, ec, false);
         auto path = self->path_of(name);
         self->zk->get_children(path, [self, path, hp](int rc, std::vector<std::string> children) {
             if (rc == ZNONODE)
-                return complete(self->ex, *hp, error_code(), false);
+                return post_moved(self->ex, *hp, error_code(), false);
             if (rc != ZOK)
-                return complete(self->ex, *hp, self->to_error(rc, "children of " + path), false);
+                return post_moved(self->ex, *hp, self->to_error(rc, "children of " + path), false);
             auto sorted = recipe::contenders(std::move(children));
             if (sorted.empty())
-                return complete(self->ex, *hp, error_code(), false);
+                return post_moved(self->ex, *hp, error_code(), false);
             self->zk->remove(path + "/" + sorted.front(), [self, hp](int rc) {
                 if (rc != ZOK && rc != ZNONODE)
-                    return complete(self->ex, *hp, self->to_error(rc, "delete"), false);
-                complete(self->ex, *hp, error_code(), rc == ZOK);
+                    return post_moved(self->ex, *hp, self->to_error(rc, "delete"), false);
+                post_moved(self->ex, *hp, error_code(), rc == ZOK);
             });
         });
     });
@@ -228,25 +218,25 @@ void zookeeper_store::do_status(const std::string& name, asio::any_completion_ha
 {
     auto& m = *impl_;
     if (m.closed)
-        return complete(m.ex, h, error_code(error::closed), lock_status{});
+        return post_moved(m.ex, h, error_code(error::closed), lock_status{});
     if (auto long_path = too_long(m.path_of(name), 0); !long_path.empty()) {
         set_error_text(std::move(long_path));
-        return complete(m.ex, h, error_code(error::invalid_name), lock_status{});
+        return post_moved(m.ex, h, error_code(error::invalid_name), lock_status{});
     }
     auto hp = std::make_shared<asio::any_completion_handler<status_signature>>(std::move(h));
     m.ensure_session([self = impl_, name, hp](error_code ec) {
         if (ec)
-            return complete(self->ex, *hp, ec, lock_status{});
+            return post_moved(self->ex, *hp, ec, lock_status{});
         auto path = self->path_of(name);
         self->zk->get_children(path, [self, path, hp](int rc, std::vector<std::string> children) {
             lock_status s;
             if (rc == ZNONODE)
-                return complete(self->ex, *hp, error_code(), s);
+                return post_moved(self->ex, *hp, error_code(), s);
             if (rc != ZOK)
-                return complete(self->ex, *hp, self->to_error(rc, "children of " + path), s);
+                return post_moved(self->ex, *hp, self->to_error(rc, "children of " + path), s);
             auto sorted = recipe::contenders(std::move(children));
             if (sorted.empty())
-                return complete(self->ex, *hp, error_code(), s);
+                return post_moved(self->ex, *hp, error_code(), s);
             s.held = true;
             s.key = path + "/" + sorted.front();
             s.queued = sorted.size() - 1;
@@ -269,7 +259,7 @@ void zookeeper_store::do_status(const std::string& name, asio::any_completion_ha
                             std::max(out->last_fencing_token, static_cast<std::uint64_t>(st.czxid));
                     }
                     if (--*left == 0)
-                        complete(self->ex, *hp, error_code(), std::move(*out));
+                        post_moved(self->ex, *hp, error_code(), std::move(*out));
                 });
         });
     });

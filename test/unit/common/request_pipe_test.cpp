@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-// The request pipe under memcached and MariaDB (src/common/request_pipe.hpp), fed inputs
+// The request pipe under memcached, MariaDB and PostgreSQL (src/common/request_pipe.hpp), fed inputs
 // with a fake clock: each state against each input, both deadline datings, batches and one
 // at a time, persistent backoff, and a randomised driver that fails at any step while the
 // invariants are checked (each request ends once; one that never left never "may have run").
