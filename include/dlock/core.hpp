@@ -4,6 +4,7 @@
 /// and the in-process memory store. Links against dlock::core alone.
 #pragma once
 
+#include <dlock/capabilities.hpp>
 #include <dlock/config.hpp>
 #include <dlock/election.hpp>
 #include <dlock/error.hpp>

@@ -3,6 +3,7 @@
 /// An in-process store: the store contract without a server, for tests and single-process use.
 #pragma once
 
+#include <dlock/capabilities.hpp>
 #include <dlock/export.hpp>
 #include <dlock/store.hpp>
 
@@ -14,7 +15,7 @@ namespace dlock {
 /// as redis_store within one process; nothing is shared across processes.
 /// @cancellation Not honoured: every operation completes at once (posted).
 /// @threadsafety None: use it from its executor only.
-class DLOCK_API memory_store final : public store {
+class DLOCK_API memory_store final : public store, public latch_capability, public election_capability {
 public:
     /// An empty store whose operations complete on `ex`. With `direct_handoff`, a release
     /// hands the name to the first queued waiter that is still watching (as redis_store
@@ -25,6 +26,9 @@ public:
 
     boost::asio::any_io_executor get_executor() const override;
     store_traits traits() const noexcept override;
+    /// Latches and elections: kept here, as every other lease.
+    latch_capability* latches() noexcept override;
+    election_capability* elections() noexcept override;
     std::string describe() const override;
     using store::watch;
     watch_id watch(const std::string& name, const std::string& token, watch_callback cb) override;

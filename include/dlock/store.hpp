@@ -144,19 +144,16 @@ struct store_traits {
     bool batches_renewals = false;
     /// Lease kinds served (lease_kind values or-ed together).
     unsigned kinds = static_cast<unsigned>(lease_kind::mutex);
-    /// Count-down latches served (the latch operations are implemented).
-    bool latches = false;
-    /// Elections served (proclaim and leader are implemented).
-    bool elections = false;
     /// Leases are whole multiples of this, at least min_ttl and at most max_ttl.
     std::chrono::milliseconds ttl_granularity{1};
     std::chrono::milliseconds min_ttl{1};                                 ///< the shortest lease
     std::chrono::milliseconds max_ttl{std::chrono::milliseconds::max()};  ///< the longest lease
 };
 
-/// What a registry may be asked for beyond the mutex. A store declares what it serves in its
-/// traits (capabilities_of); a registry built with lock_config::needs refuses a store that
-/// lacks one when it is built (registry::config_error(): not_supported), not at first use.
+/// What a registry may be asked for beyond the mutex. A store declares what it serves
+/// (store::capabilities(): its lease kinds, and the latch and election interfaces it
+/// implements); a registry built with lock_config::needs refuses a store that lacks one when
+/// it is built (registry::config_error(): not_supported), not at first use.
 enum class capability : unsigned {
     read_write = 1,  ///< registry::obtain_rw
     semaphore = 2,   ///< registry::obtain_semaphore
@@ -174,7 +171,8 @@ constexpr unsigned operator|(unsigned a, capability b) noexcept
     return a | static_cast<unsigned>(b);
 }
 
-/// What `t` serves, as capability values or-ed together.
+/// What `t` serves of the lease kinds (read_write, semaphore), as capability values or-ed
+/// together; store::capabilities() adds latches and elections.
 constexpr unsigned capabilities_of(const store_traits& t) noexcept
 {
     auto has = [&](lease_kind k) { return (t.kinds & static_cast<unsigned>(k)) != 0; };
@@ -183,12 +181,16 @@ constexpr unsigned capabilities_of(const store_traits& t) noexcept
         c |= static_cast<unsigned>(capability::read_write);
     if (has(lease_kind::permit))
         c |= static_cast<unsigned>(capability::semaphore);
-    if (t.latches)
-        c |= static_cast<unsigned>(capability::latch);
-    if (t.elections)
-        c |= static_cast<unsigned>(capability::election);
     return c;
 }
+
+class latch_capability;
+class election_capability;
+class store;
+namespace detail {
+/// Expires with `s` (objects that may outlive a store skip talking to one that is gone).
+std::weak_ptr<void> lifetime_of(const store& s) noexcept;
+}  // namespace detail
 
 /// A session store's liveness (store_traits::live == per_session).
 enum class session_event : std::uint8_t {
@@ -208,7 +210,7 @@ struct session_info {
 /// The largest count a latch may have (exact in the Lua numbers of the Redis scripts).
 inline constexpr std::uint64_t max_latch_count = std::uint64_t{1} << 40;
 
-/// A count-down latch as the store keeps it (store::async_latch_state).
+/// A count-down latch as the store keeps it (latch_capability::async_latch_state).
 struct latch_state {
     /// The count the latch was created with by its first count-down; 0: no such latch (never
     /// counted down, or expired).
@@ -269,9 +271,13 @@ public:
     /// The server's text of the most recent failed operation (untrusted; empty if none).
     const std::string& last_error_text() const noexcept { return last_error_text_; }
 
-    /// Expires with the store: lets objects that may outlive it (a lock's state held by a
-    /// handler still queued in the io_context) skip talking to a store that is gone.
-    std::weak_ptr<void> lifetime() const noexcept { return lifetime_; }
+    /// The count-down latches the store keeps (dlock/capabilities.hpp); null if it keeps none.
+    virtual latch_capability* latches() noexcept { return nullptr; }
+    /// The elections the store keeps (dlock/capabilities.hpp); null if it keeps none.
+    virtual election_capability* elections() noexcept { return nullptr; }
+    /// What the store serves beyond the mutex, as capability values or-ed together: its
+    /// lease kinds (capabilities_of(traits())), and latches and elections if it keeps them.
+    unsigned capabilities() noexcept;
 
     /// Connects (and checks credentials and permissions where the store can) before first use;
     /// optional: operations connect on demand.
@@ -394,78 +400,6 @@ public:
     /// Stops the callbacks of `id` at once.
     virtual void unwatch(watch_id id) = 0;
 
-    // ---- count-down latch (stores without it answer error::not_supported) ----
-    /// async_count_down's completion: the error, and the count-downs still missing.
-    using count_down_signature = void(boost::system::error_code, std::uint64_t);
-    /// async_latch_state's completion: the error, and the latch as the store keeps it.
-    using latch_state_signature = void(boost::system::error_code, latch_state);
-
-    /// Counts `member` down on the latch `name` of `count`, once per member however often it
-    /// is repeated (so a retry after a lost reply, or a second process with the same member,
-    /// counts once), and sets the latch's expiry to `ttl` from now. Completes with the
-    /// count-downs still missing (0: done). The count-down that brings it to 0 wakes the
-    /// name's watchers (watch_event::released). The first count-down creates the latch with
-    /// `count`; a later one with another count fails with error::count_mismatch and changes
-    /// nothing.
-    /// @completion count_down_signature: `void(error_code, remaining)`.
-    /// @errors invalid_option (count 0 or above max_latch_count, an empty member),
-    /// invalid_lease (a ttl the store cannot set), count_mismatch, not_supported, the store's.
-    /// @cancellation As the store's (see the class); a cancelled count-down may have counted.
-    template <class Token = boost::asio::deferred_t>
-    auto async_count_down(const std::string& name, const std::string& member, std::uint64_t count,
-                          std::chrono::milliseconds ttl, Token&& tok = {})
-    {
-        return boost::asio::async_initiate<Token, count_down_signature>(
-            [this](auto h, const std::string& n, const std::string& m, std::uint64_t c, std::chrono::milliseconds t) {
-                do_count_down(n, m, c, t, std::move(h));
-            },
-            tok, name, member, count, ttl);
-    }
-
-    /// The latch `name` as the store keeps it ({0, 0} if there is none). Changes nothing.
-    /// @completion latch_state_signature: `void(error_code, latch_state)`.
-    /// @errors not_supported, the store's.
-    /// @cancellation As the store's (see the class).
-    template <class Token = boost::asio::deferred_t>
-    auto async_latch_state(const std::string& name, Token&& tok = {})
-    {
-        return boost::asio::async_initiate<Token, latch_state_signature>(
-            [this](auto h, const std::string& n) { do_latch_state(n, std::move(h)); }, tok, name);
-    }
-
-    // ---- elections (stores without them answer error::not_supported) ----
-    /// async_proclaim's completion: the error, and whether the value was written.
-    using proclaim_signature = void(boost::system::error_code, bool);
-    /// async_leader's completion: the error, and the holder with its value.
-    using leader_signature = void(boost::system::error_code, lock_status);
-
-    /// Stores `value` with the lease `key` (as lock_status::value) if that lease still holds
-    /// the name, and wakes the name's watchers (watch_event::released) so that observers
-    /// read it. false: the lease no longer holds the name; nothing was written. The value
-    /// goes with the lease: a release, an expiry or a hand-off drops it.
-    /// @completion proclaim_signature: `void(error_code, bool written)`.
-    /// @errors not_supported, the store's.
-    /// @cancellation As the store's (see the class); a cancelled write may still land.
-    template <class Token = boost::asio::deferred_t>
-    auto async_proclaim(const lease_key& key, const std::string& value, Token&& tok = {})
-    {
-        return boost::asio::async_initiate<Token, proclaim_signature>(
-            [this](auto h, const lease_key& k, const std::string& v) { do_proclaim(k, v, std::move(h)); }, tok, key,
-            value);
-    }
-
-    /// The name's holder with its proclaimed value (lock_status::value): held, fencing_token,
-    /// ttl, holder, value. Changes nothing.
-    /// @completion leader_signature: `void(error_code, lock_status)`.
-    /// @errors not_supported, the store's.
-    /// @cancellation As the store's (see the class).
-    template <class Token = boost::asio::deferred_t>
-    auto async_leader(const std::string& name, Token&& tok = {})
-    {
-        return boost::asio::async_initiate<Token, leader_signature>(
-            [this](auto h, const std::string& n) { do_leader(n, std::move(h)); }, tok, name);
-    }
-
     /// Per-session stores: the current session (generation 0 if none).
     virtual session_info session() const noexcept { return {}; }
     /// Per-session stores: calls `cb` on each session event. Stop with unwatch().
@@ -479,9 +413,14 @@ public:
     bool direct_handoff() const noexcept { return traits().direct_handoff; }
 
 private:
+    friend std::weak_ptr<void> detail::lifetime_of(const store& s) noexcept;
     std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
 
 protected:
+    /// Expires with the store: lets objects that may outlive it (a lock's state held by a
+    /// handler still queued in the io_context) skip talking to a store that is gone.
+    std::weak_ptr<void> lifetime() const noexcept { return lifetime_; }
+
     // What a backend implements: each do_* starts the operation of the same name and must
     // complete `h` as the class's contract says (on the executor, never inside the call).
 
@@ -498,19 +437,6 @@ protected:
     virtual void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) = 0;
     /// async_status.
     virtual void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) = 0;
-
-    /// async_count_down. Default: error::not_supported (posted).
-    virtual void do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
-                               std::chrono::milliseconds ttl,
-                               boost::asio::any_completion_handler<count_down_signature> h);
-    /// async_latch_state. Default: error::not_supported (posted).
-    virtual void do_latch_state(const std::string& name, boost::asio::any_completion_handler<latch_state_signature> h);
-
-    /// async_proclaim. Default: error::not_supported (posted).
-    virtual void do_proclaim(const lease_key& key, const std::string& value,
-                             boost::asio::any_completion_handler<proclaim_signature> h);
-    /// async_leader. Default: error::not_supported (posted).
-    virtual void do_leader(const std::string& name, boost::asio::any_completion_handler<leader_signature> h);
 
     /// Keeps the server's text of a failure for last_error_text().
     void set_error_text(std::string text) { last_error_text_ = std::move(text); }

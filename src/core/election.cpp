@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // Leader election: campaign = acquire the name's mutex + a fenced proclaim; observers read
 // the leader on every announcement and at the end of the leader's lease.
+#include <dlock/capabilities.hpp>
 #include <dlock/election.hpp>
 #include <dlock/error.hpp>
 #include <dlock/registry.hpp>
@@ -38,6 +39,16 @@ namespace detail {
 /// What every copy of an election shares.
 struct election_core : primitive_core {
     dlock::lock lk;
+    election_capability* ops = nullptr;  // the store's elections (null: it keeps none)
+
+    // async_leader, or not_supported (posted) from a store that keeps no elections.
+    template <class F>
+    void read_leader(F f)
+    {
+        if (!ops)
+            return asio::post(ex, [f = std::move(f)]() mutable { f(error_code(error::not_supported), lock_status{}); });
+        ops->async_leader(store_name, std::move(f));
+    }
 
     static leadership make(guard g, std::shared_ptr<election_core> c, std::string value)
     {
@@ -56,7 +67,9 @@ struct election_core : primitive_core {
                 co_return error::lock_lost;
             if (!c->store_alive())
                 co_return error::closed;
-            auto [ec, owned] = co_await c->st->async_proclaim(key, value, asio::as_tuple(asio::use_awaitable));
+            if (!c->ops)
+                co_return error::not_supported;
+            auto [ec, owned] = co_await c->ops->async_proclaim(key, value, asio::as_tuple(asio::use_awaitable));
             if (!ec)
                 co_return owned ? error_code() : error_code(error::lock_lost);
             if (!is_transient(ec))
@@ -103,7 +116,7 @@ struct observer_core : watched_read<election_core, observer_core, lock_status>,
 
     // The loop's steps (core/watched_read.hpp); the observer's owner keeps it alive.
     std::weak_ptr<observer_core> hold() { return weak_from_this(); }
-    void read_store(read_callback f) { c->st->async_leader(c->store_name, std::move(f)); }
+    void read_store(read_callback f) { c->read_leader(std::move(f)); }
     void failed(error_code ec) { fail(ec); }
 
     bool take(const lock_status& st)
@@ -270,6 +283,7 @@ void leader_observer::next_impl(const std::shared_ptr<detail::observer_core>& c,
 election::election(registry& reg, std::string_view name) : c_(std::make_shared<detail::election_core>())
 {
     c_->bind(reg, name);
+    c_->ops = c_->st->elections();
     c_->lk = reg.obtain(name);
 }
 
@@ -310,12 +324,11 @@ void election::leader_impl(const std::shared_ptr<detail::election_core>& c,
     if (!c->store_alive())
         return detail::post_completion(c->ex, std::move(h), make_error_code(error::closed), leader_info{});
     auto slot = asio::get_associated_cancellation_slot(h);
-    c->st->async_leader(c->store_name,
-                        asio::bind_cancellation_slot(slot, [ex = c->ex, h = detail::keep_work(std::move(h), c->ex)](
-                                                               error_code ec, lock_status st) mutable {
-                            auto info = ec ? leader_info{} : detail::to_leader(st);
-                            detail::post_completion(ex, std::move(h), ec, std::move(info));
-                        }));
+    c->read_leader(asio::bind_cancellation_slot(
+        slot, [ex = c->ex, h = detail::keep_work(std::move(h), c->ex)](error_code ec, lock_status st) mutable {
+            auto info = ec ? leader_info{} : detail::to_leader(st);
+            detail::post_completion(ex, std::move(h), ec, std::move(info));
+        }));
 }
 
 leader_observer election::observe()

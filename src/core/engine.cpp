@@ -66,8 +66,8 @@ fsm_config make_fsm_config(const lock_config& c, const store_traits& t, lease_ki
 }  // namespace
 
 registry_state::registry_state(store& s, lock_config c)
-    : st(s), ex(s.get_executor()), store_alive(s.lifetime()), cfg(std::move(c)), traits(s.traits()),
-      config_error(validate_config(cfg, traits)), client_id(make_client_id()),
+    : st(s), ex(s.get_executor()), store_alive(lifetime_of(s)), cfg(std::move(c)), traits(s.traits()),
+      config_error(validate_config(cfg, traits, s.capabilities())), client_id(make_client_id()),
       rng(std::random_device{}()), fsm_exclusive{make_fsm_config(cfg, traits, lease_kind::mutex), stats, rng, client_id,
                                                  lease_seq},
       fsm_shared{make_fsm_config(cfg, traits, lease_kind::read), stats, rng, client_id, lease_seq}

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // The count-down latch: count-downs retried with the same member, waits that watch, check,
 // then sleep until the store reports a change.
+#include <dlock/capabilities.hpp>
 #include <dlock/error.hpp>
 #include <dlock/latch.hpp>
 #include <dlock/registry.hpp>
@@ -33,6 +34,7 @@ namespace detail {
 
 /// What every copy of a latch shares: the store, the name as the store sees it, the settings.
 struct latch_core : primitive_core {
+    latch_capability* ops = nullptr;  // the store's latches (null: it keeps none)
     std::uint64_t count = 0;
     milliseconds ttl{0};
     error_code invalid;         // the settings' verdict, reported by every operation
@@ -72,7 +74,7 @@ struct count_down_op : std::enable_shared_from_this<count_down_op> {
     {
         if (!c->store_alive())
             return finish(error::closed, 0);
-        c->st->async_count_down(
+        c->ops->async_count_down(
             c->store_name, member, c->count, c->ttl,
             [self = shared_from_this()](error_code ec, std::uint64_t remaining) { self->on_reply(ec, remaining); });
     }
@@ -139,7 +141,7 @@ struct wait_op : watched_read<latch_core, wait_op, latch_state>, std::enable_sha
 
     // The loop's steps (core/watched_read.hpp); the watch holds the operation until finish() unwatches it.
     std::shared_ptr<wait_op> hold() { return shared_from_this(); }
-    void read_store(read_callback f) { c->st->async_latch_state(c->store_name, std::move(f)); }
+    void read_store(read_callback f) { c->ops->async_latch_state(c->store_name, std::move(f)); }
     void failed(error_code ec) { post_finish(ec); }
     bool take(const latch_state& st)
     {
@@ -193,7 +195,7 @@ struct count_op : std::enable_shared_from_this<count_op> {
     {
         if (!c->store_alive())
             return finish(error::closed, 0);
-        c->st->async_latch_state(
+        c->ops->async_latch_state(
             c->store_name, [self = shared_from_this()](error_code ec, latch_state st) { self->on_state(ec, st); });
     }
 
@@ -236,7 +238,8 @@ latch::latch(registry& reg, std::string_view name, std::uint64_t count, latch_co
     c.count = count;
     c.ttl = cfg.ttl;
     c.invalid = detail::validate_name(lc, name);
-    if (!c.invalid && !c.st->traits().latches)
+    c.ops = c.st->latches();
+    if (!c.invalid && !c.ops)
         c.invalid = error::not_supported;  // known now: no store round trip to learn it
     if (!c.invalid && (count == 0 || count > max_latch_count))
         c.invalid = error::invalid_option;

@@ -19,7 +19,8 @@ milliseconds effective_renew_interval(const lock_config& cfg) noexcept
     return std::max(cfg.lease / 3, milliseconds(1));
 }
 
-boost::system::error_code validate_config(const lock_config& cfg, const store_traits& traits) noexcept
+boost::system::error_code validate_config(const lock_config& cfg, const store_traits& traits,
+                                          std::optional<unsigned> capabilities) noexcept
 {
     if (cfg.drift.count() < 0 || cfg.renew_interval.count() < 0 || cfg.drift > max_lease ||
         cfg.renew_interval > max_lease)
@@ -35,7 +36,7 @@ boost::system::error_code validate_config(const lock_config& cfg, const store_tr
         return error::invalid_lease;
     if (cfg.backoff_min.count() <= 0 || cfg.backoff_max < cfg.backoff_min || cfg.backoff_max > max_lease)
         return error::invalid_option;
-    if (cfg.needs & ~capabilities_of(traits))
+    if (cfg.needs & ~capabilities.value_or(capabilities_of(traits)))
         return error::not_supported;  // asked for what the store does not serve
     return {};
 }

@@ -9,6 +9,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
+#include <optional>
 #include <string_view>
 
 namespace dlock::detail {
@@ -25,8 +26,11 @@ milliseconds effective_renew_interval(const lock_config& cfg) noexcept;
 inline constexpr milliseconds max_lease{milliseconds(1) * (std::int64_t{1} << 40)};  // ~34 years
 
 /// invalid_lease if the settings cannot give a usable lease on a store with `traits`
-/// (including a lease the store cannot set); invalid_option for bad backoff settings.
-boost::system::error_code validate_config(const lock_config& cfg, const store_traits& traits = {}) noexcept;
+/// (including a lease the store cannot set); invalid_option for bad backoff settings;
+/// not_supported if cfg.needs asks for what the store does not serve (`capabilities`:
+/// store::capabilities(); by default what `traits` serves).
+boost::system::error_code validate_config(const lock_config& cfg, const store_traits& traits = {},
+                                          std::optional<unsigned> capabilities = std::nullopt) noexcept;
 /// invalid_name for an empty or oversized name.
 boost::system::error_code validate_name(const lock_config& cfg, std::string_view name) noexcept;
 

@@ -175,11 +175,19 @@ store_traits memory_store::traits() const noexcept
     t.direct_handoff = impl_->direct;
     t.kinds = static_cast<unsigned>(lease_kind::mutex) | static_cast<unsigned>(lease_kind::read) |
               static_cast<unsigned>(lease_kind::write) | static_cast<unsigned>(lease_kind::permit);
-    t.latches = true;
-    t.elections = true;
     t.durable_fencing = false;  // a process's memory
     t.max_ttl = detail::max_lease;
     return t;
+}
+
+latch_capability* memory_store::latches() noexcept
+{
+    return this;
+}
+
+election_capability* memory_store::elections() noexcept
+{
+    return this;
 }
 
 std::string memory_store::describe() const

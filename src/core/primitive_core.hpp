@@ -33,7 +33,7 @@ struct primitive_core {
     {
         const auto& lc = reg.config();
         st = &reg.get_store();
-        alive = st->lifetime();
+        alive = lifetime_of(*st);
         ex = st->get_executor();
         name = std::string(n);
         store_name = lc.prefix.empty() ? name : lc.prefix + ":" + name;

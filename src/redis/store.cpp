@@ -202,13 +202,23 @@ store_traits redis_store::traits() const noexcept
     t.direct_handoff = impl_->wait_replicas <= 0 && impl_->scripting;
     t.max_ttl = detail::redis_max_ttl;
     t.batches_renewals = impl_->scripting;
-    t.latches = t.elections = impl_->scripting;  // the no-scripting mode keeps neither
     // Read-write locks and semaphores need the scripts, and WAIT could not cover their
     // hand-offs either.
     if (t.direct_handoff)
         t.kinds |= static_cast<unsigned>(lease_kind::read) | static_cast<unsigned>(lease_kind::write) |
                    static_cast<unsigned>(lease_kind::permit);
     return t;
+}
+
+// The no-scripting mode keeps neither.
+latch_capability* redis_store::latches() noexcept
+{
+    return impl_->scripting ? this : nullptr;
+}
+
+election_capability* redis_store::elections() noexcept
+{
+    return impl_->scripting ? this : nullptr;
 }
 
 std::string redis_store::describe() const

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 // README.md's store x primitive x guarantee table, made from what each store says of itself:
 // traits() (kinds, hand-off, notifications, liveness, loss, fencing, lease lengths), and, for
-// latches and elections (not in traits), whether the store refuses them with not_supported.
+// latches and elections, whether the store hands out their interfaces (store::latches(),
+// store::elections()).
 //   dlock_store_table            prints the table (paste it between the README's markers)
 //   dlock_store_table README.md  exit 1, with the differences, if the README's table is not it
 // Builds each store on an address nobody listens on: nothing here needs a server.
@@ -136,16 +137,8 @@ std::string table()
         asio::io_context io;
         auto s = r.make(io.get_executor());
         const auto t = s->traits();
-        // Latches and elections are not in traits: a store without them refuses them at once
-        // (a posted not_supported); one with them starts talking to its (absent) server.
-        bool latch = true, election = true;
-        s->async_latch_state("probe", [&](boost::system::error_code ec, dlock::latch_state) {
-            latch = ec != dlock::error::not_supported;
-        });
-        s->async_leader("probe", [&](boost::system::error_code ec, dlock::lock_status) {
-            election = ec != dlock::error::not_supported;
-        });
-        io.poll();
+        // Latches and elections: the interfaces the store hands out.
+        bool latch = s->latches() != nullptr, election = s->elections() != nullptr;
         s->close();
         io.poll();
         out << "| " << r.label << " | " << yes(serves(t, dlock::lease_kind::mutex)) << " | "

@@ -3,6 +3,7 @@
 /// The Redis store: one round trip per operation through Lua scripts, pub/sub wake-ups.
 #pragma once
 
+#include <dlock/capabilities.hpp>
 #include <dlock/export.hpp>
 #include <dlock/redis/config.hpp>
 #include <dlock/redis/connection.hpp>
@@ -67,7 +68,7 @@ struct redis_store_options {
 /// have taken the lease). Not honoured by async_connect, by a renewal sent in one batch with
 /// others, or with scripting off (transactions).
 /// @threadsafety None: one single-threaded executor, as redis::connection.
-class DLOCK_API redis_store final : public store {
+class DLOCK_API redis_store final : public store, public latch_capability, public election_capability {
 public:
     /// Opens two connections: one for commands, one subscriber. `ns` namespaces all keys.
     redis_store(boost::asio::any_io_executor ex, redis::config cfg, std::string ns = "dlock");
@@ -81,6 +82,9 @@ public:
     /// WAITed for); mutex leases of 1 ms up to 2^46 ms (Redis refuses expiry times that
     /// overflow; longer ones fail with error::invalid_lease before anything is sent).
     store_traits traits() const noexcept override;
+    /// Latches and elections, one script each: null with scripting off (transactions keep neither).
+    latch_capability* latches() noexcept override;
+    election_capability* elections() noexcept override;
     /// "redis redis://host:port/db" (or the Sentinel master), password never shown.
     std::string describe() const override;
     using store::watch;

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: BSL-1.0
-// Capabilities: what a store declares it serves (capabilities_of its traits), and a
+// Capabilities: what a store declares it serves (its lease kinds, the latch and election
+// interfaces it hands out: store::capabilities()), and a
 // registry built with lock_config::needs refusing a store that lacks one at construction
 // (registry::config_error()), so that nothing waits for a first use to find out.
+#include <dlock/capabilities.hpp>
+#include <dlock/election.hpp>
 #include <dlock/error.hpp>
 #include <dlock/latch.hpp>
 #include <dlock/memory_store.hpp>
@@ -86,19 +89,25 @@ error_code acquire_error(asio::io_context& io, dlock::registry& reg, const std::
 
 BOOST_AUTO_TEST_SUITE(capabilities)
 
-BOOST_AUTO_TEST_CASE(traits_say_what_a_store_serves)
+BOOST_AUTO_TEST_CASE(a_store_says_what_it_serves)
 {
     dlock::store_traits t;
     BOOST_TEST(dlock::capabilities_of(t) == 0u);  // the mutex only
     t.kinds |= static_cast<unsigned>(dlock::lease_kind::read);
     BOOST_TEST(dlock::capabilities_of(t) == 0u);  // a read lease without a write lease is no read-write lock
     t.kinds |= static_cast<unsigned>(dlock::lease_kind::write) | static_cast<unsigned>(dlock::lease_kind::permit);
-    t.latches = true;
-    BOOST_TEST(dlock::capabilities_of(t) == (capability::read_write | capability::semaphore | capability::latch));
+    BOOST_TEST(dlock::capabilities_of(t) == (capability::read_write | capability::semaphore));
+    // Latches and elections are interfaces a store implements and hands out.
     asio::io_context io;
     dlock::memory_store mem(io.get_executor());
-    BOOST_TEST(dlock::capabilities_of(mem.traits()) ==
+    BOOST_TEST(mem.capabilities() ==
                (capability::read_write | capability::semaphore | capability::latch | capability::election));
+    BOOST_TEST(mem.latches() == static_cast<dlock::latch_capability*>(&mem));
+    BOOST_TEST(mem.elections() == static_cast<dlock::election_capability*>(&mem));
+    mutex_only_store st(mem);
+    BOOST_TEST(st.capabilities() == 0u);
+    BOOST_TEST(!st.latches());
+    BOOST_TEST(!st.elections());
 }
 
 BOOST_AUTO_TEST_CASE(a_registry_refuses_a_store_that_lacks_what_it_needs_when_built)
@@ -131,6 +140,19 @@ BOOST_AUTO_TEST_CASE(a_latch_on_a_store_without_latches_fails_without_a_round_tr
     dlock::latch l(reg, "gate", 2);
     error_code got = dlock::error::timeout;
     l.count_down([&](error_code ec, std::uint64_t) { got = ec; });
+    io.run();
+    BOOST_TEST((got == dlock::error::not_supported));
+}
+
+BOOST_AUTO_TEST_CASE(an_election_on_a_store_without_elections_fails_not_supported)
+{
+    asio::io_context io;
+    dlock::memory_store mem(io.get_executor());
+    mutex_only_store st(mem);
+    dlock::registry reg(st, {.lease = 5s});
+    dlock::election e(reg, "chair");
+    error_code got = dlock::error::timeout;
+    e.leader([&](error_code ec, dlock::leader_info) { got = ec; });
     io.run();
     BOOST_TEST((got == dlock::error::not_supported));
 }
