@@ -216,8 +216,9 @@ public:
 
     /// Waits to become leader, then proclaims `value`: completes with the leadership.
     /// @completion campaign_signature: `void(error_code, leadership)`.
-    /// @errors Those of lock::acquire, then of proclaim (lock_lost if the lease was lost
-    /// before the value was written; not_supported from a store without elections).
+    /// @errors not_supported at once from a store without elections; then those of
+    /// lock::acquire, then of proclaim (lock_lost if the lease was lost before the value
+    /// was written).
     /// @cancellation Terminal, partial, total: stops waiting; a lease already taken is
     /// released, so nothing is left behind.
     template <class Token = boost::asio::deferred_t>

@@ -277,7 +277,7 @@ public:
     virtual election_capability* elections() noexcept { return nullptr; }
     /// What the store serves beyond the mutex, as capability values or-ed together: its
     /// lease kinds (capabilities_of(traits())), and latches and elections if it keeps them.
-    unsigned capabilities() noexcept;
+    unsigned capabilities() const noexcept;
 
     /// Connects (and checks credentials and permissions where the store can) before first use;
     /// optional: operations connect on demand.

@@ -89,6 +89,8 @@ public:
     /// The key watched now (empty: none).
     const std::string& watching() const noexcept { return watching_; }
     std::vector<wait_action>& actions() noexcept { return actions_; }
+    /// drive() is performing this wait's actions (an input raised meanwhile waits for it).
+    bool driving = false;
 
 private:
     using type = wait_action::type;
@@ -110,16 +112,24 @@ private:
     std::vector<wait_action> actions_;
 };
 
-/// Feeds one input (`in(wait)`) and performs its actions with `perform(action)` in order;
-/// inputs an action raises meanwhile are fed by their own call and performed there.
+/// Feeds one input (`in(wait)`) and performs its actions with `perform(action)` in order.
+/// An input an action raises meanwhile is fed at once, and its actions are performed after
+/// the rest of the batch by the outer call (never nested, as pipe_host does).
 template <class Input, class Perform>
 void drive(predecessor_wait& w, Input&& in, Perform&& perform)
 {
     in(w);
-    auto batch = std::move(w.actions());
-    w.actions().clear();
-    for (auto& a : batch)
-        perform(a);
+    if (w.driving)
+        return;
+    w.driving = true;
+    std::vector<wait_action> batch;
+    while (!w.actions().empty()) {
+        batch.swap(w.actions());
+        for (auto& a : batch)
+            perform(a);
+        batch.clear();
+    }
+    w.driving = false;
 }
 
 /// A store's waits, one per (name, token). `Entry` has `name`, `token` and `wait`; the

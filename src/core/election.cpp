@@ -303,6 +303,8 @@ void election::campaign_impl(const std::shared_ptr<detail::election_core>& c, st
 {
     if (!c->store_alive())
         return detail::post_completion(c->ex, std::move(h), make_error_code(error::closed), leadership());
+    if (!c->ops)  // known now: no lock to wait for first
+        return detail::post_completion(c->ex, std::move(h), make_error_code(error::not_supported), leadership());
     auto body = [](std::shared_ptr<detail::election_core> c, std::string value) -> asio::awaitable<leadership> {
         co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
         guard g = co_await c->lk.acquire(asio::use_awaitable);

@@ -142,7 +142,8 @@ struct wait_op : watched_read<latch_core, wait_op, latch_state>, std::enable_sha
     // The loop's steps (core/watched_read.hpp); the watch holds the operation until finish() unwatches it.
     std::shared_ptr<wait_op> hold() { return shared_from_this(); }
     void read_store(read_callback f) { c->ops->async_latch_state(c->store_name, std::move(f)); }
-    void failed(error_code ec) { post_finish(ec); }
+    // A store gone is found inside check(), which may run in start(): finish from a post.
+    void failed(error_code ec) { ec == error::closed ? post_finish(ec) : finish(ec); }
     bool take(const latch_state& st)
     {
         if (st.count != 0 && st.count != c->count)

@@ -11,12 +11,13 @@ void store::do_connect(boost::asio::any_completion_handler<connect_signature> h)
     detail::post_completion(get_executor(), std::move(h), boost::system::error_code());
 }
 
-unsigned store::capabilities() noexcept
+unsigned store::capabilities() const noexcept
 {
     auto c = capabilities_of(traits());
-    if (latches())
+    auto& self = const_cast<store&>(*this);  // only asks whether they exist
+    if (self.latches())
         c |= static_cast<unsigned>(capability::latch);
-    if (elections())
+    if (self.elections())
         c |= static_cast<unsigned>(capability::election);
     return c;
 }

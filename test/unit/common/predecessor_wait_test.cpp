@@ -290,7 +290,30 @@ BOOST_AUTO_TEST_CASE(a_queue_moves_up_until_the_grant)
     BOOST_TEST(take(w).empty());
 }
 
-BOOST_AUTO_TEST_CASE(drive_performs_in_order_and_inputs_raised_meanwhile_run_by_themselves)
+BOOST_AUTO_TEST_CASE(drive_performs_in_order_and_inputs_raised_meanwhile_after_the_batch)
+{
+    std::minstd_rand rng(1);
+    predecessor_wait w(&rng);
+    for (auto& f : setups[2].path)  // checking, "a" watched
+        f(w);
+    w.actions().clear();
+    strings done;
+    std::function<void(const wait_action&)> perform = [&](const wait_action& a) {
+        done.push_back(text(a));
+        if (a.t == wait_action::type::cancel_watch && done.size() == 1)  // a store whose cancel tells at once
+            drive(
+                w, [](predecessor_wait& x) { x.on_lost(); }, perform);
+    };
+    drive(
+        w, [](predecessor_wait& x) { x.on_behind("b", 9); }, perform);
+    // The watch of "b" is asked before the lost input's actions run: order kept, none nested.
+    BOOST_TEST((done == strings{"cancel watch", "watch b", "cancel watch", "resync"}));
+    BOOST_TEST(w.done());
+    BOOST_TEST(!w.driving);
+    BOOST_TEST(w.actions().empty());
+}
+
+BOOST_AUTO_TEST_CASE(an_input_raised_while_checking_ends_the_wait_after_the_check_is_asked)
 {
     predecessor_wait w;
     strings done;

@@ -151,10 +151,13 @@ BOOST_AUTO_TEST_CASE(an_election_on_a_store_without_elections_fails_not_supporte
     mutex_only_store st(mem);
     dlock::registry reg(st, {.lease = 5s});
     dlock::election e(reg, "chair");
-    error_code got = dlock::error::timeout;
+    error_code got = dlock::error::timeout, campaigned = dlock::error::timeout;
     e.leader([&](error_code ec, dlock::leader_info) { got = ec; });
+    e.campaign("me", [&](error_code ec, dlock::leadership) { campaigned = ec; });
     io.run();
     BOOST_TEST((got == dlock::error::not_supported));
+    BOOST_TEST((campaigned == dlock::error::not_supported));
+    BOOST_TEST(st.attempts == 0u);  // refused before taking the lock it would have proclaimed under
 }
 
 BOOST_AUTO_TEST_SUITE_END()
