@@ -6,6 +6,7 @@
 // complete, up, down.
 #pragma once
 
+#include "common/action_loop.hpp"
 #include "common/request_pipe.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -38,17 +39,7 @@ public:
     void input(F&& f)
     {
         std::forward<F>(f)(pipe, request_pipe::clock_type::now());
-        if (performing_)
-            return;
-        performing_ = true;
-        std::vector<pipe_action> batch;
-        while (!pipe.actions().empty()) {
-            batch.swap(pipe.actions());
-            for (auto& a : batch)
-                handle(a);
-            batch.clear();
-        }
-        performing_ = false;
+        perform_in_order(pipe.actions(), performing_, [this](const pipe_action& a) { handle(a); });
     }
 
     /// A new request: its id for the pipe.

@@ -19,6 +19,7 @@
 // watched or timed is cancelled first.
 #pragma once
 
+#include "common/action_loop.hpp"
 #include "common/backoff.hpp"
 #include "common/watch_table.hpp"
 
@@ -119,17 +120,7 @@ template <class Input, class Perform>
 void drive(predecessor_wait& w, Input&& in, Perform&& perform)
 {
     in(w);
-    if (w.driving)
-        return;
-    w.driving = true;
-    std::vector<wait_action> batch;
-    while (!w.actions().empty()) {
-        batch.swap(w.actions());
-        for (auto& a : batch)
-            perform(a);
-        batch.clear();
-    }
-    w.driving = false;
+    perform_in_order(w.actions(), w.driving, perform);
 }
 
 /// A store's waits, one per (name, token). `Entry` has `name`, `token` and `wait`; the
