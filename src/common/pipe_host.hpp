@@ -2,8 +2,8 @@
 // What every driver of a request pipe (src/common/request_pipe.hpp) does the same way: it
 // feeds the machine an input with the time, then performs the actions in order, inputs
 // raised meanwhile appended to the same loop (never a nested one); the one timer is kept
-// here. The driver (memcached, MariaDB, PostgreSQL) performs the rest: connect, write, flush, reset,
-// complete, up, down.
+// here. The driver (memcached, MariaDB, PostgreSQL) performs the rest through named hooks:
+// on_connect, on_write, on_flush, on_reset, on_complete, on_up, on_down.
 #pragma once
 
 #include "common/action_loop.hpp"
@@ -22,9 +22,11 @@
 
 namespace dlock::detail {
 
-/// `Driver` derives from this and from std::enable_shared_from_this<Driver>, and has
-/// `void perform(const pipe_action&)`. `Request` is the driver's side of a request (its
-/// body, handler and reply), kept here by the pipe's id.
+/// `Driver` derives from this and from std::enable_shared_from_this<Driver>, and has the
+/// hooks `on_connect(gen)`, `on_write(gen, id)`, `on_reset(gen)` and `on_complete(id, ec)`;
+/// `on_flush(gen)`, `on_up(gen)` and `on_down(gen)` do nothing unless it hides them.
+/// `Request` is the driver's side of a request (its body, handler and reply), kept here by
+/// the pipe's id.
 template <class Driver, class Request>
 class pipe_host {
 public:
@@ -74,16 +76,16 @@ public:
                 p.on_connected(gen, now);
         });
     }
-    /// The SQL drivers' failed connect: the requests waiting for it (not written) fail with
-    /// `why`, the client library's text, as their reply's message.
-    void connect_failed_text(const std::string& why)
-    {
-        for (auto& [id, r] : requests_)
-            if (!r.written)
-                r.res.message = why;
-    }
 
 protected:
+    // The hooks a driver need not have: one request at a time sends each as it is written,
+    // and nobody listens for up and down.
+    void on_flush(std::uint64_t) {}
+    void on_up(std::uint64_t) {}
+    void on_down(std::uint64_t) {}
+    /// The requests kept, by id.
+    std::unordered_map<std::uint64_t, Request>& requests() noexcept { return requests_; }
+
     std::minstd_rand rng_;
     request_pipe pipe;
 
@@ -91,11 +93,23 @@ private:
     void handle(const pipe_action& a)
     {
         using type = pipe_action::type;
-        if (a.t == type::cancel_timer)
-            return void(timer_.cancel());
-        if (a.t != type::set_timer)
-            return static_cast<Driver*>(this)->perform(a);
-        timer_.expires_at(a.at);
+        auto& d = *static_cast<Driver*>(this);
+        switch (a.t) {
+        case type::connect: return d.on_connect(a.gen);
+        case type::write: return d.on_write(a.gen, a.id);
+        case type::flush: return d.on_flush(a.gen);
+        case type::reset: return d.on_reset(a.gen);
+        case type::complete: return d.on_complete(a.id, a.ec);
+        case type::up: return d.on_up(a.gen);
+        case type::down: return d.on_down(a.gen);
+        case type::cancel_timer: return void(timer_.cancel());
+        case type::set_timer: return arm(a.at);
+        }
+    }
+
+    void arm(request_pipe::time_point at)
+    {
+        timer_.expires_at(at);
         timer_.async_wait([weak = static_cast<Driver*>(this)->weak_from_this()](boost::system::error_code ec) {
             if (auto self = weak.lock(); self && !ec)  // an early one is harmless: the machine re-arms
                 self->input([](request_pipe& p, request_pipe::time_point now) { p.on_timer(now); });

@@ -29,15 +29,14 @@ error_code etcd_store::impl::reply_failed(error_code ec, const http_reply& r, re
     return {};
 }
 
-etcd_store::etcd_store(asio::any_io_executor ex, etcd::config cfg) : impl_(std::make_shared<impl>(ex, std::move(cfg)))
+etcd_store::etcd_store(asio::any_io_executor ex, etcd::config cfg)
+    : impl_(std::make_shared<impl>(ex, std::move(cfg), keep_error_text()))
 {
-    impl_->owner = this;
 }
 
 etcd_store::~etcd_store()
 {
     close();
-    impl_->owner = nullptr;
 }
 
 asio::any_io_executor etcd_store::get_executor() const

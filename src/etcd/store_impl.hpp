@@ -12,10 +12,7 @@
 #include "common/backoff.hpp"
 #include "common/post_completion.hpp"
 #include "common/predecessor_wait.hpp"
-#include "common/session_gate.hpp"
-#include "common/session_life.hpp"
-#include "common/token_order.hpp"
-#include "common/watch_table.hpp"
+#include "common/session_store_state.hpp"
 #include "etcd/codec.hpp"
 #include "etcd/http_pool.hpp"
 #include "etcd/key_slots.hpp"
@@ -29,31 +26,22 @@
 
 namespace dlock {
 
-struct etcd_store::impl : std::enable_shared_from_this<impl> {
-    using error_code = boost::system::error_code;
-    using milliseconds = std::chrono::milliseconds;
-    using clock_type = std::chrono::steady_clock;
-    using key_pair = std::pair<std::string, std::string>;  // (name, token)
+struct etcd_store::impl : dlock::detail::session_store_state<etcd::config, etcd_store::error_text_keeper>,
+                          std::enable_shared_from_this<impl> {
     using acquire_handler = boost::asio::any_completion_handler<acquire_signature>;
     using release_handler = boost::asio::any_completion_handler<bool_signature>;
 
-    impl(boost::asio::any_io_executor e, etcd::config c)
-        : ex(e), cfg(std::move(c)), pool(e, cfg), keepalive_timer(e), deadline_timer(e), watches(e)
+    impl(boost::asio::any_io_executor e, etcd::config c, error_text_keeper keep)
+        : session_store_state(e, std::move(c), std::move(keep)), pool(e, cfg), keepalive_timer(e), deadline_timer(e)
     {
     }
 
-    boost::asio::any_io_executor ex;
-    etcd::config cfg;
     etcd::detail::http_pool pool;
-    etcd_store* owner = nullptr;  // null once the store is gone
-    bool closed = false;
     bool probed = false;  // the gateway answered as etcd once
     std::minstd_rand rng{std::random_device{}()};
 
-    // ---- the session: one etcd lease (session.cpp) ----
-    std::int64_t lease = 0;            // 0: none (life.id() as etcd numbers it)
-    dlock::detail::session_life life;  // its events, keep-alive schedule and deadline
-    dlock::detail::session_gate gate;  // acquires waiting for a lease
+    // ---- the session: one etcd lease (session.cpp; life and gate in the kit's state) ----
+    std::int64_t lease = 0;  // 0: none (life.id() as etcd numbers it)
     boost::asio::steady_timer keepalive_timer, deadline_timer;
 
     void ensure_session(std::int64_t want_s, std::function<void(error_code)> cont);
@@ -66,8 +54,6 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
 
     // ---- keys, acquires and releases (acquire.cpp) ----
     etcd::detail::key_slots slots;
-    dlock::detail::token_order order;       // a release waits for its token's acquire
-    std::map<std::string, bool> contended;  // another token of ours asked while one of ours held
 
     std::string range_of(const std::string& name) const { return cfg.prefix + name + "/"; }
     std::string slot_key(const std::string& name, std::size_t slot) const;
@@ -79,9 +65,7 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
     void release(const lease_key& k, release_handler h, bool again = false);
     void release_later(const lease_key& k, release_handler h);
 
-    // ---- watches: the table, queued tokens (queue.cpp), names (name_watch.cpp) ----
-    dlock::detail::watch_table watches;
-
+    // ---- watches (the table in the kit's state): queued tokens (queue.cpp), names (name_watch.cpp) ----
     // A queued token waiting for its predecessor's key to go: the kit's machine decides
     // (common/predecessor_wait.hpp), queue.cpp reads, watches and tells.
     struct queued {
@@ -118,11 +102,6 @@ struct etcd_store::impl : std::enable_shared_from_this<impl> {
     void stop_name_stream(const std::string& name);
 
     // ---- replies (store.cpp) ----
-    void set_text(std::string t)
-    {
-        if (owner)
-            owner->set_error_text(std::move(t));
-    }
     // A reply's status and body: the error if it failed.
     error_code reply_failed(error_code ec, const etcd::detail::http_reply& r, etcd::detail::reply_error& err);
     // A reply through `parse(body, err)`: the transport's, the server's or the parser's error.

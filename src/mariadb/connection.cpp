@@ -3,11 +3,7 @@
 
 #include <dlock/error.hpp>
 
-#include "common/borrowed_socket.hpp"
-#include "common/library_address.hpp"
-#include "common/pipe_host.hpp"
-#include "common/post_completion.hpp"
-#include "common/sql_reply.hpp"
+#include "common/sql_connection_host.hpp"
 #include "common/stored_handler.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -31,7 +27,6 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 using clock_type = std::chrono::steady_clock;
 using wait_type = asio::posix::descriptor_base::wait_type;
-using dlock::detail::pipe_action;
 using dlock::detail::request_pipe;
 using time_point = request_pipe::time_point;
 constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
@@ -54,16 +49,10 @@ struct request {
     bool written = false;
 };
 
-struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_shared_from_this<impl> {
-    asio::any_io_executor ex;
-    connection_settings s;
+struct connection_impl : dlock::detail::sql_connection_host<connection_impl, request, connection_settings>,
+                         std::enable_shared_from_this<connection_impl> {
     MYSQL* m = nullptr;
-    bool running = false;    // a coroutine drives the handle (connect or query)
-    bool resetting = false;  // the pipe ended this connection: the coroutine finishes the handle
-    bool closed = false;
-    bool timed_out = false;               // the connect passed its deadline: its socket was shut
-    dlock::detail::borrowed_socket sock;  // the library's, for one wait at a time
-    std::string connect_error;
+    bool timed_out = false;  // the connect passed its deadline: its socket was shut
     // The operation in flight inside the library: its _cont, and where it writes its result
     // (members, not coroutine locals, so that close() can run it to its end at any time).
     std::function<int(int)> pending;
@@ -71,17 +60,8 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
     MYSQL* op_conn = nullptr;
     MYSQL_RES* op_res = nullptr;
 
-    impl(asio::any_io_executor e, connection_settings st)
-        : pipe_host(e, dlock::detail::one_query_at_a_time(st.cfg.request_timeout, !st.refused.empty())), ex(e),
-          s(std::move(st)), sock(e)
-    {
-    }
-    ~impl() { finish_handle(); }
-
-    clock_type::time_point deadline_after(std::chrono::milliseconds d) const
-    {
-        return d.count() > 0 ? clock_type::now() + d : clock_type::time_point::max();
-    }
+    connection_impl(asio::any_io_executor e, connection_settings st) : sql_connection_host(e, std::move(st)) {}
+    ~connection_impl() { finish_handle(); }
 
     void shut_socket()
     {
@@ -123,7 +103,8 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
     }
 
     // Waits for what the library asked for in `status`; returns the bits to pass to _cont.
-    static asio::awaitable<int> wait_for(std::shared_ptr<impl> self, int status, clock_type::time_point deadline)
+    static asio::awaitable<int> wait_for(std::shared_ptr<connection_impl> self, int status,
+                                         clock_type::time_point deadline)
     {
         int want = status & (MYSQL_WAIT_READ | MYSQL_WAIT_WRITE | MYSQL_WAIT_EXCEPT);
         if (self->timed_out || self->resetting)  // the socket is shut: the library fails as soon as it looks
@@ -163,7 +144,8 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
 
     // Runs the library's operation (its _start returned `status`, its _cont is `pending`) to
     // its end; false if close() ended it meanwhile.
-    static asio::awaitable<bool> drive(std::shared_ptr<impl> self, int status, clock_type::time_point deadline)
+    static asio::awaitable<bool> drive(std::shared_ptr<connection_impl> self, int status,
+                                       clock_type::time_point deadline)
     {
         while (status != 0) {
             int ready = co_await wait_for(self, status, deadline);
@@ -188,10 +170,10 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
 
     // One multi-statement query; every result set is read.
     static asio::awaitable<std::pair<error_code, sql::result>>
-    query(std::shared_ptr<impl> self, const std::string& text, clock_type::time_point deadline)
+    query(std::shared_ptr<connection_impl> self, const std::string& text, clock_type::time_point deadline)
     {
         sql::result res;
-        impl* i = self.get();
+        connection_impl* i = self.get();
         i->timed_out = false;
         i->pending = [i](int ready) { return mysql_real_query_cont(&i->op_int, i->m, ready); };
         int st = mysql_real_query_start(&i->op_int, i->m, text.data(), text.size());
@@ -252,21 +234,15 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
     }
 
     // Connects, authenticates and runs the setup.
-    static asio::awaitable<error_code> connect(std::shared_ptr<impl> self)
+    static asio::awaitable<error_code> connect(std::shared_ptr<connection_impl> self)
     {
         const auto& cfg = self->s.cfg;
         auto deadline = self->deadline_after(cfg.connect_timeout);
         const bool unix_socket = !cfg.host.empty() && cfg.host.front() == '/';
         std::string address;
-        if (!unix_socket) {
-            auto rec =
-                co_await dlock::detail::library_address(self->ex, cfg.host, cfg.port, address, self->connect_error);
-            if (self->closed)
-                co_return error::closed;
-            if (rec)
-                co_return rec;
-        }
-        impl* i = self.get();
+        if (auto rec = co_await resolve(self, !unix_socket, address))
+            co_return rec;
+        connection_impl* i = self.get();
         i->timed_out = false;
         i->m = new_handle(unix_socket);
         if (!i->m) {
@@ -297,32 +273,19 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
                 ec = error::connect_failed;
             co_return fail(ec, text);
         }
-        if (!self->s.setup.empty()) {
-            auto [ec, res] = co_await query(self, self->s.setup, deadline);
-            if (self->closed)
-                co_return error::closed;
-            if (ec == error::timeout)
-                ec = error::connect_failed;
-            if (ec)
-                co_return fail(ec, res.message);
-        }
-        i->connect_error.clear();
-        co_return error_code();
+        auto [sec, why] = co_await set_up(self, deadline);
+        co_return sec&& sec != error::closed ? fail(sec, std::move(why)) : sec;
     }
 
-    void perform(const pipe_action& a)
+    static asio::awaitable<std::pair<error_code, sql::result>> setup_query(std::shared_ptr<connection_impl> self,
+                                                                           clock_type::time_point deadline)
     {
-        using type = pipe_action::type;
-        switch (a.t) {
-        case type::connect: return asio::co_spawn(ex, connect_run(shared_from_this(), a.gen), asio::detached);
-        case type::write: return write(a.gen, a.id);
-        case type::reset: return reset(a.gen);
-        case type::complete: return complete(a.id, a.ec);
-        default: return;  // flush (one at a time), up, down
-        }
+        co_return co_await query(self, self->s.setup, deadline);
     }
 
-    void write(std::uint64_t gen, std::uint64_t id)
+    void on_connect(std::uint64_t gen) { asio::co_spawn(ex, connect_run(shared_from_this(), gen), asio::detached); }
+
+    void on_write(std::uint64_t gen, std::uint64_t id)
     {
         if (idle_dead())  // it never left: the next connection runs it
             return pipe.on_not_sent(gen, clock_type::now());
@@ -332,7 +295,7 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
 
     // A call in the library is never cut short (its coroutine will resume it): its socket is
     // shut so that it fails at once, and the coroutine finishes the handle when it unwinds.
-    void reset(std::uint64_t gen)
+    void on_reset(std::uint64_t gen)
     {
         if (running) {
             resetting = true;
@@ -342,11 +305,6 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
         }
         finish_handle();
         pipe.on_reset_done(gen, clock_type::now());
-    }
-
-    void complete(std::uint64_t id, error_code ec)
-    {
-        dlock::detail::complete_request(ex, take_request(id), ec, s.refused);
     }
 
     // The coroutine's end when the pipe reset its connection meanwhile; true if it did.
@@ -360,19 +318,17 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
         return true;
     }
 
-    static asio::awaitable<void> connect_run(std::shared_ptr<impl> self, std::uint64_t gen)
+    static asio::awaitable<void> connect_run(std::shared_ptr<connection_impl> self, std::uint64_t gen)
     {
         self->running = true;
         auto ec = co_await connect(self);
         self->running = false;
         if (self->closed || self->unwound_reset(gen))
             co_return;
-        if (ec)
-            self->connect_failed_text(self->connect_error);
-        self->connect_ended(gen, ec);
+        self->connected(gen, ec);
     }
 
-    static asio::awaitable<void> query_run(std::shared_ptr<impl> self, std::uint64_t gen, std::uint64_t id)
+    static asio::awaitable<void> query_run(std::shared_ptr<connection_impl> self, std::uint64_t gen, std::uint64_t id)
     {
         self->running = true;
         auto text = self->find_request(id)->text;  // the pipe may end the request before the query ends
@@ -388,7 +344,7 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
 };
 
 connection::connection(asio::any_io_executor ex, connection_settings s)
-    : impl_(std::make_shared<impl>(ex, std::move(s)))
+    : sql_connection_face(std::make_shared<connection_impl>(ex, std::move(s)))
 {
 }
 
@@ -417,13 +373,7 @@ const std::string& connection::last_connect_error() const noexcept
 
 void connection::close()
 {
-    auto& i = *impl_;
-    if (i.closed)
-        return;
-    i.closed = true;
-    i.input([](request_pipe& p, time_point) { p.on_close(); });
-    i.sock.timer.cancel();
-    i.finish_handle();
+    impl_->close([i = impl_.get()] { i->finish_handle(); });
 }
 
 }  // namespace dlock::mariadb::detail

@@ -11,6 +11,7 @@
 
 #include <dlock/mariadb/config.hpp>
 
+#include "common/sql_connection_face.hpp"
 #include "mariadb/sql.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -24,32 +25,21 @@
 
 namespace dlock::mariadb::detail {
 
-struct connection_settings {
-    config cfg;
-    /// A multi-statement query run after each connect, before any request (empty: none).
-    std::string setup{};
-    /// Not empty: every request fails at once with invalid_option and this text as the
-    /// result's message (a config the store refused); nothing connects.
-    std::string refused{};
-};
+struct connection_impl;
 
-/// - exec(): one multi-statement text query; completes with its result sets or its error.
-///   `timeout` bounds it (0: cfg.request_timeout). Errors: connect_failed, resolve_failed,
-///   auth_failed, handshake_failed (no such database), permission_denied, server_busy,
-///   connection_lost (it dropped with the query on the wire: it may have run), timeout (the
-///   connection is reset), the query's own (sql::error_of); closed.
-/// - abort(): drops the connection now (shutdown of its socket); a request in flight fails
-///   with connection_lost, the next one connects again.
-/// - Completions are posted, never run inside exec(); requests run in the order queued.
-/// - Not thread-safe; one executor.
-class connection {
+/// `setup`: a multi-statement query.
+using connection_settings = dlock::detail::sql_connection_settings<config>;
+
+/// exec() runs one multi-statement text query and completes with its result sets; `timeout`
+/// bounds it (0: cfg.request_timeout). abort() drops the connection now (shutdown of its
+/// socket): a request in flight fails with connection_lost, the next one connects again. The
+/// errors, the order and the completions are the SQL connections' (common/sql_connection_host.hpp).
+class connection : public dlock::detail::sql_connection_face<connection_impl> {
 public:
     using exec_signature = void(boost::system::error_code, sql::result);
 
     connection(boost::asio::any_io_executor ex, connection_settings s);
     ~connection();
-    connection(const connection&) = delete;
-    connection& operator=(const connection&) = delete;
 
     void exec(std::string text, std::chrono::milliseconds timeout,
               boost::asio::any_completion_handler<exec_signature> h);
@@ -57,11 +47,6 @@ public:
     /// The library's text of the last connect failure.
     const std::string& last_connect_error() const noexcept;
     void close();
-
-    struct impl;
-
-private:
-    std::shared_ptr<impl> impl_;
 };
 
 }  // namespace dlock::mariadb::detail

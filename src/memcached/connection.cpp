@@ -27,7 +27,6 @@ namespace dlock::memcached::detail {
 namespace asio = boost::asio;
 using boost::system::error_code;
 using namespace asio::experimental::awaitable_operators;
-using dlock::detail::pipe_action;
 using dlock::detail::pipe_config;
 using dlock::detail::post_completion;
 using dlock::detail::request_pipe;
@@ -67,26 +66,16 @@ struct connection::impl : dlock::detail::pipe_host<impl, op>, std::enable_shared
     std::string batch;  // the writes since the last flush
     proto::parser parser;
 
-    void perform(const pipe_action& a)
-    {
-        using type = pipe_action::type;
-        switch (a.t) {
-        case type::connect: return asio::co_spawn(ex, connect(shared_from_this(), a.gen), asio::detached);
-        case type::write: batch += find_request(a.id)->bytes; return;
-        case type::flush: return flush(a.gen);
-        case type::reset: return reset(a.gen);
-        case type::complete: return complete(a.id, a.ec);
-        default: return;  // up, down: nobody here listens
-        }
-    }
+    void on_connect(std::uint64_t gen) { asio::co_spawn(ex, connect(shared_from_this(), gen), asio::detached); }
+    void on_write(std::uint64_t, std::uint64_t id) { batch += find_request(id)->bytes; }
 
-    void complete(std::uint64_t id, error_code ec)
+    void on_complete(std::uint64_t id, error_code ec)
     {
         if (auto o = take_request(id))
             post_completion(ex, std::move(o->handler), ec, ec ? std::vector<proto::reply>() : std::move(o->replies));
     }
 
-    void reset(std::uint64_t gen)
+    void on_reset(std::uint64_t gen)
     {
         error_code ignored;
         socket.close(ignored);  // the reader and a write in progress end as stale
@@ -95,7 +84,7 @@ struct connection::impl : dlock::detail::pipe_host<impl, op>, std::enable_shared
         pipe.on_reset_done(gen, request_pipe::clock_type::now());
     }
 
-    void flush(std::uint64_t gen)
+    void on_flush(std::uint64_t gen)
     {
         auto bytes = std::make_shared<std::string>(std::exchange(batch, {}));
         asio::async_write(socket, asio::buffer(*bytes),

@@ -3,11 +3,7 @@
 
 #include <dlock/error.hpp>
 
-#include "common/borrowed_socket.hpp"
-#include "common/library_address.hpp"
-#include "common/pipe_host.hpp"
-#include "common/post_completion.hpp"
-#include "common/sql_reply.hpp"
+#include "common/sql_connection_host.hpp"
 #include "common/stored_handler.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -23,7 +19,6 @@
 
 #include <optional>
 
-
 namespace dlock::postgres::detail {
 
 namespace asio = boost::asio;
@@ -31,7 +26,6 @@ using boost::system::error_code;
 using clock_type = std::chrono::steady_clock;
 using wait_type = asio::posix::descriptor_base::wait_type;
 constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
-using dlock::detail::pipe_action;
 using dlock::detail::request_pipe;
 using time_point = request_pipe::time_point;
 
@@ -44,34 +38,19 @@ struct request {
     bool written = false;
 };
 
-struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_shared_from_this<impl> {
-    asio::any_io_executor ex;
-    connection_settings s;
+struct connection_impl : dlock::detail::sql_connection_host<connection_impl, request, connection_settings>,
+                         std::enable_shared_from_this<connection_impl> {
     PGconn* pg = nullptr;
     bool up = false;            // connected and set up
     std::uint64_t to_send = 0;  // the request the connection's coroutine sends next (0: none)
-    bool running = false;       // a coroutine drives the connection
-    bool resetting = false;     // the pipe ended the connection: its coroutine drops it on the way out
-    bool closed = false;
-    bool idle_wait = false;               // the coroutine waits for input only: a request interrupts it
-    dlock::detail::borrowed_socket sock;  // libpq's, for one wait at a time
-    std::string connect_error;
+    bool idle_wait = false;     // the coroutine waits for input only: a request interrupts it
 
-    impl(asio::any_io_executor e, connection_settings st)
-        : pipe_host(e, dlock::detail::one_query_at_a_time(st.cfg.request_timeout, !st.refused.empty(), st.persistent)),
-          ex(e), s(std::move(st)), sock(e)
-    {
-    }
-    ~impl()
+    connection_impl(asio::any_io_executor e, connection_settings st) : sql_connection_host(e, std::move(st)) {}
+    ~connection_impl()
     {
         sock.release();  // never close libpq's fd
         if (pg)
             PQfinish(pg);
-    }
-
-    clock_type::time_point deadline_after(std::chrono::milliseconds d) const
-    {
-        return d.count() > 0 ? clock_type::now() + d : clock_type::time_point::max();
     }
 
     void drop()
@@ -97,7 +76,8 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
     using waited = dlock::detail::socket_wait;
 
     // Waits until libpq's socket is ready for `w`, `deadline` passes or the wait is cancelled.
-    static asio::awaitable<waited> wait_socket(std::shared_ptr<impl> self, wait_type w, clock_type::time_point deadline)
+    static asio::awaitable<waited> wait_socket(std::shared_ptr<connection_impl> self, wait_type w,
+                                               clock_type::time_point deadline)
     {
         return dlock::detail::wait_borrowed({self, &self->sock}, PQsocket(self->pg), w, deadline);
     }
@@ -120,8 +100,9 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
     }
 
     // Sends the query and flushes it; empty once it is all on the wire.
-    static asio::awaitable<std::optional<error_code>> send_query(std::shared_ptr<impl> self, const request& req,
-                                                                 clock_type::time_point deadline, sql::result& res)
+    static asio::awaitable<std::optional<error_code>> send_query(std::shared_ptr<connection_impl> self,
+                                                                 const request& req, clock_type::time_point deadline,
+                                                                 sql::result& res)
     {
         PGconn* pg = self->pg;
         int ok = 0;
@@ -175,8 +156,8 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
     }
 
     // One query on the connection (up or being set up), its results read to the end.
-    static asio::awaitable<std::pair<error_code, sql::result>> query(std::shared_ptr<impl> self, const request& req,
-                                                                     clock_type::time_point deadline)
+    static asio::awaitable<std::pair<error_code, sql::result>>
+    query(std::shared_ptr<connection_impl> self, const request& req, clock_type::time_point deadline)
     {
         sql::result res;
         PGconn* pg = self->pg;
@@ -230,19 +211,13 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
     }
 
     // Connects, authenticates and runs the setup.
-    static asio::awaitable<error_code> connect(std::shared_ptr<impl> self)
+    static asio::awaitable<error_code> connect(std::shared_ptr<connection_impl> self)
     {
         const auto& cfg = self->s.cfg;
         auto deadline = self->deadline_after(cfg.connect_timeout);
         std::string hostaddr;
-        if (!cfg.host.empty() && cfg.host.front() != '/') {
-            auto rec =
-                co_await dlock::detail::library_address(self->ex, cfg.host, cfg.port, hostaddr, self->connect_error);
-            if (self->closed)
-                co_return error::closed;
-            if (rec)
-                co_return rec;
-        }
+        if (auto rec = co_await resolve(self, !cfg.host.empty() && cfg.host.front() != '/', hostaddr))
+            co_return rec;
         self->pg = start(cfg, hostaddr);
         if (!self->pg) {
             self->connect_error = "libpq: out of memory";
@@ -278,43 +253,33 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
         }
         if (PQsetnonblocking(self->pg, 1) != 0)
             co_return fail(error::connect_failed, PQerrorMessage(self->pg));
-        if (!self->s.setup.empty()) {
-            request setup{self->s.setup, {}, true, {}, {}, false};
-            auto [ec, res] = co_await query(self, setup, deadline);
-            if (self->closed)
-                co_return error::closed;
-            if (ec)
-                co_return fail(ec, res.message);
-        }
-        self->connect_error.clear();
-        co_return error_code();
+        auto [sec, why] = co_await set_up(self, deadline);
+        co_return sec&& sec != error::closed ? fail(sec, std::move(why)) : sec;
     }
 
-    void perform(const pipe_action& a)
+    static asio::awaitable<std::pair<error_code, sql::result>> setup_query(std::shared_ptr<connection_impl> self,
+                                                                           clock_type::time_point deadline)
     {
-        using type = pipe_action::type;
-        switch (a.t) {
-        case type::connect: return asio::co_spawn(ex, run(shared_from_this(), a.gen), asio::detached);
-        case type::write: return write(a.id);
-        case type::reset: return reset(a.gen);
-        case type::complete: return complete(a.id, a.ec);
-        case type::up: return went_up();
-        case type::down:
-            if (s.on_down)
-                s.on_down();
-            return;
-        default: return;  // flush: one at a time
-        }
+        request setup{self->s.setup, {}, true, {}, {}, false};
+        co_return co_await query(self, setup, deadline);
     }
 
-    void went_up()
+    void on_connect(std::uint64_t gen) { asio::co_spawn(ex, run(shared_from_this(), gen), asio::detached); }
+
+    void on_up(std::uint64_t)
     {
         up = true;
         if (s.on_up)
             s.on_up();
     }
 
-    void write(std::uint64_t id)
+    void on_down(std::uint64_t)
+    {
+        if (s.on_down)
+            s.on_down();
+    }
+
+    void on_write(std::uint64_t, std::uint64_t id)
     {
         find_request(id)->written = true;
         to_send = id;
@@ -324,7 +289,7 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
 
     // The coroutine owns the connection while it runs: its socket is shut so that what it
     // waits on fails at once, and it drops the connection on the way out.
-    void reset(std::uint64_t gen)
+    void on_reset(std::uint64_t gen)
     {
         up = false;
         if (running) {
@@ -339,20 +304,8 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
         pipe.on_reset_done(gen, clock_type::now());
     }
 
-    void complete(std::uint64_t id, error_code ec)
-    {
-        dlock::detail::complete_request(ex, take_request(id), ec, s.refused);
-    }
-
-    void connected(std::uint64_t gen, error_code ec)
-    {
-        if (ec)
-            connect_failed_text(connect_error);
-        connect_ended(gen, ec);
-    }
-
     // Sends the request the pipe wrote and reports its outcome.
-    static asio::awaitable<void> send(std::shared_ptr<impl> self, std::uint64_t gen)
+    static asio::awaitable<void> send(std::shared_ptr<connection_impl> self, std::uint64_t gen)
     {
         auto id = std::exchange(self->to_send, 0);
         const auto& r = *self->find_request(id);
@@ -367,7 +320,7 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
     }
 
     // Idle: reads notifications, and notices a connection the server closed.
-    static asio::awaitable<void> idle(std::shared_ptr<impl> self, std::uint64_t gen)
+    static asio::awaitable<void> idle(std::shared_ptr<connection_impl> self, std::uint64_t gen)
     {
         self->idle_wait = true;
         auto w = co_await wait_socket(self, wait_type::wait_read, clock_type::time_point::max());
@@ -381,7 +334,7 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
 
     // One connection's life: connect and set up, then send what the pipe writes and read
     // notifications in between, until the pipe resets it or close() ends it.
-    static asio::awaitable<void> run(std::shared_ptr<impl> self, std::uint64_t gen)
+    static asio::awaitable<void> run(std::shared_ptr<connection_impl> self, std::uint64_t gen)
     {
         self->running = true;
         auto ec = co_await connect(self);
@@ -404,7 +357,7 @@ struct connection::impl : dlock::detail::pipe_host<impl, request>, std::enable_s
 };
 
 connection::connection(asio::any_io_executor ex, connection_settings s)
-    : impl_(std::make_shared<impl>(ex, std::move(s)))
+    : sql_connection_face(std::make_shared<connection_impl>(ex, std::move(s)))
 {
 }
 
@@ -438,16 +391,10 @@ const std::string& connection::last_connect_error() const noexcept
 void connection::close()
 {
     auto& i = *impl_;
-    if (i.closed)
-        return;
-    i.closed = true;
     i.s.on_up = nullptr;  // nothing is told after close()
     i.s.on_down = nullptr;
     i.s.on_notify = nullptr;
-    i.input([](request_pipe& p, time_point) { p.on_close(); });
-    i.sock.release();  // cancels the coroutine's wait
-    i.sock.timer.cancel();
-    i.drop();
+    i.close([&] { i.drop(); });
 }
 
 }  // namespace dlock::postgres::detail

@@ -10,6 +10,7 @@
 
 #include <dlock/postgres/config.hpp>
 
+#include "common/sql_connection_face.hpp"
 #include "postgres/sql.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -24,10 +25,10 @@
 
 namespace dlock::postgres::detail {
 
-struct connection_settings {
-    config cfg;
-    /// A simple query run after each connect, before any request (empty: none).
-    std::string setup{};
+struct connection_impl;
+
+/// `setup`: a simple query (no parameters).
+struct connection_settings : dlock::detail::sql_connection_settings<config> {
     /// Keeps connected by itself (reconnecting with a backoff) until close(): the listener.
     /// Otherwise connects on demand, when a request is queued.
     bool persistent = false;
@@ -37,26 +38,17 @@ struct connection_settings {
     std::function<void()> on_up{};
     /// When a connection that was up is lost.
     std::function<void()> on_down{};
-    /// Not empty: every request fails at once with invalid_option and this text as the
-    /// result's message (a config the store refused); nothing connects.
-    std::string refused{};
 };
 
-/// - exec(): one statement with text parameters ($1..), or (`simple`) a parameterless
-///   script; completes with its rows or its error. Errors: connect_failed, resolve_failed,
-///   auth_failed, handshake_failed (a missing database), permission_denied, server_busy,
-///   connection_lost (it dropped with the query on the wire: it may have run), timeout
-///   (counted from the send; the connection is reset), and the query's own (sql::error_of); closed.
-/// - Completions are posted, never run inside exec(); requests run in the order queued.
-/// - Not thread-safe; one executor.
-class connection {
+/// exec() runs one statement with text parameters ($1..), or (`simple`) a parameterless
+/// script, and completes with its rows; a timeout counts from the send. The errors, the order
+/// and the completions are the SQL connections' (common/sql_connection_host.hpp).
+class connection : public dlock::detail::sql_connection_face<connection_impl> {
 public:
     using exec_signature = void(boost::system::error_code, sql::result);
 
     connection(boost::asio::any_io_executor ex, connection_settings s);
     ~connection();
-    connection(const connection&) = delete;
-    connection& operator=(const connection&) = delete;
 
     void exec(std::string text, std::vector<std::string> params, boost::asio::any_completion_handler<exec_signature> h);
     /// Persistent connections: starts connecting (once).
@@ -67,11 +59,6 @@ public:
     /// libpq's text of the last connect failure.
     const std::string& last_connect_error() const noexcept;
     void close();
-
-    struct impl;
-
-private:
-    std::shared_ptr<impl> impl_;
 };
 
 }  // namespace dlock::postgres::detail

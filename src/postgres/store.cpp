@@ -75,7 +75,7 @@ struct postgres_store::impl : std::enable_shared_from_this<impl> {
     {
         if (listener || !bad_config.empty())
             return;
-        postgres::detail::connection_settings ls{cfg, postgres::sql::listen(), true};
+        postgres::detail::connection_settings ls{{cfg, postgres::sql::listen()}, true};
         std::weak_ptr<impl> weak = weak_from_this();
         ls.on_up = [weak] {
             if (auto self = weak.lock())
@@ -117,7 +117,7 @@ postgres_store::postgres_store(asio::any_io_executor ex, postgres::config cfg) :
     impl_->bad_config = detail::refuse_table(cfg.table, postgres::check_table(cfg.table), "postgres_store");
     impl_->cfg = std::move(cfg);
     impl_->st = postgres::sql::make_statements(impl_->cfg.table);
-    postgres::detail::connection_settings cs{impl_->cfg, impl_->st.setup};
+    postgres::detail::connection_settings cs{{impl_->cfg, impl_->st.setup}};
     cs.refused = impl_->bad_config;
     impl_->conn = std::make_unique<conn_t>(ex, std::move(cs));
 }

@@ -41,15 +41,13 @@ std::string too_long(const std::string& path, std::size_t token_size)
 }  // namespace
 
 zookeeper_store::zookeeper_store(asio::any_io_executor ex, zookeeper::config cfg)
-    : impl_(std::make_shared<impl>(ex, std::move(cfg)))
+    : impl_(std::make_shared<impl>(ex, std::move(cfg), keep_error_text()))
 {
-    impl_->owner = this;
 }
 
 zookeeper_store::~zookeeper_store()
 {
     close();
-    impl_->owner = nullptr;
 }
 
 asio::any_io_executor zookeeper_store::get_executor() const

@@ -12,10 +12,7 @@
 
 #include "common/post_completion.hpp"
 #include "common/predecessor_wait.hpp"
-#include "common/session_gate.hpp"
-#include "common/session_life.hpp"
-#include "common/token_order.hpp"
-#include "common/watch_table.hpp"
+#include "common/session_store_state.hpp"
 #include "zookeeper/acquire_round.hpp"
 #include "zookeeper/client.hpp"
 #include "zookeeper/recipe.hpp"
@@ -28,31 +25,24 @@
 
 namespace dlock {
 
-struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
-    using error_code = boost::system::error_code;
-    using milliseconds = std::chrono::milliseconds;
-    using clock_type = std::chrono::steady_clock;
-    using key_pair = std::pair<std::string, std::string>;  // (name, token)
+struct zookeeper_store::impl
+    : dlock::detail::session_store_state<zookeeper::config, zookeeper_store::error_text_keeper>,
+      std::enable_shared_from_this<impl> {
     using acquire_ptr = std::shared_ptr<boost::asio::any_completion_handler<acquire_signature>>;
     using release_ptr = std::shared_ptr<boost::asio::any_completion_handler<bool_signature>>;
 
-    impl(boost::asio::any_io_executor e, zookeeper::config c)
-        : ex(e), cfg(std::move(c)), resolver(e), connect_timer(e), deadline_timer(e), ping_timer(e), watches(e)
+    impl(boost::asio::any_io_executor e, zookeeper::config c, error_text_keeper keep)
+        : session_store_state(e, std::move(c), std::move(keep)), resolver(e), connect_timer(e), deadline_timer(e),
+          ping_timer(e)
     {
     }
 
-    boost::asio::any_io_executor ex;
-    zookeeper::config cfg;
-    zookeeper_store* owner = nullptr;
-    bool closed = false;
     boost::asio::ip::tcp::resolver resolver;
 
-    // ---- the session (session.cpp) ----
+    // ---- the session (session.cpp; life and gate in the kit's state) ----
     std::shared_ptr<zookeeper::detail::client> zk;
-    std::int64_t session_id = 0;       // 0: none trusted
-    milliseconds timeout{0};           // negotiated
-    dlock::detail::session_life life;  // its events, ping schedule and deadline
-    dlock::detail::session_gate gate;  // callers waiting for a session
+    std::int64_t session_id = 0;  // 0: none trusted
+    milliseconds timeout{0};      // negotiated
     boost::asio::steady_timer connect_timer, deadline_timer, ping_timer;
 
     void heard();  // any answered request dates the session
@@ -81,8 +71,6 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
         bool held = false;
     };
     std::map<key_pair, node_state> nodes;
-    dlock::detail::token_order order;       // a release waits for its token's acquire
-    std::map<std::string, bool> contended;  // another contender asked while one of ours held
 
     std::string path_of(const std::string& name) const;
 
@@ -122,9 +110,7 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
     void find_lost_node(const lease_key& k, const release_ptr& hp);
     bool release_later(int rc, std::int64_t sid, const lease_key& k, const release_ptr& hp);
 
-    // ---- watches: the table, queued tokens (queue.cpp), names (name_watch.cpp) ----
-    dlock::detail::watch_table watches;
-
+    // ---- watches (the table in the kit's state): queued tokens (queue.cpp), names (name_watch.cpp) ----
     // A queued token waiting for the node before its own to go: the kit's machine decides
     // (common/predecessor_wait.hpp; a failed read ends the wait), queue.cpp reads and watches.
     struct queued {
@@ -152,12 +138,6 @@ struct zookeeper_store::impl : std::enable_shared_from_this<impl> {
 
     void arm_name(const std::string& name);
     void on_children(const std::string& name, int rc, std::vector<std::string> children);
-
-    void set_text(std::string t)
-    {
-        if (owner)
-            owner->set_error_text(std::move(t));
-    }
 };
 
 }  // namespace dlock
