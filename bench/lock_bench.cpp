@@ -595,7 +595,7 @@ double local_handoff(std::uint16_t port, int acquisitions, std::uint64_t& handed
         port, 16, acquisitions / 16, [](int) { return std::string("bench:hot"); }, &handed_off);
 }
 
-// The engine's own cost, no network: 16 coroutines taking turns on one name of a memory
+// The driver's own cost, no network: 16 coroutines taking turns on one name of a memory
 // store (every turn a local hand-off, a renewal every handoff_budget turns).
 double memory_local_handoff(int acquisitions)
 {
@@ -1006,8 +1006,7 @@ int main(int argc, char** argv)
         if (a == "--json")
             as_json = true;
         else if (bench::parse_run_size(a, size)) {
-        }
-        else if (a == "--scale")
+        } else if (a == "--scale")
             only_scale = true;
         else if (a == "--awake")
             awake = true;
@@ -1187,13 +1186,15 @@ int main(int argc, char** argv)
         rs.push_back(distinct);
 
         std::uint64_t handed = 0;
-        bench::result hot{"local_handoff_16", {}, {}, local_handoff(port, bench::by_size(size, 400'000, 50'000, 2'000), handed)};
+        bench::result hot{
+            "local_handoff_16", {}, {}, local_handoff(port, bench::by_size(size, 400'000, 50'000, 2'000), handed)};
         hot.goal = ">= 100000/s";
         hot.met = *hot.ops_per_s >= 100'000;
         hot.note = std::to_string(handed) + " local hand-offs";
         rs.push_back(hot);
-        bench::result mem{"memory_local_handoff_16", {}, {}, memory_local_handoff(bench::by_size(size, 640'000, 100'000, 2'000))};
-        mem.note = "the same on the memory store: the engine's own cost, no network";
+        bench::result mem{
+            "memory_local_handoff_16", {}, {}, memory_local_handoff(bench::by_size(size, 640'000, 100'000, 2'000))};
+        mem.note = "the same on the memory store: the lock driver's own cost, no network";
         rs.push_back(mem);
 
         // The hand-off and its floors, interleaved in blocks (each run: two fresh peers).

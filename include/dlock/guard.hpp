@@ -24,10 +24,10 @@ namespace dlock {
 
 namespace detail {
 struct hold;
-class engine;
+class lock_driver;
 
-/// The executor of an engine's registry (defined with the engine).
-DLOCK_API const boost::asio::any_io_executor& executor_of(const engine& e) noexcept;
+/// The executor of a driver's registry (defined with the driver).
+DLOCK_API const boost::asio::any_io_executor& executor_of(const lock_driver& e) noexcept;
 }  // namespace detail
 
 /// A held lock. Move-only. Empty when default-constructed, moved from, released, or
@@ -114,7 +114,7 @@ public:
             [g = std::move(*this)](auto h) mutable {
                 if (!g.h_)
                     return detail::post_to_handler(std::move(h), make_error_code(error::not_held));
-                bool in_place = detail::completes_in_place(h, detail::executor_of(*g.engine_of()));
+                bool in_place = detail::completes_in_place(h, detail::executor_of(*g.driver_of()));
                 g.release_impl(std::move(h), in_place);
             },
             token);
@@ -126,13 +126,13 @@ public:
     executor_type get_executor() const noexcept;
 
 private:
-    friend class detail::engine;
+    friend class detail::lock_driver;
     friend class leadership;  // its proclaim keeps the hold, as wait_lost does
     explicit guard(std::shared_ptr<detail::hold> h) noexcept : h_(std::move(h)) {}
     static void wait_lost_impl(const std::shared_ptr<detail::hold>& hold,
                                boost::asio::any_completion_handler<void(boost::system::error_code)> h);
     void release_impl(boost::asio::any_completion_handler<void(boost::system::error_code)> h, bool in_place);
-    const detail::engine* engine_of() const noexcept;
+    const detail::lock_driver* driver_of() const noexcept;
 
     std::shared_ptr<detail::hold> h_;
 };

@@ -141,7 +141,7 @@ private:
         try_once,
         bounded
     };
-    explicit lock(std::shared_ptr<detail::engine> e) noexcept : e_(std::move(e)) {}
+    explicit lock(std::shared_ptr<detail::lock_driver> e) noexcept : e_(std::move(e)) {}
     // A deadline now() + d would overflow the clock and lie in the past (an instant
     // timeout); such a wait is unlimited.
     static constexpr mode bounded_mode(std::chrono::milliseconds d) noexcept
@@ -166,7 +166,7 @@ private:
     void acquire_impl(owner o, mode m, std::chrono::milliseconds d,
                       boost::asio::any_completion_handler<acquire_signature> h, bool in_place = false);
 
-    std::shared_ptr<detail::engine> e_;
+    std::shared_ptr<detail::lock_driver> e_;
 };
 
 }  // namespace dlock

@@ -22,7 +22,7 @@ namespace dlock {
 
 namespace detail {
 struct registry_state;
-class engine;
+class lock_driver;
 }  // namespace detail
 
 /// The entry point: `registry.obtain(name)` returns a lock whose state is shared by every
@@ -91,7 +91,7 @@ public:
     }
 
 private:
-    std::shared_ptr<detail::engine> engine_for(lease_kind kind, std::string_view name);
+    std::shared_ptr<detail::lock_driver> driver_for(lease_kind kind, std::string_view name);
     static void drain_impl(const std::shared_ptr<detail::registry_state>& state,
                            boost::asio::any_completion_handler<void(boost::system::error_code)> h);
 

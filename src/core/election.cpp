@@ -10,7 +10,7 @@
 #include "common/handler_work.hpp"
 #include "common/post_completion.hpp"
 #include "common/stored_handler.hpp"
-#include "core/engine.hpp"
+#include "core/lock_driver.hpp"
 #include "core/primitive_core.hpp"
 #include "core/watched_read.hpp"
 
@@ -211,9 +211,9 @@ void leadership::proclaim_impl(const std::shared_ptr<detail::election_core>& c,
     if (!hold->active)  // resigned after the operation was made
         return detail::post_completion(c->ex, std::move(h), make_error_code(error::not_held));
     // As guard::is_lost: past the local deadline counts as lost before the watchdog notices.
-    auto& eng = *hold->eng;
-    auto until = eng.valid_until(*hold);
-    if (eng.is_lost(*hold) || clock_type::now() >= until)
+    auto& driver = *hold->driver;
+    auto until = driver.valid_until(*hold);
+    if (driver.is_lost(*hold) || clock_type::now() >= until)
         return detail::post_completion(c->ex, std::move(h), make_error_code(error::lock_lost));
     auto done = detail::keep_work(std::move(h), c->ex);
     auto body = [](std::shared_ptr<detail::election_core> c, lease_key key, clock_type::time_point until, std::string v,
@@ -227,7 +227,7 @@ void leadership::proclaim_impl(const std::shared_ptr<detail::election_core>& c,
     };
     auto slot = asio::get_associated_cancellation_slot(done);
     auto ex = c->ex;
-    asio::co_spawn(ex, body(c, eng.lease_of(*hold), until, std::move(value), std::move(out)),
+    asio::co_spawn(ex, body(c, driver.lease_of(*hold), until, std::move(value), std::move(out)),
                    asio::bind_cancellation_slot(slot, [ex, h = std::move(done)](std::exception_ptr e, int) mutable {
                        detail::post_completion(ex, std::move(h), detail::code_of(e));
                    }));

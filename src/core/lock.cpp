@@ -4,7 +4,7 @@
 
 #include "common/handler_work.hpp"
 #include "common/post_completion.hpp"
-#include "core/engine.hpp"
+#include "core/lock_driver.hpp"
 #include "core/lock_run.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -104,7 +104,7 @@ guard& guard::operator=(guard&& other) noexcept
 guard::~guard()
 {
     if (h_ && h_->active)
-        h_->eng->release(h_, {}, true);
+        h_->driver->release(h_, {}, true);
 }
 
 bool guard::owns_lock() const noexcept
@@ -115,7 +115,7 @@ bool guard::owns_lock() const noexcept
 const std::string& guard::name() const noexcept
 {
     static const std::string empty;
-    return h_ ? h_->eng->name() : empty;
+    return h_ ? h_->driver->name() : empty;
 }
 
 std::uint64_t guard::fencing_token() const noexcept
@@ -125,19 +125,19 @@ std::uint64_t guard::fencing_token() const noexcept
 
 std::chrono::steady_clock::time_point guard::valid_until() const noexcept
 {
-    return h_ ? h_->eng->valid_until(*h_) : std::chrono::steady_clock::time_point::min();
+    return h_ ? h_->driver->valid_until(*h_) : std::chrono::steady_clock::time_point::min();
 }
 
-// Past the local deadline counts as lost even before the engine's timer has run: after a
+// Past the local deadline counts as lost even before the driver's timer has run: after a
 // pause (SIGSTOP, a long GC-like stall) the caller's own code may resume first.
 bool guard::is_lost() const noexcept
 {
-    return h_ && (h_->eng->is_lost(*h_) || (h_->active && std::chrono::steady_clock::now() >= valid_until()));
+    return h_ && (h_->driver->is_lost(*h_) || (h_->active && std::chrono::steady_clock::now() >= valid_until()));
 }
 
 lease_key guard::lease() const
 {
-    return h_ ? h_->eng->lease_of(*h_) : lease_key{};
+    return h_ ? h_->driver->lease_of(*h_) : lease_key{};
 }
 
 dlock::owner guard::owner() const noexcept
@@ -152,24 +152,24 @@ asio::cancellation_slot guard::lost_slot() noexcept
 
 void guard::wait_lost_impl(const std::shared_ptr<detail::hold>& hold, asio::any_completion_handler<void(error_code)> h)
 {
-    hold->eng->wait_lost(hold, detail::keep_work(std::move(h), hold->eng->executor()));
+    hold->driver->wait_lost(hold, detail::keep_work(std::move(h), hold->driver->executor()));
 }
 
 void guard::release_impl(asio::any_completion_handler<void(error_code)> h, bool in_place)
 {
     auto hold = std::move(h_);
-    auto done = in_place ? std::move(h) : detail::keep_work(std::move(h), hold->eng->executor(), true);
-    hold->eng->release(hold, std::move(done), false, in_place);
+    auto done = in_place ? std::move(h) : detail::keep_work(std::move(h), hold->driver->executor(), true);
+    hold->driver->release(hold, std::move(done), false, in_place);
 }
 
 guard::executor_type guard::get_executor() const noexcept
 {
-    return h_ ? h_->eng->executor() : executor_type();
+    return h_ ? h_->driver->executor() : executor_type();
 }
 
-const detail::engine* guard::engine_of() const noexcept
+const detail::lock_driver* guard::driver_of() const noexcept
 {
-    return h_->eng.get();
+    return h_->driver.get();
 }
 
 }  // namespace dlock

@@ -2,7 +2,7 @@
 // The per-name lock state machine, sans-io: local waiters and holds, the one store
 // conversation (attempt, watch, queue, grant), the lease (renew, suspect, lost) and release.
 // It owns no timer, socket, clock or handler: each input carries the time, and every effect
-// comes out as an action for the driver (src/core/engine.cpp) to perform in order.
+// comes out as an action for the driver (src/core/lock_driver.cpp) to perform in order.
 #pragma once
 
 #include <dlock/stats.hpp>

@@ -4,7 +4,7 @@
 
 #include "common/handler_work.hpp"
 #include "common/post_completion.hpp"
-#include "core/engine.hpp"
+#include "core/lock_driver.hpp"
 #include "core/semaphore_state.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -15,25 +15,25 @@ registry::registry(store& s, lock_config cfg) : state_(std::make_shared<detail::
 
 registry::~registry() = default;
 
-std::shared_ptr<detail::engine> registry::engine_for(lease_kind kind, std::string_view name)
+std::shared_ptr<detail::lock_driver> registry::driver_for(lease_kind kind, std::string_view name)
 {
-    auto& engines = state_->engines;
-    auto it = engines.find({kind, name});
-    if (it != engines.end())
+    auto& drivers = state_->drivers;
+    auto it = drivers.find({kind, name});
+    if (it != drivers.end())
         return it->second->shared_from_this();
-    auto e = std::make_shared<detail::engine>(state_, std::string(name), kind, 1, true);
-    engines.emplace(detail::engine_key{kind, e->name()}, e.get());
+    auto e = std::make_shared<detail::lock_driver>(state_, std::string(name), kind, 1, true);
+    drivers.emplace(detail::driver_key{kind, e->name()}, e.get());
     return e;
 }
 
 lock registry::obtain(std::string_view name)
 {
-    return lock(engine_for(lease_kind::mutex, name));
+    return lock(driver_for(lease_kind::mutex, name));
 }
 
 rw_lock registry::obtain_rw(std::string_view name)
 {
-    return rw_lock(lock(engine_for(lease_kind::read, name)), lock(engine_for(lease_kind::write, name)));
+    return rw_lock(lock(driver_for(lease_kind::read, name)), lock(driver_for(lease_kind::write, name)));
 }
 
 semaphore registry::obtain_semaphore(std::string_view name, unsigned permits)
@@ -84,7 +84,7 @@ const lock_stats& registry::stats() const noexcept
 }
 std::size_t registry::size() const noexcept
 {
-    return state_->engines.size();
+    return state_->drivers.size();
 }
 std::size_t registry::in_flight() const noexcept
 {

@@ -17,13 +17,13 @@ using boost::system::error_code;
 
 namespace detail {
 
-engine& semaphore_state::pick()
+lock_driver& semaphore_state::pick()
 {
     for (auto& l : lanes)
         if (l->unused())
             return *l;
     if (lanes.size() < permits)
-        return *lanes.emplace_back(std::make_shared<engine>(reg, name, lease_kind::permit, permits));
+        return *lanes.emplace_back(std::make_shared<lock_driver>(reg, name, lease_kind::permit, permits));
     return **std::min_element(lanes.begin(), lanes.end(),
                               [](auto& a, auto& b) { return a->waiters() + a->holds() < b->waiters() + b->holds(); });
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-// One Asio timer for every engine of a registry. An engine waiting for a time costs an
+// One Asio timer for every driver of a registry. A driver waiting for a time costs an
 // intrusive node, not a steady_timer and a pending wait of its own (~300 bytes less per
 // held lock: the watchdog keeps a timer armed for every one).
 #pragma once

@@ -204,7 +204,7 @@ if(shared)
       message(FATAL_ERROR "nm -D ${lib} failed")
     endif()
     # Internals of src/ (the state machine, the pipelining core, the channel table) stay hidden.
-    string(REGEX MATCH "[^\n]*(dlock::detail::lock_fsm|dlock::detail::engine::|dlock::redis::detail::request_queue|dlock::detail::channel_table)[^\n]*" leaked "${syms}")
+    string(REGEX MATCH "[^\n]*(dlock::detail::lock_fsm|dlock::detail::lock_driver::|dlock::redis::detail::request_queue|dlock::detail::channel_table)[^\n]*" leaked "${syms}")
     if(leaked)
       message(FATAL_ERROR "${lib} exports an internal symbol: ${leaked}")
     endif()

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 // A memory store on an io_context, and coroutines on it whose exceptions fail the test:
-// the fixture of the engine's unit tests.
+// the fixture of the driver's unit tests.
 #pragma once
 
 #include <dlock/memory_store.hpp>

@@ -103,7 +103,7 @@ BOOST_AUTO_TEST_CASE(swap_and_exchange)
     r.check_each_once();
 }
 
-// What the engine's release waiters did when the first of two replies came first: erasing
+// What the driver's release waiters did when the first of two replies came first: erasing
 // any element but the last moves the later ones down by move assignment.
 BOOST_AUTO_TEST_CASE(containers_erase_from_the_front_and_the_middle)
 {
@@ -158,11 +158,11 @@ BOOST_AUTO_TEST_CASE(associators_reach_the_wrapped_handler)
     auto strand = asio::make_strand(io);
     asio::cancellation_signal sig;
     bool ran = false, in_strand = false;
-    handler h(asio::any_completion_handler<void(error_code, int)>(asio::bind_cancellation_slot(
-        sig.slot(), asio::bind_executor(strand, [&](error_code ec, int v) {
-            ran = !ec && v == 7;
-            in_strand = strand.running_in_this_thread();
-        }))));
+    handler h(asio::any_completion_handler<void(error_code, int)>(
+        asio::bind_cancellation_slot(sig.slot(), asio::bind_executor(strand, [&](error_code ec, int v) {
+                                         ran = !ec && v == 7;
+                                         in_strand = strand.running_in_this_thread();
+                                     }))));
     BOOST_TEST(asio::get_associated_cancellation_slot(h).is_connected());
     BOOST_TEST((asio::get_associated_executor(h, io.get_executor()) == asio::any_completion_executor(strand)));
     handler moved;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-// Direct hand-off in the engine, on a memory_store that hands the name to queued waiters:
+// Direct hand-off in the driver, on a memory_store that hands the name to queued waiters:
 // several registries on one store stand for several processes.
 #include <dlock/error.hpp>
 #include <dlock/memory_store.hpp>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-// The engine's paths that move a kept completion handler: two releases of one name pending
+// The driver's paths that move a kept completion handler: two releases of one name pending
 // whose first reply comes first, and the read side's many holders. Each crashed (stack
 // exhausted) when a raw any_completion_handler was kept (issue 29, item 3).
 #include <dlock/error.hpp>
@@ -93,7 +93,7 @@ BOOST_FIXTURE_TEST_SUITE(handler_moves_suite, fixture)
 // With no local hand-off (handoff_budget = 0), A's release goes to the store and B's acquire
 // right behind it; B then releases while A's release reply is still on its way. A's reply
 // arrives first: the first of two pending releases completes, and the second's waiter is
-// moved down in the engine's list by move assignment (a stack overflow before stored_handler).
+// moved down in the driver's list by move assignment (a stack overflow before stored_handler).
 BOOST_AUTO_TEST_CASE(two_releases_of_one_name_pending_the_first_answered_first)
 {
     held_release_store held(store, 2);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-// timer_set (src/core/timer_set.*): one Asio timer for every engine's deadline. The engines
+// timer_set (src/core/timer_set.*): one Asio timer for every driver's deadline. The drivers
 // rely on four things: due order, a disarmed entry never fires, an armed entry keeps its
 // owner alive (and nothing else does), and no wait is left once the set is empty.
 #include "core/timer_set.hpp"
@@ -137,7 +137,7 @@ BOOST_AUTO_TEST_CASE(rearming_for_the_past_lets_other_handlers_run)
     BOOST_TEST(!entry.armed());
 }
 
-// As an engine holds its registry (and so the set): while an entry is armed the set must not
+// As a driver holds its registry (and so the set): while an entry is armed the set must not
 // own its state, or owner -> set -> state -> entry -> owner would outlive the io_context.
 BOOST_AUTO_TEST_CASE(an_io_context_destroyed_with_armed_entries_frees_their_owners)
 {
@@ -170,7 +170,7 @@ BOOST_AUTO_TEST_CASE(an_io_context_destroyed_with_armed_entries_frees_their_owne
 }
 
 // A callback that throws leaves io_context::run, as any handler's exception does; the other
-// armed entries must still fire (for an engine: its lease still renewed).
+// armed entries must still fire (for a driver: its lease still renewed).
 BOOST_AUTO_TEST_CASE(a_throwing_callback_leaves_the_others_armed)
 {
     fired.clear();

@@ -32,34 +32,34 @@
 
 namespace dlock::detail {
 
-class engine;
+class lock_driver;
 
-/// A registry's map key: the kind and a view of the engine's own name (no copy per lock).
-struct engine_key {
+/// A registry's map key: the kind and a view of the driver's own name (no copy per lock).
+struct driver_key {
     lease_kind kind;
     std::string_view name;
-    bool operator==(const engine_key&) const = default;
+    bool operator==(const driver_key&) const = default;
 };
-struct engine_key_hash {
-    std::size_t operator()(const engine_key& k) const noexcept
+struct driver_key_hash {
+    std::size_t operator()(const driver_key& k) const noexcept
     {
         return std::hash<std::string_view>{}(k.name) ^ (static_cast<std::size_t>(k.kind) * 0x9e3779b97f4a7c15u);
     }
 };
 
-/// What all engines of a registry share.
+/// What all drivers of a registry share.
 struct registry_state {
     registry_state(store& s, lock_config c);
 
     store& st;
-    boost::asio::any_io_executor ex;  // the store's, once for all engines
-    timer_set timers{ex};             // every engine's one deadline
+    boost::asio::any_io_executor ex;  // the store's, once for all drivers
+    timer_set timers{ex};             // every driver's one deadline
     std::weak_ptr<void> store_alive;
     lock_config cfg;
     store_traits traits;
     boost::system::error_code config_error;
     lock_stats stats;
-    std::unordered_map<engine_key, engine*, engine_key_hash> engines;  // an engine erases itself when freed
+    std::unordered_map<driver_key, lock_driver*, driver_key_hash> drivers;  // a driver erases itself when freed
     std::unordered_map<std::string, std::weak_ptr<struct semaphore_state>> semaphores;
     std::string client_id;  // random per registry
     std::uint64_t lease_seq = 0;
@@ -79,7 +79,7 @@ struct registry_state {
 
 /// One guard's hold.
 struct hold {
-    std::shared_ptr<engine> eng;
+    std::shared_ptr<lock_driver> driver;
     std::uint64_t id = 0;
     std::uint64_t owner = 0;
     std::uint64_t fence = 0;
@@ -89,13 +89,13 @@ struct hold {
     std::unique_ptr<boost::asio::any_completion_handler<void(boost::system::error_code)>> lost_waiter;
 };
 
-class engine : public std::enable_shared_from_this<engine> {
+class lock_driver : public std::enable_shared_from_this<lock_driver> {
 public:
     /// The state of `name` as a `kind` lease (a mutex; a read-write lock's read or write side;
     /// one permit lane of a semaphore of `capacity`), kept in the registry's map if `in_map`.
-    engine(std::shared_ptr<registry_state> reg, std::string name, lease_kind kind = lease_kind::mutex,
-           unsigned capacity = 1, bool in_map = false);
-    ~engine();
+    lock_driver(std::shared_ptr<registry_state> reg, std::string name, lease_kind kind = lease_kind::mutex,
+                unsigned capacity = 1, bool in_map = false);
+    ~lock_driver();
 
     const std::string& name() const noexcept { return name_; }
     lease_kind kind() const noexcept { return kind_; }
@@ -190,7 +190,7 @@ private:
     };
     timer_plan timer_plan_ = timer_plan::none;
     clock_type::time_point timer_at_{};
-    timer_entry timer_{&engine::timer_due};
+    timer_entry timer_{&lock_driver::timer_due};
     std::unique_ptr<std::string> diagnostics_;  // rare: not carried by every lock
 };
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-// The lock engine on the in-process memory store: no server, real timers, fast.
+// The lock driver on the in-process memory store: no server, real timers, fast.
 #include <dlock/error.hpp>
 #include <dlock/memory_store.hpp>
 #include <dlock/registry.hpp>
@@ -21,9 +21,9 @@
 #include <algorithm>
 #include <fstream>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
-#include <string>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -49,7 +49,7 @@ std::size_t resident_kib()
 
 }  // namespace
 
-BOOST_FIXTURE_TEST_SUITE(engine_suite, fixture)
+BOOST_FIXTURE_TEST_SUITE(lock_driver_suite, fixture)
 
 BOOST_AUTO_TEST_CASE(acquire_release_and_fencing)
 {
@@ -103,7 +103,7 @@ BOOST_AUTO_TEST_CASE(lease_tokens_are_short_and_distinct)
     BOOST_TEST((std::adjacent_find(seen.begin(), seen.end()) == seen.end()));
 }
 
-// User code run inside the engine's pass (lock_config::on_event; a completion handler's
+// User code run inside the driver's pass (lock_config::on_event; a completion handler's
 // exception Asio captures itself) may throw out of io_context::run; the name must not stay
 // stuck mid-pass: the actions left go out in a posted pass, the acquire completes, the
 // next one gets the lock, and nothing is left in the store.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-// The engine's answers to faults and odd input, on the memory store: errors that stop,
+// The driver's answers to faults and odd input, on the memory store: errors that stop,
 // transient ones that are retried, bounds that overflow, loss during a pause, misuse.
 #include <dlock/error.hpp>
 #include <dlock/memory_store.hpp>
@@ -27,7 +27,7 @@ using fixture = dlock::test::memory_fixture;
 
 }  // namespace
 
-BOOST_FIXTURE_TEST_SUITE(engine_faults_suite, fixture)
+BOOST_FIXTURE_TEST_SUITE(lock_driver_faults_suite, fixture)
 
 // A refusal (an ACL without EVAL, a key of the wrong type) fails the acquire at once, with
 // the server's text kept apart for the caller; it is not retried.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-#include "core/engine.hpp"
+#include "core/lock_driver.hpp"
 
 #include <dlock/error.hpp>
 
@@ -91,20 +91,21 @@ void registry_state::request_done()
             post_completion(ex, std::move(*d), error_code());  // the store may be gone
 }
 
-// ---- engine: inputs ----
+// ---- driver: inputs ----
 
 namespace {
 
 }  // namespace
 
-engine::engine(std::shared_ptr<registry_state> reg, std::string name, lease_kind kind, unsigned capacity, bool in_map)
+lock_driver::lock_driver(std::shared_ptr<registry_state> reg, std::string name, lease_kind kind, unsigned capacity,
+                         bool in_map)
     : reg_(std::move(reg)), name_(std::move(name)), kind_(kind), capacity_(capacity), fsm_(reg_->fsm_for(kind))
 {
     store_name_ = reg_->cfg.prefix.empty() ? name_ : reg_->cfg.prefix + ":" + name_;
     in_map_ = in_map;
 }
 
-engine::~engine()
+lock_driver::~lock_driver()
 {
     if (lingering_)
         reg_->request_done();
@@ -119,13 +120,13 @@ engine::~engine()
     }
     if (!in_map_)
         return;
-    auto it = reg_->engines.find({kind_, name_});
-    if (it != reg_->engines.end() && it->second == this)
-        reg_->engines.erase(it);
+    auto it = reg_->drivers.find({kind_, name_});
+    if (it != reg_->drivers.end() && it->second == this)
+        reg_->drivers.erase(it);
 }
 
-void engine::acquire(std::uint64_t owner, bool try_once, std::optional<milliseconds> limit,
-                     asio::any_completion_handler<lock::acquire_signature> h, bool in_place)
+void lock_driver::acquire(std::uint64_t owner, bool try_once, std::optional<milliseconds> limit,
+                          asio::any_completion_handler<lock::acquire_signature> h, bool in_place)
 {
     auto& r = *reg_;
     error_code ec = r.config_error ? r.config_error : validate_name(r.cfg, name_);
@@ -138,7 +139,7 @@ void engine::acquire(std::uint64_t owner, bool try_once, std::optional<milliseco
     if (!store_alive())
         return post_completion(reg_->ex, std::move(h), error_code(error::closed), guard());
     if (r.traits.live == liveness::per_session && !session_watch_) {
-        std::weak_ptr<engine> weak = shared_from_this();
+        std::weak_ptr<lock_driver> weak = shared_from_this();
         session_watch_ = r.st.watch_session([weak](session_event ev, const session_info& info) {
             if (auto self = weak.lock()) {
                 self->fsm_.on_session(ev, info, clock_type::now());
@@ -153,7 +154,7 @@ void engine::acquire(std::uint64_t owner, bool try_once, std::optional<milliseco
     w->in_place = in_place;
     w->slot = asio::get_associated_cancellation_slot(h);
     w->handler = std::move(h);
-    std::weak_ptr<engine> weak = shared_from_this();
+    std::weak_ptr<lock_driver> weak = shared_from_this();
     auto now = clock_type::now();
     if (limit) {
         w->timer.emplace(reg_->ex, saturating_add(now, *limit));
@@ -178,7 +179,7 @@ void engine::acquire(std::uint64_t owner, bool try_once, std::optional<milliseco
     feed(false);
 }
 
-void engine::release(const std::shared_ptr<hold>& h, done_handler done, bool by_destructor, bool in_place)
+void lock_driver::release(const std::shared_ptr<hold>& h, done_handler done, bool by_destructor, bool in_place)
 {
     if (!h->active) {
         if (done)
@@ -209,7 +210,7 @@ void engine::release(const std::shared_ptr<hold>& h, done_handler done, bool by_
     feed(false);
 }
 
-void engine::wait_lost(const std::shared_ptr<hold>& h, done_handler done)
+void lock_driver::wait_lost(const std::shared_ptr<hold>& h, done_handler done)
 {
     if (!h->active)
         return post_completion(reg_->ex, std::move(done), error_code(error::not_held));
@@ -231,25 +232,25 @@ void engine::wait_lost(const std::shared_ptr<hold>& h, done_handler done)
     }
 }
 
-clock_type::time_point engine::valid_until(const hold& h) const noexcept
+clock_type::time_point lock_driver::valid_until(const hold& h) const noexcept
 {
     return h.active ? fsm_.valid_until() : clock_type::time_point::min();
 }
 
-const std::string& engine::diagnostics() const noexcept
+const std::string& lock_driver::diagnostics() const noexcept
 {
     static const std::string none;
     return diagnostics_ ? *diagnostics_ : none;
 }
 
-bool engine::is_lost(const hold& h) const noexcept
+bool lock_driver::is_lost(const hold& h) const noexcept
 {
     return h.active && fsm_.valid_until() == clock_type::time_point::min();
 }
 
-// ---- engine: actions ----
+// ---- driver: actions ----
 
-void engine::feed(bool from_io)
+void lock_driver::feed(bool from_io)
 {
     // The machine's actions are performed where they lie; each keeps the kind of input that
     // made it (an I/O completion or a call), for the completion rule.
@@ -289,7 +290,7 @@ void engine::feed(bool from_io)
     }
     unwatch_later_.reset();
     running_ = false;
-    apply_timer_plan();  // last: if it throws (out of memory), the engine is not left running
+    apply_timer_plan();  // last: if it throws (out of memory), the driver is not left running
     if (fsm_.lingering() != lingering_) {
         lingering_ = !lingering_;
         if (lingering_)
@@ -299,7 +300,7 @@ void engine::feed(bool from_io)
     }
 }
 
-void engine::perform(fsm_action& a, bool from_io)
+void lock_driver::perform(fsm_action& a, bool from_io)
 {
     auto& r = *reg_;
     switch (a.t) {
@@ -319,7 +320,7 @@ void engine::perform(fsm_action& a, bool from_io)
     case act::watch: {
         if (!store_alive())
             return;
-        std::weak_ptr<engine> weak = shared_from_this();
+        std::weak_ptr<lock_driver> weak = shared_from_this();
         watch_ = r.st.watch(store_name_, a.token, [weak](watch_event ev, const grant_notice& g) {
             if (auto self = weak.lock()) {
                 self->fsm_.on_watch(ev, g, clock_type::now());
@@ -379,8 +380,8 @@ void engine::perform(fsm_action& a, bool from_io)
     }
 }
 
-// feed() keeps this engine alive: the reference a disarm hands back may go here.
-void engine::apply_timer_plan()
+// feed() keeps this driver alive: the reference a disarm hands back may go here.
+void lock_driver::apply_timer_plan()
 {
     switch (std::exchange(timer_plan_, timer_plan::none)) {
     case timer_plan::none: return;
@@ -389,14 +390,14 @@ void engine::apply_timer_plan()
     }
 }
 
-void engine::timer_due(timer_entry&, std::shared_ptr<void> self)
+void lock_driver::timer_due(timer_entry&, std::shared_ptr<void> self)
 {
-    auto e = std::static_pointer_cast<engine>(std::move(self));
+    auto e = std::static_pointer_cast<lock_driver>(std::move(self));
     e->fsm_.on_timer(clock_type::now());
     e->feed(true);
 }
 
-void engine::send_release(const fsm_action& a)
+void lock_driver::send_release(const fsm_action& a)
 {
     if (!store_alive())
         return;
@@ -409,7 +410,7 @@ void engine::send_release(const fsm_action& a)
                            });
 }
 
-void engine::complete_waiter(fsm_action& a, bool from_io)
+void lock_driver::complete_waiter(fsm_action& a, bool from_io)
 {
     auto it = waiters_.find(a.id);
     if (it == waiters_.end())
@@ -423,7 +424,7 @@ void engine::complete_waiter(fsm_action& a, bool from_io)
     guard g;
     if (a.hold != 0) {
         auto h = std::make_shared<hold>();
-        h->eng = shared_from_this();
+        h->driver = shared_from_this();
         h->id = a.hold;
         h->owner = w->owner;
         h->fence = a.fence;
@@ -446,7 +447,7 @@ void engine::complete_waiter(fsm_action& a, bool from_io)
         post_completion(reg_->ex, std::move(w->handler), a.ec, std::move(g));
 }
 
-void engine::signal_lost()
+void lock_driver::signal_lost()
 {
     // A cancellation handler may release any guard: look each one up afresh.
     std::vector<std::uint64_t> ids;
@@ -465,7 +466,7 @@ void engine::signal_lost()
     }
 }
 
-const boost::asio::any_io_executor& executor_of(const engine& e) noexcept
+const boost::asio::any_io_executor& executor_of(const lock_driver& e) noexcept
 {
     return e.executor();
 }
