@@ -31,7 +31,7 @@ BOOST_AUTO_TEST_CASE(no_wait_connections_no_release_notifications)
 // on. Tokens must rise in grant order: A's, drawn first, used to be granted after B's.
 BOOST_AUTO_TEST_CASE(fencing_tokens_rise_in_grant_order_past_a_stalled_acquire)
 {
-    auto& srv = maria_server();
+    auto& srv = mariadb_family::server();
     asio::io_context io;
     dlock::mariadb_store a(io.get_executor(), srv.config());
     dlock::mariadb_store b(io.get_executor(), srv.config());
@@ -48,17 +48,17 @@ BOOST_AUTO_TEST_CASE(fencing_tokens_rise_in_grant_order_past_a_stalled_acquire)
         void unpause()
         {
             if (!id.empty())
-                maria_server().sql("KILL " + std::exchange(id, {}));
+                mariadb_family::server().sql("KILL " + std::exchange(id, {}));
         }
         ~cleanup()
         {
             unpause();
-            maria_server().sql("DROP TRIGGER IF EXISTS dlock.dlock_test_pause");
+            mariadb_family::server().sql("DROP TRIGGER IF EXISTS dlock.dlock_test_pause");
         }
     } guard{line->substr(2)};
     auto users_locked = [&] {  // acquires held in the trigger
-        return maria_count("SELECT COUNT(*) FROM information_schema.processlist WHERE state = 'User lock'"
-                           " AND info LIKE 'SET @dlock_test = %'");
+        return mariadb_family::count("SELECT COUNT(*) FROM information_schema.processlist WHERE state = 'User lock'"
+                                     " AND info LIKE 'SET @dlock_test = %'");
     };
     run_test(
         io,
@@ -99,35 +99,29 @@ BOOST_AUTO_TEST_CASE(fencing_tokens_rise_in_grant_order_past_a_stalled_acquire)
 // each its own row.
 BOOST_AUTO_TEST_CASE(names_are_bytes)
 {
-    asio::io_context io;
-    dlock::mariadb_store st(io.get_executor(), maria_server().config());
-    run_test(
-        io,
-        [&]() -> asio::awaitable<void> {
-            const std::string token = "bytes";
-            std::vector<std::string> names{std::string("nul\0byte", 8), std::string("\0", 1), "bad\xff utf-8",
-                                           "bad\xfe utf-8"};
-            for (const auto& name : names) {
-                auto [ec, r] = co_await st.async_try_acquire(name, token, 2s, use_tuple);
-                BOOST_TEST(!ec, name.substr(0, 40) << ": " << ec.message() << " " << st.last_error_text());
-                BOOST_TEST(r.acquired, name.substr(0, 40));
-                BOOST_TEST((co_await st.async_status(name, asio::use_awaitable)).holder == token);
-            }
-            BOOST_TEST(mariadb_family::rows_of_owner(token) == static_cast<long>(names.size()));
-            BOOST_TEST(mariadb_family::rows(std::string("nul\0byte", 8)) == 1);
-            for (const auto& name : names)
-                BOOST_TEST((co_await st.async_release(name, token, asio::use_awaitable)), name.substr(0, 40));
-            BOOST_TEST(mariadb_family::rows_of_owner(token) == 0);
-            st.close();
-        },
-        20s);
+    sql::with_store<mariadb_family>([](dlock::mariadb_store& st) -> asio::awaitable<void> {
+        const std::string token = "bytes";
+        std::vector<std::string> names{std::string("nul\0byte", 8), std::string("\0", 1), "bad\xff utf-8",
+                                       "bad\xfe utf-8"};
+        for (const auto& name : names) {
+            auto [ec, r] = co_await st.async_try_acquire(name, token, 2s, use_tuple);
+            BOOST_TEST(!ec, name.substr(0, 40) << ": " << ec.message() << " " << st.last_error_text());
+            BOOST_TEST(r.acquired, name.substr(0, 40));
+            BOOST_TEST((co_await st.async_status(name, asio::use_awaitable)).holder == token);
+        }
+        BOOST_TEST(mariadb_family::rows_of_owner(token) == static_cast<long>(names.size()));
+        BOOST_TEST(mariadb_family::rows(std::string("nul\0byte", 8)) == 1);
+        for (const auto& name : names)
+            BOOST_TEST((co_await st.async_release(name, token, asio::use_awaitable)), name.substr(0, 40));
+        BOOST_TEST(mariadb_family::rows_of_owner(token) == 0);
+    });
 }
 
 // A user without rights on the database is refused; one without CREATE works on the
 // existing table and is refused a new one clearly.
 BOOST_AUTO_TEST_CASE(users_without_privileges)
 {
-    auto& srv = maria_server();
+    auto& srv = mariadb_family::server();
     asio::io_context io;
     dlock::mariadb_store owner(io.get_executor(), srv.config());  // makes the table
     dlock::mariadb_store nopriv(io.get_executor(), srv.config("nopriv"));

@@ -158,68 +158,56 @@ BOOST_AUTO_TEST_CASE(fencing_tokens_rise_in_grant_order_past_a_stalled_backend)
 // A hand-off's notice carries name and token: odd bytes in either must survive it.
 BOOST_AUTO_TEST_CASE(odd_bytes_survive_a_hand_off_notice)
 {
-    asio::io_context io;
-    dlock::postgres_store st(io.get_executor(), pg_server().config());
-    run_test(
-        io,
-        [&]() -> asio::awaitable<void> {
-            const std::string name = "hand 'off' \"x\" \\ y", token = "wait er's \\ token";
-            std::vector<dlock::grant_notice> grants;
-            bool ready = false;
-            auto w = st.watch(name, token, [&](dlock::watch_event ev, const dlock::grant_notice& g) {
-                ready |= ev == dlock::watch_event::ready;
-                if (ev == dlock::watch_event::granted)
-                    grants.push_back(g);
-            });
-            BOOST_TEST((co_await st.async_try_acquire(name, "holder", 5s, asio::use_awaitable)).acquired);
-            BOOST_REQUIRE(co_await eventually([&] { return ready; }));
-            dlock::lease_request q{name, token, 3s};
-            q.queue = true;
-            BOOST_TEST(!(co_await st.async_try_acquire(q, asio::use_awaitable)).acquired);
-            BOOST_TEST((co_await st.async_status(name, asio::use_awaitable)).queued == 1u);
-            BOOST_TEST((co_await st.async_release(name, "holder", asio::use_awaitable)));
-            BOOST_REQUIRE(co_await eventually([&] { return !grants.empty(); }));
-            BOOST_TEST(grants.front().ttl == 3000ms);
-            auto s = co_await st.async_status(name, asio::use_awaitable);
-            BOOST_TEST(s.holder == token);
-            BOOST_TEST(s.fencing_token == grants.front().fencing_token);
-            BOOST_TEST((co_await st.async_release(name, token, asio::use_awaitable)));
-            st.unwatch(w);
-            st.close();
-        },
-        20s);
+    sql::with_store<postgres_family>([](dlock::postgres_store& st) -> asio::awaitable<void> {
+        const std::string name = "hand 'off' \"x\" \\ y", token = "wait er's \\ token";
+        std::vector<dlock::grant_notice> grants;
+        bool ready = false;
+        auto w = st.watch(name, token, [&](dlock::watch_event ev, const dlock::grant_notice& g) {
+            ready |= ev == dlock::watch_event::ready;
+            if (ev == dlock::watch_event::granted)
+                grants.push_back(g);
+        });
+        BOOST_TEST((co_await st.async_try_acquire(name, "holder", 5s, asio::use_awaitable)).acquired);
+        BOOST_REQUIRE(co_await eventually([&] { return ready; }));
+        dlock::lease_request q{name, token, 3s};
+        q.queue = true;
+        BOOST_TEST(!(co_await st.async_try_acquire(q, asio::use_awaitable)).acquired);
+        BOOST_TEST((co_await st.async_status(name, asio::use_awaitable)).queued == 1u);
+        BOOST_TEST((co_await st.async_release(name, "holder", asio::use_awaitable)));
+        BOOST_REQUIRE(co_await eventually([&] { return !grants.empty(); }));
+        BOOST_TEST(grants.front().ttl == 3000ms);
+        auto s = co_await st.async_status(name, asio::use_awaitable);
+        BOOST_TEST(s.holder == token);
+        BOOST_TEST(s.fencing_token == grants.front().fencing_token);
+        BOOST_TEST((co_await st.async_release(name, token, asio::use_awaitable)));
+        st.unwatch(w);
+    });
 }
 
 // NUL cannot be in a PostgreSQL text, nor invalid UTF-8: refused before the wire, by every
 // operation, and by a lock with the same code (no retry loop).
 BOOST_AUTO_TEST_CASE(nul_and_invalid_utf8_are_refused)
 {
-    asio::io_context io;
-    dlock::postgres_store st(io.get_executor(), pg_server().config());
-    run_test(
-        io,
-        [&]() -> asio::awaitable<void> {
-            const std::string nul("a\0b", 3);
-            auto [ecn1, rn1] = co_await st.async_try_acquire(nul, "t", 2s, use_tuple);
-            BOOST_TEST(ecn1 == dlock::error::invalid_name);
-            auto [ecn2, rn2] = co_await st.async_try_acquire("x", nul, 2s, use_tuple);
-            BOOST_TEST(ecn2 == dlock::error::invalid_name);
-            auto [ecn3, rn3] = co_await st.async_renew(nul, "t", 2s, use_tuple);
-            BOOST_TEST(ecn3 == dlock::error::invalid_name);
-            auto [ecn4, rn4] = co_await st.async_release(nul, "t", use_tuple);
-            BOOST_TEST(ecn4 == dlock::error::invalid_name);
-            auto [ecn5, rn5] = co_await st.async_force_release(nul, use_tuple);
-            BOOST_TEST(ecn5 == dlock::error::invalid_name);
-            {
-                dlock::registry reg(st, {.lease = 2s});
-                auto [ecr, gr] = co_await reg.obtain(nul).acquire(use_tuple);
-                BOOST_TEST(ecr == dlock::error::invalid_name, ecr.message());
-            }
-            auto [ec2, r2] = co_await st.async_try_acquire("bad\xff", "t", 2s, use_tuple);
-            BOOST_TEST(ec2 == dlock::error::invalid_name, ec2.message() << " " << st.last_error_text());
-            st.close();
-        },
-        20s);
+    sql::with_store<postgres_family>([](dlock::postgres_store& st) -> asio::awaitable<void> {
+        const std::string nul("a\0b", 3);
+        auto [ecn1, rn1] = co_await st.async_try_acquire(nul, "t", 2s, use_tuple);
+        BOOST_TEST(ecn1 == dlock::error::invalid_name);
+        auto [ecn2, rn2] = co_await st.async_try_acquire("x", nul, 2s, use_tuple);
+        BOOST_TEST(ecn2 == dlock::error::invalid_name);
+        auto [ecn3, rn3] = co_await st.async_renew(nul, "t", 2s, use_tuple);
+        BOOST_TEST(ecn3 == dlock::error::invalid_name);
+        auto [ecn4, rn4] = co_await st.async_release(nul, "t", use_tuple);
+        BOOST_TEST(ecn4 == dlock::error::invalid_name);
+        auto [ecn5, rn5] = co_await st.async_force_release(nul, use_tuple);
+        BOOST_TEST(ecn5 == dlock::error::invalid_name);
+        {
+            dlock::registry reg(st, {.lease = 2s});
+            auto [ecr, gr] = co_await reg.obtain(nul).acquire(use_tuple);
+            BOOST_TEST(ecr == dlock::error::invalid_name, ecr.message());
+        }
+        auto [ec2, r2] = co_await st.async_try_acquire("bad\xff", "t", 2s, use_tuple);
+        BOOST_TEST(ec2 == dlock::error::invalid_name, ec2.message() << " " << st.last_error_text());
+    });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -35,6 +35,21 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 inline constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
+/// Runs `body(st)` (a coroutine) on a store of the family's server, then closes the store.
+template <class F, class Body>
+void with_store(Body body, std::chrono::seconds limit = 20s)
+{
+    asio::io_context io;
+    typename F::store st(io.get_executor(), F::config_of());
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            co_await body(st);
+            st.close();
+        },
+        limit);
+}
+
 /// The traits a SQL store declares, and a description that names user, host, database and
 /// table but never the password.
 template <class F>
@@ -46,19 +61,19 @@ void traits_and_describe()
     cfg.password = "hidden";
     typename F::store st(io.get_executor(), cfg);
     auto t = st.traits();
-    BOOST_TEST(t.direct_handoff == F::direct_handoff);
+    BOOST_TEST(t.direct_handoff == F::words.direct_handoff);
     BOOST_TEST(!t.inherent_queue);
     BOOST_TEST(t.release_notifications);
     BOOST_TEST(t.durable_fencing);
     BOOST_TEST((t.live == dlock::liveness::per_lease));
     BOOST_TEST(t.ttl_granularity == 1ms);
-    BOOST_TEST(st.describe() == F::default_description);
+    BOOST_TEST(st.describe() == F::words.description);
     BOOST_TEST(st.describe().find("hidden") == std::string::npos);
 }
 
 /// 3 processes x 5 coroutines on one counter file: every section alone, tokens rising. The
 /// test holds the name until every process waits on the store, so that at least its release
-/// reaches waiters in other processes through the store (F::contention_stat counts them),
+/// reaches waiters in other processes through the store (F::words.contention_stat counts them),
 /// however fast one process would otherwise finish alone.
 template <class F>
 void mutual_exclusion_across_processes()
@@ -89,13 +104,13 @@ void mutual_exclusion_across_processes()
         auto line = w->read_line(150s);
         BOOST_TEST_MESSAGE("worker: " << line.value_or("<none>"));
         BOOST_TEST((line && line->rfind("done", 0) == 0));
-        through_store += worker_stat(line.value_or(""), F::contention_stat);
+        through_store += worker_stat(line.value_or(""), F::words.contention_stat);
         BOOST_TEST(w->wait() == 0);
     }
     // Exact count, tokens rising in file order, each token one process's; and the name went
     // from process to process through the store (a hand-off, or a release notification).
     check_count_log(counter, log, processes, processes * coroutines * sections);
-    BOOST_TEST(through_store > 0u, F::contention_stat);
+    BOOST_TEST(through_store > 0u, F::words.contention_stat);
     // Every waiter got the name or withdrew: nothing is left.
     BOOST_TEST(F::rows("dlock:mx") == 0);
     std::error_code ec;
@@ -258,7 +273,7 @@ void server_down_at_start()
             auto [ec] = co_await st.async_connect(use_tuple);
             BOOST_TEST(ec == dlock::error::connect_failed, ec.message() << " " << st.last_error_text());
             BOOST_TEST(dlock::is_transient(ec));
-            BOOST_TEST(st.last_error_text().find(F::refused_text) != std::string::npos, st.last_error_text());
+            BOOST_TEST(st.last_error_text().find(F::words.refused_text) != std::string::npos, st.last_error_text());
             auto [ec2, g] = co_await reg.obtain("down").try_acquire(use_tuple);
             BOOST_TEST(ec2 == dlock::error::connect_failed, ec2.message());
             auto [ec3, g3] = co_await reg.obtain("down").acquire_for(1s, use_tuple);
@@ -340,7 +355,7 @@ void bad_input()
             auto [ec4] = co_await bad_pw.async_connect(use_tuple);
             BOOST_TEST(ec4 == dlock::error::auth_failed, ec4.message() << " " << bad_pw.last_error_text());
             BOOST_TEST(!dlock::is_transient(ec4));
-            BOOST_TEST(bad_pw.last_error_text().find(F::auth_failed_text) != std::string::npos,
+            BOOST_TEST(bad_pw.last_error_text().find(F::words.auth_failed_text) != std::string::npos,
                        bad_pw.last_error_text());
             BOOST_TEST(bad_pw.last_error_text().find("wrong") == std::string::npos);  // the password is not echoed
             {
@@ -353,7 +368,7 @@ void bad_input()
             BOOST_TEST(F::is_missing_database(ec5), ec5.message() << " " << missing.last_error_text());
             BOOST_TEST(!dlock::is_transient(ec5));
             BOOST_TEST(missing.last_error_text().find("no_such_db") != std::string::npos, missing.last_error_text());
-            BOOST_TEST(missing.last_error_text().find(F::missing_database_text) != std::string::npos,
+            BOOST_TEST(missing.last_error_text().find(F::words.missing_database_text) != std::string::npos,
                        missing.last_error_text());
             auto [ec6] = co_await down.async_connect(use_tuple);
             BOOST_TEST(ec6 == dlock::error::connect_failed, ec6.message() << " " << down.last_error_text());
@@ -389,7 +404,7 @@ void the_tool_runs_and_reports()
     BOOST_TEST(std::stoull("0" + r.out.substr(r.out.find("ran ") + 4)) > 0u, r.out);
     auto s = tool_status<F>("tool-job");
     BOOST_TEST(s["held"].as_bool() == false);  // released after the command
-    BOOST_TEST((s["last_fencing_token"].as_int64() > 0) == F::free_name_shows_last_token);
+    BOOST_TEST((s["last_fencing_token"].as_int64() > 0) == F::words.free_name_shows_last_token);
     asio::io_context io;
     typename F::store store(io.get_executor(), F::config_of());
     dlock::registry reg(store, {.lease = 3s});

@@ -56,6 +56,43 @@ inline void check_grant_order(const std::vector<std::pair<std::string, std::uint
     }
 }
 
+/// What a store says that the scenarios check, in its own words.
+struct sql_words {
+    bool direct_handoff;                ///< traits(): a release grants the name to a queued waiter
+    const char* description;            ///< describe() of a default config for the user "app"
+    const char* contention_stat;        ///< the worker statistic that counts waiters reached through the store
+    bool free_name_shows_last_token;    ///< a free name's status has the last token issued
+    const char* refused_text;           ///< in last_error_text() when nothing listens
+    const char* auth_failed_text;       ///< in last_error_text() on a wrong password
+    const char* missing_database_text;  ///< in last_error_text() on a database that does not exist
+    const char* lease_table;            ///< the lease table as the server's client names it
+};
+
+/// What a family's adapter (sql/postgres_family.hpp, sql/mariadb_family.hpp) does alike
+/// whatever the store: one Server for the executable (starting it is the slow part), its
+/// config and URL, and the lease table's rows counted through Family::ask (the store's own
+/// client) with Family::literal quoting the values.
+template <class Family, class Server, class Store>
+struct sql_family_base {
+    using store = Store;
+    using config = decltype(std::declval<Server&>().config());
+    static Server& server()
+    {
+        static Server srv;
+        return srv;
+    }
+    static config config_of() { return server().config(); }
+    static std::string url() { return server().url(); }
+    static long count(const std::string& sql) { return std::stol(Family::ask(sql)); }
+    static long lease_rows(const std::string& column, const std::string& value)
+    {
+        return count(std::string("SELECT COUNT(*) FROM ") + Family::words.lease_table + " WHERE " + column + " = " +
+                     Family::literal(value));
+    }
+    static long rows(const std::string& name) { return lease_rows("name", name); }
+    static long rows_of_owner(const std::string& owner) { return lease_rows("owner", owner); }
+};
+
 struct tool_result {
     int status = -1;
     std::string out;  ///< stdout and stderr
