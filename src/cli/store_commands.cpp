@@ -33,6 +33,17 @@ asio::awaitable<int> connect_or_explain(const options&, store& st)
 
 namespace {
 
+// An operation's failure, with the server's own words when it gave any (a refusal after a
+// good connect, such as a missing privilege on the table, says why only there).
+int operation_failed(const char* what, const options& o, boost::system::error_code ec, const store& st)
+{
+    std::cerr << "dlock: " << what << " of '" << o.name << "' failed: " << ec.message();
+    if (!st.last_error_text().empty())
+        std::cerr << " (" << st.last_error_text() << ")";
+    std::cerr << "\n";
+    return exit_status::unavailable;
+}
+
 bool check_name(const options& o)
 {
     if (o.name.size() <= 1024 && o.name.find('\0') == std::string::npos)
@@ -50,10 +61,8 @@ asio::awaitable<int> status_command(const options& o, store& st)
     if (int rc = co_await connect_or_explain(o, st))
         co_return rc;
     auto [ec, s] = co_await st.async_status(store_name(o), use_tuple);
-    if (ec) {
-        std::cerr << "dlock: status of '" << o.name << "' failed: " << ec.message() << "\n";
-        co_return exit_status::unavailable;
-    }
+    if (ec)
+        co_return operation_failed("status", o, ec, st);
     if (o.json) {
         boost::json::object j;
         j["name"] = o.name;
@@ -102,10 +111,8 @@ asio::awaitable<int> release_command(const options& o, store& st)
     if (int rc = co_await connect_or_explain(o, st))
         co_return rc;
     auto [ec, was_held] = co_await st.async_force_release(store_name(o), use_tuple);
-    if (ec) {
-        std::cerr << "dlock: release of '" << o.name << "' failed: " << ec.message() << "\n";
-        co_return exit_status::unavailable;
-    }
+    if (ec)
+        co_return operation_failed("release", o, ec, st);
     std::cout << o.name
               << (was_held ? ": released (it was held; its holder loses it at its next renewal)\n"
                            : ": was not held\n");
