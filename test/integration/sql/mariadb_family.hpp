@@ -21,14 +21,14 @@ namespace dlock::test {
 struct mariadb_family : sql_family_base<mariadb_family, mariadb_server, dlock::mariadb_store> {
     // No hand-off: a release wakes waiters blocked in GET_LOCK (by_notification counts them);
     // a free name has no row, so its status has no last token.
-    static constexpr sql_words words{/*direct_handoff=*/false,
-                                     /*description=*/"mariadb mariadb://app@127.0.0.1:3306/dlock table=dlock_locks",
-                                     /*contention_stat=*/"by_notification",
-                                     /*free_name_shows_last_token=*/false,
-                                     /*refused_text=*/"Can't connect",
-                                     /*auth_failed_text=*/"Access denied",
-                                     /*missing_database_text=*/"no_such_db",
-                                     /*lease_table=*/"dlock.dlock_locks"};
+    static constexpr sql_words words{.direct_handoff = false,
+                                     .description = "mariadb mariadb://app@127.0.0.1:3306/dlock table=dlock_locks",
+                                     .contention_stat = "by_notification",
+                                     .free_name_shows_last_token = false,
+                                     .refused_text = "Can't connect",
+                                     .auth_failed_text = "Access denied",
+                                     .missing_database_text = "no_such_db",
+                                     .lease_table = "dlock.dlock_locks"};
 
     static std::string ask(const std::string& sql) { return server().sql(sql); }
     /// Backslash escapes, NUL as \0.

@@ -20,15 +20,15 @@ namespace dlock::test {
 struct postgres_family : sql_family_base<postgres_family, postgres_server, dlock::postgres_store> {
     // A hand-off grants queued waiters (store_handoffs counts them); a free name's status
     // reads the token sequence.
-    static constexpr sql_words words{
-        /*direct_handoff=*/true,
-        /*description=*/"postgresql postgresql://app@127.0.0.1:5432/postgres table=dlock_locks",
-        /*contention_stat=*/"store_handoffs",
-        /*free_name_shows_last_token=*/true,
-        /*refused_text=*/"Connection refused",
-        /*auth_failed_text=*/"password authentication failed",
-        /*missing_database_text=*/"does not exist",
-        /*lease_table=*/"dlock_locks"};
+    static constexpr sql_words words{.direct_handoff = true,
+                                     .description =
+                                         "postgresql postgresql://app@127.0.0.1:5432/postgres table=dlock_locks",
+                                     .contention_stat = "store_handoffs",
+                                     .free_name_shows_last_token = true,
+                                     .refused_text = "Connection refused",
+                                     .auth_failed_text = "password authentication failed",
+                                     .missing_database_text = "does not exist",
+                                     .lease_table = "dlock_locks"};
 
     static std::string ask(const std::string& sql) { return server().psql(sql); }
     /// standard_conforming_strings: only ' is doubled.
