@@ -3,6 +3,7 @@
 #include <dlock/redis/config.hpp>
 
 #include "common/duration.hpp"
+#include "common/url_parts.hpp"
 
 #include <boost/json.hpp>
 #include <boost/url/parse.hpp>
@@ -69,20 +70,10 @@ std::size_t userinfo_end(std::string_view url, std::size_t authority)
     return at == std::string_view::npos || at < authority ? std::string_view::npos : at;
 }
 
-int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 // %XX decoded; a '%' not followed by two hex digits is kept as typed (a raw password).
 std::string percent_decode(std::string_view s)
 {
+    using dlock::detail::hex_digit;
     std::string out;
     out.reserve(s.size());
     for (std::size_t i = 0; i < s.size(); ++i) {
