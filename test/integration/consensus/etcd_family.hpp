@@ -20,16 +20,13 @@
 
 namespace dlock::test {
 
-struct etcd_family {
-    using store = dlock::etcd_store;
-    using cluster = etcd_cluster;
-    using config = dlock::etcd::config;
-    using config_error = dlock::etcd::config_error;
+struct etcd_family : consensus_family_base<dlock::etcd_store, etcd_cluster, dlock::etcd::config,
+                                           dlock::etcd::config_error, &dlock::etcd::parse_url> {
     static constexpr const char* scheme = "etcd";
 
     // Leases are the lock's own (no session to outlive an election); a Redis answers HTTP by
     // closing, which no retry mends; a request over --max-request-bytes is refused as such;
-    // status() reads a lease's time left from etcd (whole seconds: 0 for a lease under 2 s).
+    // status() tells a holder's time left to any store (etcd keeps the lease's TTL).
     static inline const consensus_words words{.holder_outlives_an_election = false,
                                               .not_the_store = dlock::error::protocol_error,
                                               .not_the_store_text = "did not answer as an etcd v3 gateway",
@@ -41,11 +38,6 @@ struct etcd_family {
                                               .time_left_at_most = 1000,
                                               .others_see_time_left = true};
 
-    static bool parse_url(std::string_view url, config& c, config_error& err)
-    {
-        return dlock::etcd::parse_url(url, c, err);
-    }
-    static config config_of(const std::string& url) { return parsed_config(url, &dlock::etcd::parse_url); }
     /// The cluster's URL; `session` is the lock's lease here, so it changes nothing.
     static std::string url(const cluster& c, std::chrono::milliseconds /*session*/ = {}) { return c.url(); }
     /// Requests bounded at 1 s, so that a lost quorum shows within an acquire's bound.

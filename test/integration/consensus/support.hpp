@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 // What the consensus scenarios and the consensus stores' own tests share that names no store:
-// a config from a URL, a throwaway directory, and the words a family gives the scenarios.
+// the families' common part, a throwaway directory, and the words a family gives the scenarios.
 #pragma once
 
 #include <dlock/error.hpp>
@@ -14,16 +14,25 @@
 
 namespace dlock::test {
 
-/// The store's config parsed from `url` by its own parse_url (throws with its message).
-template <class Config, class Error>
-Config parsed_config(const std::string& url, bool (*parse)(std::string_view, Config&, Error&))
-{
-    Config c;
-    Error err;
-    if (!parse(url, c, err))
-        throw std::runtime_error(err.message);
-    return c;
-}
+/// What a family's adapter (consensus/etcd_family.hpp, consensus/zookeeper_family.hpp) names
+/// alike whatever the store: its store, cluster and config, and a config read from a URL by
+/// the store's own parse_url (which throws with its message on a URL it refuses).
+template <class Store, class Cluster, class Config, class Error, bool (*Parse)(std::string_view, Config&, Error&)>
+struct consensus_family_base {
+    using store = Store;
+    using cluster = Cluster;
+    using config = Config;
+    using config_error = Error;
+    static bool parse_url(std::string_view url, config& c, config_error& err) { return Parse(url, c, err); }
+    static config config_of(const std::string& url)
+    {
+        config c;
+        config_error err;
+        if (!Parse(url, c, err))
+            throw std::runtime_error(err.message);
+        return c;
+    }
+};
 
 /// A fresh directory under /tmp (the caller removes it).
 inline std::string temp_dir(const char* prefix = "dlock-consensus")

@@ -21,11 +21,8 @@
 
 namespace dlock::test {
 
-struct zookeeper_family {
-    using store = dlock::zookeeper_store;
-    using cluster = zk_ensemble;
-    using config = dlock::zookeeper::config;
-    using config_error = dlock::zookeeper::config_error;
+struct zookeeper_family : consensus_family_base<dlock::zookeeper_store, zk_ensemble, dlock::zookeeper::config,
+                                                dlock::zookeeper::config_error, &dlock::zookeeper::parse_url> {
     static constexpr const char* scheme = "zk";
 
     // A session outlives an election; a Redis never completes the handshake, which is a
@@ -43,11 +40,6 @@ struct zookeeper_family {
                                               .time_left_at_most = 4000,
                                               .others_see_time_left = false};
 
-    static bool parse_url(std::string_view url, config& c, config_error& err)
-    {
-        return dlock::zookeeper::parse_url(url, c, err);
-    }
-    static config config_of(const std::string& url) { return parsed_config(url, &dlock::zookeeper::parse_url); }
     /// The ensemble's URL asking for a session of `session` (the servers' default if zero).
     static std::string url(const cluster& z, std::chrono::milliseconds session = {})
     {
