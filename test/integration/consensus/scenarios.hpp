@@ -55,8 +55,10 @@ void mutual_exclusion_across_processes()
         BOOST_TEST(w->wait() == 0);
     }
     auto r = check_count_log(counter, log, processes, processes * coroutines * sections);
-    // More than the 2 switches of three processes taking turns once each, and then some.
-    BOOST_TEST(r.switches > 3u, "process switches: " << r.switches);
+    // More than the 2 switches of three processes taking turns once each: they interleaved.
+    // (How often is timing: a process's local hand-offs may keep the name for a while; ZooKeeper
+    // under ASan showed 3.)
+    BOOST_TEST(r.switches > 2u, "process switches: " << r.switches);
     std::filesystem::remove_all(dir);
 }
 
