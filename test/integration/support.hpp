@@ -4,12 +4,14 @@
 #pragma once
 
 #include <dlock/error.hpp>
+#include <dlock/guard.hpp>
 #include <dlock/redis/connection.hpp>
 
 #include "unit/print.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -154,6 +156,17 @@ asio::awaitable<boost::system::error_code> connect(Connection& conn)
 {
     auto [ec] = co_await conn.async_connect(asio::as_tuple(asio::use_awaitable));
     co_return ec;
+}
+
+/// A holder whose lease was forced away (by the tool or another client): within `round` (a
+/// watchdog round, lease / 3, and then some) it learns it lost the lock, and its release says so.
+inline asio::awaitable<void> expect_forced_loss(guard& g, std::chrono::milliseconds round = std::chrono::seconds(3))
+{
+    asio::steady_timer t(co_await asio::this_coro::executor, round);
+    co_await t.async_wait(asio::bind_cancellation_slot(g.lost_slot(), asio::as_tuple(asio::use_awaitable)));
+    BOOST_TEST(g.is_lost());
+    auto [ec] = co_await g.release(asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST((ec == dlock::error::lock_lost));
 }
 
 }  // namespace dlock::test

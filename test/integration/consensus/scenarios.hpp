@@ -310,11 +310,7 @@ void the_tool_runs_reports_and_forces_a_release()
             BOOST_TEST(st.find("\"fencing_token\":" + std::to_string(g.fencing_token())) != std::string::npos, st);
             auto rel = run_capture({cli, "release", "--force", "--url", F::url(c), "f"}, &status);
             BOOST_TEST(status == 0, rel);
-            asio::steady_timer t(io, 3s);  // a watchdog round (lease / 3) and then some
-            co_await t.async_wait(asio::bind_cancellation_slot(g.lost_slot(), use_tuple));
-            BOOST_TEST(g.is_lost());
-            auto [ec] = co_await g.release(use_tuple);
-            BOOST_TEST((ec == dlock::error::lock_lost));
+            co_await expect_forced_loss(g);
             store.close();
         },
         60s);

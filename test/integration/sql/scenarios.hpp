@@ -423,11 +423,7 @@ void the_tool_runs_and_reports()
             auto forced = dlock_tool({"release", "--force", "--url", F::url(), "f"});
             BOOST_TEST(forced.status == 0, forced.out);
             BOOST_TEST(forced.out.find("held") != std::string::npos, forced.out);
-            asio::steady_timer t(io, 3s);  // a watchdog round (lease / 3) and then some
-            co_await t.async_wait(asio::bind_cancellation_slot(g.lost_slot(), use_tuple));
-            BOOST_TEST(g.is_lost());
-            auto [ec] = co_await g.release(use_tuple);
-            BOOST_TEST((ec == dlock::error::lock_lost));
+            co_await expect_forced_loss(g);
             store.close();
         },
         60s);
