@@ -50,6 +50,21 @@ bool duration_option(std::string_view label, std::string_view key, std::string_v
     return true;
 }
 
+/// Option `key`'s `value` as a whole number in [lo, hi] into `field`; `label` names the URL.
+template <class Err, class Field>
+bool count_option(std::string_view label, std::string_view key, std::string_view value, unsigned lo, unsigned hi,
+                  Field& field, Err& err)
+{
+    unsigned n = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || end != value.data() + value.size() || n < lo || n > hi)
+        return fail(err, error::invalid_option,
+                    std::string(label) + ": " + std::string(key) + ": '" + std::string(value) + "' is not " +
+                        std::to_string(lo) + ".." + std::to_string(hi));
+    field = n;
+    return true;
+}
+
 /// A list of servers (each with `host` and `port`) as a URL writes them: `h:p,[v6]:p`.
 template <class List>
 std::string host_list(const List& servers)
@@ -393,25 +408,68 @@ inline bool split_server_url(std::string_view rest, std::string_view label, std:
     return true;
 }
 
+/// How a database server's URL is written (postgresql://, mariadb://).
+struct server_url_form {
+    std::string_view scheme{}, other_scheme{};  ///< "mariadb://", and "mysql://"
+    std::string_view a_name{};                  ///< with its article: "a mariadb"
+    std::string_view usage{};                   ///< the form shown in "not a ... URL (expected <usage>)"
+    std::string_view expected{};                ///< the schemes a wrong one is told: "mariadb:// or mysql://"
+    std::string_view label{};                   ///< what messages start with: "mariadb URL"
+    std::uint16_t default_port = 0;
+    bool database_required = false;
+};
+
+/// A server URL whole into a copy of `out`, which replaces `out` only if all of it parses:
+/// the user, password, database, host (percent-decoded: %2F for a unix socket) and port,
+/// leaving what the URL does not give; its options to `option(key, value, c, err)` (which
+/// fills `err` itself).
+template <class Config, class Err, class Option>
+bool parse_server_url(std::string_view url, const server_url_form& form, Config& out, Option option, Err& err)
+{
+    Config c = out;
+    std::string_view rest;
+    server_url parts;
+    url_failure f;
+    // An option's own failure is in `err` already.
+    auto failed = [&] { return f.message.empty() ? false : fail(err, f.code, std::move(f.message)); };
+    if (!strip_scheme(url, {form.scheme, form.other_scheme}, form.a_name, form.usage, form.expected, rest, f) ||
+        !split_server_url(rest, form.label, c.user, c.password, c.database, parts, f))
+        return failed();
+    if (form.database_required && c.database.empty())
+        return fail(err, error::invalid_url, std::string(form.label) + ": no database name");
+    std::string_view host_part, port_part;
+    if (split_host_port(parts.host_port, host_part, port_part) == host_port_split::no_host)
+        return fail(err, error::invalid_url, std::string(form.label) + ": no host in '" + hide_password(url) + "'");
+    std::string host;
+    auto each = [&](std::string_view k, std::string_view v) { return option(k, v, c, err); };
+    if (!parse_host_port(parts.host_port, form.default_port, form.label, host, c.port, f) ||
+        !percent_decode(host, c.host, form.label, "host", f) || !for_each_option(parts.query, form.label, f, each))
+        return failed();
+    out = std::move(c);
+    return true;
+}
+
 /// How a server-list store writes its URL (etcd://, memcached://, zk://).
 struct list_url_form {
-    std::string_view scheme, other_scheme;  ///< "zk://", and "zookeeper://" (empty: none)
-    std::string_view a_name;                ///< with its article: "an etcd", "a ZooKeeper"
-    std::string_view usage;                 ///< the form shown in "not a ... URL (expected <usage>)"
-    std::string_view label;                 ///< what messages start with: "etcd URL"
-    std::string_view no_userinfo_yet;       ///< after "user names and passwords are not supported"
-    std::string_view server_noun;           ///< "member", "server": for "no member in '<url>'"
+    std::string_view scheme{}, other_scheme{};  ///< "zk://", and "zookeeper://" (empty: none)
+    std::string_view a_name{};                  ///< with its article: "an etcd", "a ZooKeeper"
+    std::string_view usage{};                   ///< the form shown in "not a ... URL (expected <usage>)"
+    std::string_view label{};                   ///< what messages start with: "etcd URL"
+    std::string_view no_userinfo_yet{};         ///< after "user names and passwords are not supported"
+    std::string_view server_noun{};             ///< "member", "server": for "no member in '<url>'"
     std::uint16_t default_port = 0;
     bool once = true;  ///< a server listed twice is refused
 };
 
-/// A server-list URL whole: its scheme, its user info refused, its path handed to
-/// `path(p)` (the store's own meaning; it fills `err` and says false to refuse), its
-/// servers into `servers`, its options to `option(key, value)` (which fills `err` itself).
-template <class Err, class Server, class Path, class Option>
-bool parse_list_url(std::string_view url, const list_url_form& form, std::vector<Server>& servers, Path path,
-                    Option option, Err& err)
+/// A server-list URL whole into a copy of `out`, which replaces `out` only if all of it
+/// parses: its scheme, its user info refused, its path handed to `path(c, p)` (the store's
+/// own meaning; it fills `err` and says false to refuse), its servers into `c.*servers`, its
+/// options to `option(key, value, c, err)` (which fills `err` itself).
+template <class Config, class Err, class Server, class Path, class Option>
+bool parse_list_url(std::string_view url, const list_url_form& form, Config& out, std::vector<Server> Config::*servers,
+                    Path path, Option option, Err& err)
 {
+    Config c = out;
     std::string_view rest;
     list_url parts;
     url_failure f;
@@ -421,17 +479,19 @@ bool parse_list_url(std::string_view url, const list_url_form& form, std::vector
             : strip_scheme(url, {form.scheme, form.other_scheme}, form.a_name, form.usage, form.scheme, rest, f);
     if (!schemed || !split_list_url(rest, form.label, form.no_userinfo_yet, parts, f))
         return fail(err, f.code, std::move(f.message));
-    if (!path(parts.path))
+    if (!path(c, parts.path))
         return false;
     if (parts.servers.empty())
         return fail(err, error::invalid_url,
                     std::string(form.label) + ": no " + std::string(form.server_noun) + " in '" + std::string(url) +
                         "'");
-    servers.clear();
-    if (parse_server_list(parts.servers, form.default_port, form.label, form.once, servers, f) &&
-        for_each_option(parts.query, form.label, f, option))
-        return true;
-    return f.message.empty() ? false : fail(err, f.code, std::move(f.message));
+    (c.*servers).clear();
+    auto each = [&](std::string_view k, std::string_view v) { return option(k, v, c, err); };
+    if (!parse_server_list(parts.servers, form.default_port, form.label, form.once, c.*servers, f) ||
+        !for_each_option(parts.query, form.label, f, each))
+        return f.message.empty() ? false : fail(err, f.code, std::move(f.message));
+    out = std::move(c);
+    return true;
 }
 
 }  // namespace dlock::detail

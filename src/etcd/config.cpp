@@ -5,8 +5,6 @@
 #include "common/duration.hpp"
 #include "common/url_parts.hpp"
 
-#include <charconv>
-
 namespace dlock::etcd {
 
 using detail::fail;
@@ -32,14 +30,8 @@ bool parse_option(std::string_view key, std::string_view value, config& out, con
         return duration(out.request_timeout);
     if (key == "connect_timeout")
         return duration(out.connect_timeout);
-    if (key == "connections") {
-        unsigned n = 0;
-        auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-        if (ec != std::errc() || end != value.data() + value.size() || n == 0 || n > 64)
-            return fail(err, error::invalid_option, "etcd URL: connections must be 1..64");
-        out.max_connections = n;
-        return true;
-    }
+    if (key == "connections")
+        return detail::count_option("etcd URL", key, value, 1, 64, out.max_connections, err);
     return fail(err, error::invalid_option,
                 "etcd URL: unknown option '" + std::string(key) +
                     "' (known: lease, timeout, connect_timeout, connections)");
@@ -51,16 +43,11 @@ bool parse_url(std::string_view url, config& out, config_error& err)
 {
     static constexpr detail::list_url_form form{
         "etcd://", {}, "an etcd", "etcd://host:port[,host:port...]", "etcd URL", " yet", "member", 2379, false};
-    config c = out;
-    auto prefix = [&](std::string_view p) {
+    auto prefix = [](config& c, std::string_view p) {
         c.prefix = p.empty() ? std::string() : std::string(p.substr(1));
         return true;
     };
-    auto option = [&](std::string_view k, std::string_view v) { return parse_option(k, v, c, err); };
-    if (!detail::parse_list_url(url, form, c.endpoints, prefix, option, err))
-        return false;
-    out = std::move(c);
-    return true;
+    return detail::parse_list_url(url, form, out, &config::endpoints, prefix, parse_option, err);
 }
 
 std::string to_url(const config& cfg)

@@ -5,8 +5,6 @@
 #include "common/duration.hpp"
 #include "common/url_parts.hpp"
 
-#include <charconv>
-
 namespace dlock::mariadb {
 
 using detail::fail;
@@ -20,15 +18,8 @@ bool parse_option(std::string_view key, std::string_view value, config& out, con
 {
     if (auto known = detail::sql_option("mariadb URL", key, value, out, check_table, err))
         return *known;
-    if (key == "wait_connections") {
-        unsigned n = 0;
-        auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-        if (ec != std::errc() || end != value.data() + value.size() || n > 64)
-            return fail(err, error::invalid_option,
-                        "mariadb URL: wait_connections: '" + std::string(value) + "' is not 0..64");
-        out.wait_connections = n;
-        return true;
-    }
+    if (key == "wait_connections")
+        return detail::count_option("mariadb URL", key, value, 0, 64, out.wait_connections, err);
     return fail(err, error::invalid_option,
                 "mariadb URL: unknown option '" + std::string(key) +
                     "' (known: table, connect_timeout, timeout, wait_connections)");
@@ -45,27 +36,10 @@ std::string check_table(std::string_view table)
 
 bool parse_url(std::string_view url, config& out, config_error& err)
 {
-    constexpr std::string_view label = "mariadb URL";
-    config c = out;
-    std::string_view rest;
-    detail::server_url parts;
-    detail::url_failure f;
-    // An option's own failure is in `err` already.
-    auto failed = [&] { return f.message.empty() ? false : fail(err, f.code, std::move(f.message)); };
-    if (!detail::strip_scheme(url, {"mariadb://", "mysql://"}, "a mariadb", "mariadb://user:password@host:port/db",
-                              "mariadb:// or mysql://", rest, f) ||
-        !detail::split_server_url(rest, label, c.user, c.password, c.database, parts, f))
-        return failed();
-    if (c.database.empty())
-        return fail(err, error::invalid_url, "mariadb URL: no database name");
-    std::string host;
-    if (!detail::parse_host_port(parts.host_port, 3306, label, host, c.port, f) ||
-        !detail::percent_decode(host, c.host, label, "host", f) ||  // %2F: a unix socket's path
-        !detail::for_each_option(parts.query, label, f,
-                                 [&](std::string_view k, std::string_view v) { return parse_option(k, v, c, err); }))
-        return failed();
-    out = std::move(c);
-    return true;
+    static constexpr detail::server_url_form form{
+        "mariadb://",  "mysql://", "a mariadb", "mariadb://user:password@host:port/db", "mariadb:// or mysql://",
+        "mariadb URL", 3306,       true};
+    return detail::parse_server_url(url, form, out, parse_option, err);
 }
 
 std::string to_url(const config& cfg)

@@ -39,16 +39,11 @@ bool parse_url(std::string_view url, config& out, config_error& err)
     static constexpr detail::list_url_form form{
         "memcached://",  {}, "a memcached", "memcached://host:port[,host:port...]",
         "memcached URL", "", "server",      11211};
-    config c = out;
-    auto no_path = [&](std::string_view p) {
+    auto no_path = [&](config&, std::string_view p) {
         return p.empty() || p == "/" ||
                fail(err, error::invalid_url, "memcached URL: no path expected in '" + std::string(url) + "'");
     };
-    auto option = [&](std::string_view k, std::string_view v) { return parse_option(k, v, c, err); };
-    if (!detail::parse_list_url(url, form, c.servers, no_path, option, err))
-        return false;
-    out = std::move(c);
-    return true;
+    return detail::parse_list_url(url, form, out, &config::servers, no_path, parse_option, err);
 }
 
 std::string to_url(const config& cfg)

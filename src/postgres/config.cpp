@@ -42,37 +42,10 @@ std::string check_table(std::string_view table)
 
 bool parse_url(std::string_view url, config& out, config_error& err)
 {
-    constexpr std::string_view label = "postgresql URL";
-    config c = out;
-    std::string_view rest;
-    detail::server_url parts;
-    detail::url_failure f;
-    // An option's own failure is in `err` already.
-    auto failed = [&] { return f.message.empty() ? false : fail(err, f.code, std::move(f.message)); };
-    if (!detail::strip_scheme(url, {"postgresql://", "postgres://"}, "a postgresql",
-                              "postgresql://user:password@host:port/db", "postgresql://", rest, f) ||
-        !detail::split_server_url(rest, label, c.user, c.password, c.database, parts, f))
-        return failed();
-    std::string_view host, port;
-    switch (detail::split_host_port(parts.host_port, host, port)) {
-    case detail::host_port_split::ok: break;
-    case detail::host_port_split::unclosed_bracket:
-        return fail(err, error::invalid_url, "postgresql URL: unclosed '['");
-    case detail::host_port_split::junk_after_bracket:
-        return fail(err, error::invalid_url, "postgresql URL: junk after ']'");
-    case detail::host_port_split::empty_port: return fail(err, error::invalid_port, "postgresql URL: empty port");
-    case detail::host_port_split::no_host:
-        return fail(err, error::invalid_url, "postgresql URL: no host in '" + detail::hide_password(url) + "'");
-    }
-    if (!detail::percent_decode(host, c.host, label, "host", f))  // %2F: a unix socket directory
-        return failed();
-    if (!detail::parse_port(port, 5432, c.port))
-        return fail(err, error::invalid_port, "postgresql URL: bad port '" + std::string(port) + "' (1..65535)");
-    if (!detail::for_each_option(parts.query, label, f,
-                                 [&](std::string_view k, std::string_view v) { return parse_option(k, v, c, err); }))
-        return failed();
-    out = std::move(c);
-    return true;
+    static constexpr detail::server_url_form form{
+        "postgresql://",  "postgres://", "a postgresql", "postgresql://user:password@host:port/db", "postgresql://",
+        "postgresql URL", 5432};
+    return detail::parse_server_url(url, form, out, parse_option, err);
 }
 
 std::string to_url(const config& cfg)

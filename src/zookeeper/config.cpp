@@ -61,8 +61,7 @@ bool parse_url(std::string_view url, config& out, config_error& err)
 {
     static constexpr detail::list_url_form form{
         "zk://", "zookeeper://", "a ZooKeeper", "zk://host:port[,host:port...][/chroot]", "zk URL", "", "server", 2181};
-    config c = out;
-    auto chroot = [&](std::string_view p) {
+    auto chroot = [&](config& c, std::string_view p) {
         if (p == "/")
             p = {};
         if (auto why = p.empty() ? std::string() : check_path(p); !why.empty())
@@ -70,11 +69,7 @@ bool parse_url(std::string_view url, config& out, config_error& err)
         c.chroot = std::string(p);
         return true;
     };
-    auto option = [&](std::string_view k, std::string_view v) { return parse_option(k, v, c, err); };
-    if (!detail::parse_list_url(url, form, c.servers, chroot, option, err))
-        return false;
-    out = std::move(c);
-    return true;
+    return detail::parse_list_url(url, form, out, &config::servers, chroot, parse_option, err);
 }
 
 std::string to_url(const config& cfg)

@@ -70,6 +70,9 @@ BOOST_AUTO_TEST_CASE(etcd_messages)
     BOOST_TEST(m("etcd:///p") == "etcd URL: no member in 'etcd:///p'");
     BOOST_TEST(m("etcd://h,h").empty());  // etcd takes a member twice
     BOOST_TEST(m("etcd://h?timeout=0s") == "etcd URL: option 'timeout': bad duration '0s'");
+    BOOST_TEST(m("etcd://h?connections=0") == "etcd URL: connections: '0' is not 1..64");
+    BOOST_TEST(m("etcd://h?connections=2x") == "etcd URL: connections: '2x' is not 1..64");
+    BOOST_TEST(m("etcd://h?connections=64").empty());
 }
 #endif
 
@@ -103,6 +106,9 @@ BOOST_AUTO_TEST_CASE(zookeeper_messages_and_chroot)
     dlock::zookeeper::config_error e;
     BOOST_TEST_REQUIRE(dlock::zookeeper::parse_url("zk://a:1/", c, e));
     BOOST_TEST(c.chroot.empty());  // a lone '/' is no chroot
+    BOOST_TEST(dlock::zookeeper::to_url(c) == "zk://a:1");
+    // A URL that fails at its last part leaves the config as it was: servers, chroot and all.
+    BOOST_TEST(!dlock::zookeeper::parse_url("zk://b:2/app?nope=1", c, e));
     BOOST_TEST(dlock::zookeeper::to_url(c) == "zk://a:1");
 }
 #endif

@@ -82,6 +82,11 @@ BOOST_AUTO_TEST_CASE(url_errors_never_show_the_password)
         BOOST_TEST(err.code == dlock::error::invalid_url);
         BOOST_TEST(err.message.find("s3") == std::string::npos, err.message);
     }
+    BOOST_TEST(!maria::parse_url("mariadb://u:s3cret@/db", c, err));
+    BOOST_TEST(err.code == dlock::error::invalid_url);
+    BOOST_TEST(err.message == "mariadb URL: no host in 'mariadb://u:***@/db'");
+    BOOST_TEST(!maria::parse_url("mysql://u:s3cret@[::1/db", c, err));
+    BOOST_TEST(err.message == "mariadb URL: unclosed '[' in '[::1'");
 }
 
 BOOST_AUTO_TEST_CASE(hex_literals_carry_any_byte)
