@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // An acquire round: an ephemeral sequential node (Curator's layout) and the children read
 // behind it, judged together by judge() (acquire_round.hpp) and carried out here.
+#include "core/kind_text.hpp"
 #include "zookeeper/store_impl.hpp"
 
 #include <zookeeper/zookeeper.h>
@@ -18,6 +19,13 @@ namespace recipe = zookeeper::recipe;
 using any_acquire_handler = boost::asio::any_completion_handler<store::acquire_signature>;
 
 namespace {
+
+recipe::node_kind node_kind_of(lease_kind k)
+{
+    return k == lease_kind::read    ? recipe::node_kind::read
+           : k == lease_kind::write ? recipe::node_kind::write
+                                    : recipe::node_kind::lock;
+}
 
 reply reply_of(int rc)
 {
@@ -81,8 +89,8 @@ void zookeeper_store::impl::send_acquire(const lease_request& req, any_acquire_h
         st->create_rc = 0;  // ours exists: look where it stands
     } else {
         st->create_sent = true;
-        zk->create(c.path + "/" + recipe::node_prefix(req.token, c.sid), req.token, ZOO_EPHEMERAL_SEQUENTIAL,
-                   [st, evaluate](int rc, std::string node, node_stat s) {
+        zk->create(c.path + "/" + recipe::node_prefix(req.token, c.sid, node_kind_of(req.kind)), req.token,
+                   ZOO_EPHEMERAL_SEQUENTIAL, [st, evaluate](int rc, std::string node, node_stat s) {
                        st->create_rc = rc;
                        st->node = std::move(node);
                        st->stat = s;
@@ -161,6 +169,7 @@ void zookeeper_store::impl::judge_round(const round_ctx& c, const acquire_ptr& h
     case acquire_next::held: return grant(c, hp);
     case acquire_next::queued:
     case acquire_next::withdraw: return not_first(c, sorted.size(), hp);
+    case acquire_next::mismatch: return withdraw(c, hp, error::kind_mismatch);
     }
 }
 
@@ -227,14 +236,22 @@ void zookeeper_store::impl::not_first(const round_ctx& c, std::size_t contenders
         start_queued(c.req.name, c.req.token, c.req.ttl);
         return acquired(c.req, std::move(*hp), error_code(), {});
     }
-    // A try must leave nothing behind. Until the delete is answered the node stays ours: an
-    // error here is followed by a release, which must find it (forgotten, it stayed in front
-    // of every contender while the session lived).
-    zk->remove(nodes[c.key].node, [self = shared_from_this(), c, hp](int rc) {
+    withdraw(c, hp, error_code());
+}
+
+// A try must leave nothing behind. Until the delete is answered the node stays ours: an
+// error here is followed by a release, which must find it (forgotten, it stayed in front
+// of every contender while the session lived). `ec`: what the attempt ends with after.
+void zookeeper_store::impl::withdraw(const round_ctx& c, const acquire_ptr& hp, error_code ec)
+{
+    if (ec == error::kind_mismatch)  // the other family's kind (Curator's nodes say only that)
+        set_text(
+            dlock::detail::kind_in_use_text(c.req.kind == lease_kind::mutex ? lease_kind::read : lease_kind::mutex));
+    zk->remove(nodes[c.key].node, [self = shared_from_this(), c, hp, ec](int rc) {
         if (rc != ZOK && rc != ZNONODE)
             return self->acquired(c.req, std::move(*hp), self->to_error(rc, "withdrawing"), {});
         self->nodes.erase(c.key);
-        self->acquired(c.req, std::move(*hp), error_code(), {});
+        self->acquired(c.req, std::move(*hp), ec, {});
     });
 }
 

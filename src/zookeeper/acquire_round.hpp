@@ -46,6 +46,7 @@ enum class acquire_next : std::uint8_t {
     held,                   ///< ours is the first node: acquired
     queued,                 ///< not first, queued: watch the predecessor, not acquired
     withdraw,               ///< not first, a try: delete our node, not acquired
+    mismatch,               ///< another kind of lock holds or waits before ours: delete our node, kind_mismatch
 };
 
 /// The next step after an acquire round, in the order the checks must run: the store and
@@ -68,6 +69,8 @@ inline acquire_next judge(const acquire_round& r) noexcept
         return acquire_next::gone;
     if (!r.czxid_known)
         return acquire_next::check_owner;
+    if (r.pos.foreign)
+        return acquire_next::mismatch;
     if (r.pos.first)
         return acquire_next::held;
     return r.queue ? acquire_next::queued : acquire_next::withdraw;

@@ -10,7 +10,12 @@ namespace dlock::zookeeper::recipe {
 
 namespace {
 
-constexpr std::string_view lock_name = "lock-";
+constexpr std::string_view markers[] = {"lock-", "__READ__", "__WRIT__"};  // by node_kind
+
+std::string_view marker(node_kind k)
+{
+    return markers[static_cast<int>(k)];
+}
 
 std::uint64_t fnv1a(std::string_view s, std::uint64_t h)
 {
@@ -44,22 +49,36 @@ std::string guid_of(std::string_view token, std::int64_t session)
     return out;
 }
 
-std::string node_prefix(std::string_view token, std::int64_t session)
+path_family family_of(node_kind k) noexcept
 {
-    return "_c_" + guid_of(token, session) + "-" + std::string(lock_name);
+    return k == node_kind::lock ? path_family::mutex : path_family::read_write;
+}
+
+std::string node_prefix(std::string_view token, std::int64_t session, node_kind kind)
+{
+    return "_c_" + guid_of(token, session) + "-" + std::string(marker(kind));
+}
+
+std::optional<contender> parse_contender(std::string_view child)
+{
+    // The marker whose rest is all digits (Curator sorts by the text after its marker).
+    for (auto k : {node_kind::lock, node_kind::read, node_kind::write}) {
+        auto at = child.rfind(marker(k));
+        if (at == std::string_view::npos)
+            continue;
+        auto digits = child.substr(at + marker(k).size());
+        std::int64_t n = 0;
+        auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+        if (!digits.empty() && ec == std::errc() && end == digits.data() + digits.size() && n >= 0)
+            return contender{k, n};
+    }
+    return std::nullopt;
 }
 
 std::optional<std::int64_t> sequence_of(std::string_view child)
 {
-    auto at = child.rfind(lock_name);
-    if (at == std::string_view::npos)
-        return std::nullopt;
-    auto digits = child.substr(at + lock_name.size());
-    std::int64_t n = 0;
-    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-    if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || n < 0)
-        return std::nullopt;
-    return n;
+    auto c = parse_contender(child);
+    return c ? std::optional<std::int64_t>(c->sequence) : std::nullopt;
 }
 
 std::string lock_path(std::string_view root, std::string_view name, std::string& why)
@@ -83,7 +102,7 @@ std::vector<std::string> contenders(std::vector<std::string> children)
     keyed.reserve(children.size());
     for (auto& c : children)
         if (auto n = sequence_of(c))
-            keyed.emplace_back(*n, std::move(c));
+            keyed.emplace_back(*n, std::move(c));  // sequences are unique under one parent
     std::sort(keyed.begin(), keyed.end());
     std::vector<std::string> out;
     out.reserve(keyed.size());
@@ -92,22 +111,70 @@ std::vector<std::string> contenders(std::vector<std::string> children)
     return out;
 }
 
+path_family family_of(const std::vector<std::string>& sorted)
+{
+    auto f = path_family::empty;
+    for (auto& c : sorted) {
+        auto mine = family_of(parse_contender(c)->kind);  // contenders(): every one parses
+        if (f != path_family::empty && f != mine)
+            return path_family::mixed;
+        f = mine;
+    }
+    return f;
+}
+
 position find(const std::vector<std::string>& sorted, std::string_view token, std::int64_t session)
 {
     position p;
-    auto prefix = node_prefix(token, session);
-    for (std::size_t i = 0; i < sorted.size(); ++i) {
-        if (sorted[i].compare(0, prefix.size(), prefix) != 0)
-            continue;
-        p.found = true;
-        p.node = sorted[i];
-        p.index = i;
-        p.first = i == 0;
-        if (i > 0)
-            p.predecessor = sorted[i - 1];
-        break;
+    auto prefix = "_c_" + guid_of(token, session) + "-";  // any kind: a lost create is found by its guid
+    auto at = std::find_if(sorted.begin(), sorted.end(), [&](auto& c) { return c.starts_with(prefix); });
+    if (at == sorted.end())
+        return p;
+    p.found = true;
+    p.node = *at;
+    p.kind = parse_contender(*at)->kind;  // contenders(): every one parses
+    p.index = static_cast<std::size_t>(at - sorted.begin());
+    std::size_t first_writer = p.index;
+    for (std::size_t i = 0; i < p.index; ++i) {
+        auto kind = parse_contender(sorted[i])->kind;
+        p.foreign = p.foreign || family_of(kind) != family_of(p.kind);
+        if (kind == node_kind::write && first_writer == p.index)
+            first_writer = i;
+    }
+    if (p.kind != node_kind::read) {  // a mutex or a writer waits for the node before its own
+        p.first = p.index == 0;
+        if (!p.first)
+            p.predecessor = sorted[p.index - 1];
+    } else {  // a reader waits for the first writer before it (Curator's readLockPredicate)
+        p.first = first_writer == p.index;
+        if (!p.first)
+            p.predecessor = sorted[first_writer];
     }
     return p;
+}
+
+bool waited_for(const std::vector<std::string>& sorted, std::string_view node)
+{
+    auto at = std::find(sorted.begin(), sorted.end(), node);
+    if (at == sorted.end())
+        return false;
+    if (parse_contender(*at)->kind != node_kind::read)
+        return at + 1 != sorted.end();
+    return std::any_of(at + 1, sorted.end(), [](auto& c) { return parse_contender(c)->kind != node_kind::read; });
+}
+
+std::vector<std::string> holders(const std::vector<std::string>& sorted)
+{
+    std::vector<std::string> out;
+    for (auto& c : sorted) {
+        bool reader = parse_contender(c)->kind == node_kind::read;
+        if (!reader && !out.empty())
+            break;
+        out.push_back(c);
+        if (!reader)
+            break;
+    }
+    return out;
 }
 
 }  // namespace dlock::zookeeper::recipe

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSL-1.0
-// The lock recipe's pure part, in Apache Curator's node layout (InterProcessMutex), so that
-// dlock and Curator on the same path exclude each other: contenders create
-// `<lock path>/_c_<guid>-lock-<sequence>` (ephemeral, sequential) under the lock path; the
-// lowest sequence holds; each waiter watches the node just before its own.
+// The lock recipes' pure part, in Apache Curator's node layouts, so that dlock and Curator on
+// the same path exclude each other. Contenders create `<lock path>/_c_<guid>-<kind><sequence>`
+// (ephemeral, sequential): `lock-` for a mutex (InterProcessMutex), `__READ__` and `__WRIT__`
+// for the two sides of a read-write lock (InterProcessReadWriteLock). All are ordered by
+// sequence: a mutex or a writer holds when first and watches the node just before its own; a
+// reader holds when no writer is before it and watches the first writer.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,24 @@
 
 namespace dlock::zookeeper::recipe {
 
+/// What a contender's node stands for; its name says it.
+enum class node_kind : std::uint8_t {
+    lock,   ///< `lock-`: a mutex
+    read,   ///< `__READ__`: a reader of a read-write lock
+    write,  ///< `__WRIT__`: the writer of a read-write lock
+};
+
+/// The kinds of contenders a lock path has, as a whole.
+enum class path_family : std::uint8_t {
+    empty,       ///< no contenders
+    mutex,       ///< mutex nodes only
+    read_write,  ///< readers and writers only
+    mixed,       ///< both: some client uses the path as another kind of lock
+};
+
+/// The family a node of `k` belongs to (mutex or read_write).
+path_family family_of(node_kind k) noexcept;
+
 /// A 36-character UUID-shaped guid derived from the lease token and the session that
 /// creates the node: the same token in the same session always gives the same guid (a
 /// create whose reply was lost is found again by it), while a session given up leaves
@@ -20,11 +40,20 @@ namespace dlock::zookeeper::recipe {
 /// old node may outlive the session at the servers for a whole timeout).
 std::string guid_of(std::string_view token, std::int64_t session);
 
-/// `_c_<guid>-lock-`: the name a contender asks ZooKeeper to create (it appends 10 digits).
-std::string node_prefix(std::string_view token, std::int64_t session);
+/// `_c_<guid>-<kind>`: the name a contender asks ZooKeeper to create (it appends 10 digits).
+std::string node_prefix(std::string_view token, std::int64_t session, node_kind kind = node_kind::lock);
 
-/// The sequence number of a contender's node name (the digits after the last "lock-"),
-/// or nothing if the name is not a contender's.
+/// A contender's node name taken apart.
+struct contender {
+    node_kind kind = node_kind::lock;
+    std::int64_t sequence = 0;
+};
+
+/// The kind and sequence of a child's name (the digits after its kind's marker), or nothing
+/// if the name is not a contender's.
+std::optional<contender> parse_contender(std::string_view child);
+
+/// The sequence number of a contender's node name, or nothing if it is not a contender's.
 std::optional<std::int64_t> sequence_of(std::string_view child);
 
 /// The lock path of a name: `<root>/<name>`. Empty message if valid.
@@ -33,14 +62,29 @@ std::string lock_path(std::string_view root, std::string_view name, std::string&
 /// The contenders among a lock path's children, lowest sequence first (others ignored).
 std::vector<std::string> contenders(std::vector<std::string> children);
 
+/// The family of sorted contenders.
+path_family family_of(const std::vector<std::string>& sorted);
+
 /// Where a token's node of `session` stands among sorted contenders.
 struct position {
-    bool found = false;       ///< a node of the token's and session's guid exists
-    std::string node{};       ///< its name
-    bool first = false;       ///< it holds the lock
-    std::string predecessor;  ///< the node just before it (empty if first or not found)
+    bool found = false;                ///< a node of the token's and session's guid exists
+    std::string node{};                ///< its name
+    node_kind kind = node_kind::lock;  ///< what it stands for
+    bool first = false;                ///< it holds (a mutex or writer first; a reader with no writer before it)
+    std::string predecessor{};         ///< the node it waits for (empty if it holds or is not found)
     std::size_t index = 0;
+    /// A node of the other family comes before it: the path is another kind of lock.
+    bool foreign = false;
 };
 position find(const std::vector<std::string>& sorted, std::string_view token, std::int64_t session);
+
+/// Someone waits for `node` (one of `sorted`): a later node if it is a mutex's or a writer's,
+/// a later writer if it is a reader's (later readers share with it). The renewal's
+/// `contended`, so that a holder's process stops handing the lock on locally.
+bool waited_for(const std::vector<std::string>& sorted, std::string_view node);
+
+/// The nodes that hold now: the first mutex node or writer, or every reader before the
+/// first writer (none if the path is mixed at its head).
+std::vector<std::string> holders(const std::vector<std::string>& sorted);
 
 }  // namespace dlock::zookeeper::recipe

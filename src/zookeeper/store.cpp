@@ -63,6 +63,7 @@ store_traits zookeeper_store::traits() const noexcept
     t.live = liveness::per_session;
     t.confirms_leases = true;
     t.min_ttl = milliseconds(1);
+    t.kinds |= static_cast<unsigned>(lease_kind::read) | static_cast<unsigned>(lease_kind::write);
     return t;
 }
 
@@ -135,8 +136,8 @@ void zookeeper_store::do_try_acquire(const lease_request& req, asio::any_complet
     auto& m = *impl_;
     if (m.closed)
         return post_moved(m.ex, h, error_code(error::closed), acquire_result{});
-    if (req.kind != lease_kind::mutex) {
-        set_error_text("zookeeper: this store serves mutex leases only");
+    if (!(traits().kinds & static_cast<unsigned>(req.kind))) {
+        set_error_text("zookeeper: this store serves mutexes and read-write locks only");
         return post_moved(m.ex, h, error_code(error::not_supported), acquire_result{});
     }
     std::string why;
@@ -164,15 +165,40 @@ void zookeeper_store::do_renew(const lease_key& k, std::chrono::milliseconds,
         return post_moved(m.ex, h, error_code(), renew_result{});  // no session: nothing of ours exists
     auto sid = m.session_id;
     auto hp = std::make_shared<asio::any_completion_handler<renew_signature>>(std::move(h));
-    m.zk->exists(node, [self = impl_, sid, name = k.name, hp](int rc, node_stat s) {
+    // Our node, and behind it the children (the same round trip): a contender waiting for
+    // ours, of any session, is `contended`.
+    struct replies {
+        int exists_rc = 1, children_rc = 1;  // 1: not come yet
+        node_stat stat;
+        std::vector<std::string> children;
+    };
+    auto st = std::make_shared<replies>();
+    auto done = [self = impl_, sid, name = k.name, node, hp, st] {
+        if (st->exists_rc == 1 || st->children_rc == 1)
+            return;  // the other reply is still due
+        int rc = st->exists_rc;
         if (rc != ZOK && rc != ZNONODE)
             return post_moved(self->ex, *hp, self->to_error(rc, "confirming a node"), renew_result{});
-        renew_result res{rc == ZOK && s.ephemeral_owner == sid && self->session_id == sid, false};
+        renew_result res{rc == ZOK && st->stat.ephemeral_owner == sid && self->session_id == sid, false};
+        if (st->children_rc == ZOK)
+            res.contended = recipe::waited_for(recipe::contenders(std::move(st->children)),
+                                               std::string_view(node).substr(node.rfind('/') + 1));
         if (auto it = self->contended.find(name); it != self->contended.end()) {
-            res.contended = res.owned;
+            res.contended = true;  // this store's own attempt found it taken
             self->contended.erase(it);
         }
+        res.contended = res.contended && res.owned;
         post_moved(self->ex, *hp, error_code(), res);
+    };
+    m.zk->exists(node, [st, done](int rc, node_stat s) {
+        st->exists_rc = rc;
+        st->stat = s;
+        done();
+    });
+    m.zk->get_children(node.substr(0, node.rfind('/')), [st, done](int rc, std::vector<std::string> children) {
+        st->children_rc = rc;
+        st->children = std::move(children);
+        done();
     });
 }
 
@@ -200,14 +226,21 @@ void zookeeper_store::do_force_release(const std::string& name, asio::any_comple
                 return post_moved(self->ex, *hp, error_code(), false);
             if (rc != ZOK)
                 return post_moved(self->ex, *hp, self->to_error(rc, "children of " + path), false);
-            auto sorted = recipe::contenders(std::move(children));
-            if (sorted.empty())
+            // Every holder: the mutex's or the writer's node, or every reader before a writer.
+            auto held = recipe::holders(recipe::contenders(std::move(children)));
+            if (held.empty())
                 return post_moved(self->ex, *hp, error_code(), false);
-            self->zk->remove(path + "/" + sorted.front(), [self, hp](int rc) {
-                if (rc != ZOK && rc != ZNONODE)
-                    return post_moved(self->ex, *hp, self->to_error(rc, "delete"), false);
-                post_moved(self->ex, *hp, error_code(), rc == ZOK);
-            });
+            auto left = std::make_shared<std::size_t>(held.size());
+            auto out = std::make_shared<std::pair<error_code, bool>>();
+            for (auto& node : held)
+                self->zk->remove(path + "/" + node, [self, hp, left, out](int rc) {
+                    if (rc == ZOK)
+                        out->second = true;
+                    else if (rc != ZNONODE && !out->first)
+                        out->first = self->to_error(rc, "delete");
+                    if (--*left == 0)
+                        post_moved(self->ex, *hp, out->first, out->first ? false : out->second);
+                });
         });
     });
 }
@@ -235,9 +268,15 @@ void zookeeper_store::do_status(const std::string& name, asio::any_completion_ha
             auto sorted = recipe::contenders(std::move(children));
             if (sorted.empty())
                 return post_moved(self->ex, *hp, error_code(), s);
+            auto held = recipe::holders(sorted);
             s.held = true;
             s.key = path + "/" + sorted.front();
-            s.queued = sorted.size() - 1;
+            s.holders = held.size();
+            s.queued = sorted.size() - held.size();
+            if (recipe::family_of(sorted) == recipe::path_family::read_write) {
+                s.kind = lease_kind::read;  // the contract's word for a read-write lock's name
+                s.writer = recipe::parse_contender(held.front())->kind == recipe::node_kind::write;
+            }
             // The holder's data (its token; Curator writes its address) and czxid, then the
             // others' czxids for the highest token issued.
             auto left = std::make_shared<std::size_t>(sorted.size());

@@ -104,6 +104,7 @@ struct zookeeper_store::impl
     void check_owner(const round_ctx& c, const std::string& node, const acquire_ptr& hp);
     void grant(const round_ctx& c, const acquire_ptr& hp);
     void not_first(const round_ctx& c, std::size_t contenders, const acquire_ptr& hp);
+    void withdraw(const round_ctx& c, const acquire_ptr& hp, error_code ec);
 
     // ---- a release (release.cpp) ----
     void release(const lease_key& k, boost::asio::any_completion_handler<bool_signature> h, bool again = false);

@@ -232,18 +232,13 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
     constexpr int processes = 3, coroutines = 8, sections = 30;  // 720 sections
     std::vector<std::unique_ptr<dlock::test::child>> workers;
     for (int p = 0; p < processes; ++p)
-        workers.push_back(std::make_unique<dlock::test::child>(
-            std::vector<std::string>{dlock::test::worker_path(), "count", "cluster:" + std::to_string(c.node(p).port()),
-                                     "cmx", std::to_string(coroutines), std::to_string(sections), counter, log}));
+        workers.push_back(std::make_unique<dlock::test::child>(dlock::test::count_worker(
+            "cluster:" + std::to_string(c.node(p).port()), "cmx", coroutines, sections, counter, log)));
     long woken = 0;
-    for (auto& w : workers) {
-        auto line = w->read_line(60s);
-        BOOST_TEST_MESSAGE("worker: " << line.value_or("<none>"));
-        BOOST_TEST((line && line->rfind("done", 0) == 0));
-        BOOST_TEST(w->wait() == 0);
-        auto at = line ? line->find("by_notification=") : std::string::npos;
+    for (auto& line : dlock::test::expect_all_done(workers, 60s)) {
+        auto at = line.find("by_notification=");
         if (at != std::string::npos)
-            woken += std::stol(line->substr(at + 16));
+            woken += std::stol(line.substr(at + 16));
     }
     // Waiters in one process were woken by releases in another: SPUBLISH reached the
     // SSUBSCRIBEd connections of the other processes.

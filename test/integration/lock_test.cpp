@@ -35,22 +35,11 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
     dlock::test::redis_server srv;
     char dir[] = "/tmp/dlock-mx-XXXXXX";
     BOOST_REQUIRE(::mkdtemp(dir));
-    std::string counter = std::string(dir) + "/counter", log = std::string(dir) + "/log";
     constexpr int processes = 4, coroutines = 50, sections = 100;  // 20,000 sections
-    std::vector<std::unique_ptr<dlock::test::child>> workers;
-    for (int p = 0; p < processes; ++p)
-        workers.push_back(std::make_unique<dlock::test::child>(
-            std::vector<std::string>{dlock::test::worker_path(), "count", std::to_string(srv.port()), "mx",
-                                     std::to_string(coroutines), std::to_string(sections), counter, log}));
-    for (auto& w : workers) {
-        auto line = w->read_line(240s);
-        BOOST_TEST_MESSAGE("worker: " << line.value_or("<none>"));
-        BOOST_TEST((line && line->rfind("done", 0) == 0));
-        BOOST_TEST(w->wait() == 0);
-    }
     // The log is written inside the critical section: in file order, fencing tokens never
     // go down, and a token belongs to one process only.
-    auto r = dlock::test::check_count_log(counter, log, processes, processes * coroutines * sections);
+    auto r =
+        dlock::test::run_count_workers(std::to_string(srv.port()), "mx", processes, coroutines, sections, dir, 240s);
     // Steady progress for everyone: the lock changed process many times, not once per process.
     BOOST_TEST(r.switches > 100u, "process switches: " << r.switches);
 }

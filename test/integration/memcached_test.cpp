@@ -50,20 +50,7 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
     memcached_server srv;
     char dir[] = "/tmp/dlock-mc-XXXXXX";
     BOOST_REQUIRE(::mkdtemp(dir));
-    std::string counter = std::string(dir) + "/counter", log = std::string(dir) + "/log";
-    constexpr int processes = 4, coroutines = 10, sections = 10;
-    std::vector<std::unique_ptr<dlock::test::child>> workers;
-    for (int p = 0; p < processes; ++p)
-        workers.push_back(std::make_unique<dlock::test::child>(
-            std::vector<std::string>{dlock::test::worker_path(), "count", srv.url(), "mx", std::to_string(coroutines),
-                                     std::to_string(sections), counter, log}));
-    for (auto& w : workers) {
-        auto line = w->read_line(150s);
-        BOOST_TEST_MESSAGE("worker: " << line.value_or("<none>"));
-        BOOST_TEST((line && line->rfind("done", 0) == 0));
-        BOOST_TEST(w->wait() == 0);
-    }
-    dlock::test::check_count_log(counter, log, processes, processes * coroutines * sections);
+    dlock::test::run_count_workers(srv.url(), "mx", 4, 10, 10, dir, 150s);
 }
 
 // A restart loses every lock and the fencing counters: the holder finds out at its next

@@ -244,21 +244,8 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
     srv.cli({"ACL", "SETUSER", "noscript", "on", ">pw", "~*", "&*", "+@all", "-@scripting"});
     char dir[] = "/tmp/dlock-noscript-XXXXXX";
     BOOST_REQUIRE(::mkdtemp(dir));
-    std::string counter = std::string(dir) + "/counter", log = std::string(dir) + "/log";
     std::string url = "noscript:redis://noscript:pw@127.0.0.1:" + std::to_string(srv.port());
-    constexpr int processes = 4, coroutines = 20, sections = 50;
-    std::vector<std::unique_ptr<dlock::test::child>> workers;
-    for (int p = 0; p < processes; ++p)
-        workers.push_back(std::make_unique<dlock::test::child>(
-            std::vector<std::string>{dlock::test::worker_path(), "count", url, "mx", std::to_string(coroutines),
-                                     std::to_string(sections), counter, log}));
-    for (auto& w : workers) {
-        auto line = w->read_line(120s);
-        BOOST_TEST_MESSAGE("worker: " << line.value_or("<none>"));
-        BOOST_TEST((line && line->rfind("done", 0) == 0));
-        BOOST_TEST(w->wait() == 0);
-    }
-    auto r = dlock::test::check_count_log(counter, log, processes, processes * coroutines * sections);
+    auto r = dlock::test::run_count_workers(url, "mx", 4, 20, 50, dir);
     BOOST_TEST(r.switches > 10u, "process switches: " << r.switches);
     // Nothing ran as a script.
     BOOST_TEST(srv.cli({"INFO", "commandstats"}).find("cmdstat_eval") == std::string::npos);

@@ -5,7 +5,7 @@
 #include "common/child.hpp"
 #include "common/redis_server.hpp"
 #include "integration/lock_test_util.hpp"
-#include "integration/sections_log.hpp"
+#include "integration/rw_scenarios.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -21,6 +21,7 @@
 
 using boost::system::error_code;
 using dlock::test::child;
+using dlock::test::expect_done;
 using dlock::test::key_count;
 using dlock::test::spawn;
 using dlock::test::worker_path;
@@ -37,23 +38,7 @@ std::string temp_dir()
 std::unique_ptr<child> sections(const dlock::test::redis_server& srv, const std::string& name, const std::string& what,
                                 int coroutines, int n, int hold_ms, const std::string& log)
 {
-    return std::make_unique<child>(std::vector<std::string>{worker_path(), "sections", std::to_string(srv.port()), name,
-                                                            what, std::to_string(coroutines), std::to_string(n),
-                                                            std::to_string(hold_ms), log});
-}
-
-void expect_done(child& w)
-{
-    auto line = w.read_line(120s);
-    BOOST_TEST_MESSAGE("worker: " << line.value_or("<none>"));
-    BOOST_TEST((line && line->rfind("done", 0) == 0));
-    BOOST_TEST(w.wait() == 0);
-}
-
-std::size_t lines_of(const std::string& path)
-{
-    std::ifstream in(path);
-    return static_cast<std::size_t>(std::count(std::istreambuf_iterator<char>(in), {}, '\n'));
+    return dlock::test::rw::sections(std::to_string(srv.port()), name, what, coroutines, n, hold_ms, log);
 }
 
 }  // namespace
@@ -63,24 +48,7 @@ BOOST_AUTO_TEST_SUITE(primitives)
 BOOST_AUTO_TEST_CASE(readers_share_writers_exclude_across_processes)
 {
     dlock::test::redis_server srv;
-    auto log = temp_dir() + "/log";
-    std::vector<std::unique_ptr<child>> ws;
-    ws.push_back(sections(srv, "rw", "read", 4, 15, 10, log));
-    ws.push_back(sections(srv, "rw", "read", 4, 15, 10, log));
-    ws.push_back(sections(srv, "rw", "write", 2, 10, 3, log));
-    ws.push_back(sections(srv, "rw", "write", 2, 10, 3, log));
-    for (auto& w : ws)
-        expect_done(*w);
-    auto r = dlock::test::read_sections_log(log);
-    BOOST_TEST(r.begins == 2u * 4 * 15 + 2u * 2 * 10);
-    BOOST_TEST(r.ends == r.begins);
-    BOOST_TEST(r.well_formed);
-    BOOST_TEST(r.writer_alone);        // a writer never overlaps anyone
-    BOOST_TEST(r.writer_tokens_rise);  // and its tokens rise
-    // Readers do overlap (several in one process at least; whether the two processes' readers
-    // meet here depends on where the writers queue: readers_of_two_processes_hold_at_once).
-    BOOST_TEST(r.max_readers > 1u, "max readers inside at once: " << r.max_readers);
-    BOOST_TEST_MESSAGE("max reader processes inside at once: " << r.max_reader_pids);
+    dlock::test::rw::readers_share_writers_exclude(std::to_string(srv.port()), temp_dir() + "/log");
     // Only the fencing counter is left.
     BOOST_TEST(key_count(srv, "*") == "1", srv.cli({"KEYS", "*"}) << " / " << srv.cli({"SCAN", "0", "TYPE", "zset"}));
 }
@@ -116,27 +84,7 @@ BOOST_AUTO_TEST_CASE(readers_of_two_processes_hold_at_once)
 BOOST_AUTO_TEST_CASE(a_writer_gets_in_while_readers_keep_arriving)
 {
     dlock::test::redis_server srv;
-    auto log = temp_dir() + "/log";
-    // 16 readers, each 200 sections of 5 ms back to back: a stream that never lets go by itself.
-    auto readers = sections(srv, "stream", "read", 16, 200, 5, log);
-    asio::io_context io;
-    bool streaming = false;
-    spawn(io, [&]() -> asio::awaitable<void> {
-        streaming = co_await dlock::test::eventually([&] { return lines_of(log) >= 64; }, 20s);
-    });
-    io.run();
-    BOOST_REQUIRE(streaming);
-    auto writer = sections(srv, "stream", "write", 1, 1, 5, log);
-    expect_done(*writer);
-    expect_done(*readers);
-    auto r = dlock::test::read_sections_log(log);
-    BOOST_TEST(r.writer_alone);
-    BOOST_TEST(r.well_formed);
-    BOOST_TEST(r.max_readers > 1u);
-    // The writer did not wait for the stream to end: readers began after it.
-    BOOST_TEST(r.last_writer_line > 0u);
-    BOOST_TEST(r.reader_begins_after_last_writer > 100u,
-               "readers that began after the writer: " << r.reader_begins_after_last_writer);
+    dlock::test::rw::a_writer_gets_in_while_readers_keep_arriving(std::to_string(srv.port()), temp_dir() + "/log");
 }
 
 BOOST_AUTO_TEST_CASE(a_semaphore_never_exceeds_its_permits)

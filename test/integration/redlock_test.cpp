@@ -517,20 +517,7 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
     cluster c;
     char dir[] = "/tmp/dlock-rl-XXXXXX";
     BOOST_REQUIRE(::mkdtemp(dir));
-    std::string counter = std::string(dir) + "/counter", log = std::string(dir) + "/log";
-    constexpr int processes = 3, coroutines = 10, sections = 40;  // 1,200 sections
-    std::vector<std::unique_ptr<dlock::test::child>> workers;
-    for (int p = 0; p < processes; ++p)
-        workers.push_back(std::make_unique<dlock::test::child>(
-            std::vector<std::string>{dlock::test::worker_path(), "count", c.urls(), "rmx", std::to_string(coroutines),
-                                     std::to_string(sections), counter, log}));
-    for (auto& w : workers) {
-        auto line = w->read_line(60s);
-        BOOST_TEST_MESSAGE("worker: " << line.value_or("<none>"));
-        BOOST_TEST((line && line->rfind("done", 0) == 0));
-        BOOST_TEST(w->wait() == 0);
-    }
-    auto r = dlock::test::check_count_log(counter, log, processes, processes * coroutines * sections);
+    auto r = dlock::test::run_count_workers(c.urls(), "rmx", 3, 10, 40, dir, 60s);  // 1,200 sections
     // Turns pass between processes (a count, not a rate: under load a process keeps the lock longer).
     BOOST_TEST(r.switches > 3u, "process switches: " << r.switches);
 }

@@ -298,19 +298,7 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
     sentinel_setup s;
     char dir[] = "/tmp/dlock-sentinel-XXXXXX";
     BOOST_REQUIRE(::mkdtemp(dir));
-    std::string counter = std::string(dir) + "/counter", log = std::string(dir) + "/log";
-    constexpr int processes = 3, coroutines = 10, sections = 40;
-    std::vector<std::unique_ptr<dlock::test::child>> workers;
-    for (int p = 0; p < processes; ++p)
-        workers.push_back(std::make_unique<dlock::test::child>(
-            std::vector<std::string>{dlock::test::worker_path(), "count", s.url(), "smx", std::to_string(coroutines),
-                                     std::to_string(sections), counter, log}));
-    for (auto& w : workers) {
-        auto line = w->read_line(60s);
-        BOOST_TEST((line && line->rfind("done", 0) == 0), line.value_or("<none>"));
-        BOOST_TEST(w->wait() == 0);
-    }
-    dlock::test::check_count_log(counter, log, processes, processes * coroutines * sections);
+    dlock::test::run_count_workers(s.url(), "smx", 3, 10, 40, dir, 60s);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -6,6 +6,7 @@
 #include "common/tcp_proxy.hpp"
 #include "integration/consensus/scenarios.hpp"
 #include "integration/consensus/zookeeper_family.hpp"
+#include "integration/curator.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -19,34 +20,6 @@ namespace {
 dlock::zookeeper::config config_of(const std::string& url)
 {
     return zookeeper_family::config_of(url);
-}
-
-// The Curator program, compiled once per test run into a throwaway directory.
-const std::string& curator_dir()
-{
-    static const std::string dir = [] {
-        auto d = temp_dir("dlock-zkt");
-        int status = -1;
-        auto out = run_capture(
-            {"/usr/bin/javac", "-cp", zk_ensemble::curator_classpath(), "-d", d, DLOCK_CURATOR_SOURCE}, &status);
-        if (status != 0)
-            throw std::runtime_error("javac CuratorLock.java failed (is default-jdk-headless installed?): " + out);
-        return d;
-    }();
-    return dir;
-}
-
-std::vector<std::string> curator(std::vector<std::string> args)
-{
-    std::vector<std::string> argv = {"/usr/bin/java",
-                                     "-Xmx96m",
-                                     "-XX:+UseSerialGC",
-                                     "-XX:TieredStopAtLevel=1",
-                                     "-cp",
-                                     zk_ensemble::curator_classpath() + ":" + curator_dir(),
-                                     "CuratorLock"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return argv;
 }
 
 }  // namespace
@@ -70,15 +43,10 @@ BOOST_AUTO_TEST_CASE(interop_with_curator_counts_exactly)
     for (int i = 0; i < 2; ++i) {
         procs.push_back(
             std::make_unique<child>(curator({"count", z.connect_string(), "/dlock/dlock:shared", "60", counter, log})));
-        procs.push_back(std::make_unique<child>(std::vector<std::string>{
-            worker_path(), "count", z.url("?session_timeout=4s"), "shared", "3", "20", counter, log}));
+        procs.push_back(
+            std::make_unique<child>(count_worker(z.url("?session_timeout=4s"), "shared", 3, 20, counter, log)));
     }
-    for (auto& p : procs) {
-        auto line = p->read_line(120s);
-        BOOST_TEST_MESSAGE("process: " << line.value_or("<none>"));
-        BOOST_TEST((line && line->rfind("done", 0) == 0));
-        BOOST_TEST(p->wait() == 0);
-    }
+    expect_all_done(procs);
     auto r = check_count_log(counter, log, 4, 2 * 60 + 2 * 3 * 20);
     BOOST_TEST(r.switches > 3u, "process switches: " << r.switches);
     std::filesystem::remove_all(dir);
@@ -114,19 +82,7 @@ BOOST_AUTO_TEST_CASE(interop_with_curator_both_ways)
             // dlock holds: a Curator waiter queues behind it and gets it only after the release.
             child waiter(curator({"wait", z.connect_string(), "/dlock/dlock:both"}));
             BOOST_TEST(waiter.read_line(60s).value_or("") == "waiting");
-            asio::steady_timer t(io);
-            std::size_t queued = 0;
-            for (int i = 0; i < 1000 && queued == 0; ++i) {
-                queued = (co_await store.async_status("dlock:both", asio::use_awaitable)).queued;
-                t.expires_after(10ms);
-                co_await t.async_wait(asio::use_awaitable);
-            }
-            BOOST_TEST(queued == 1u);
-            auto mine = g.fencing_token();
-            co_await g.release();
-            auto got = waiter.read_line(30s);
-            BOOST_REQUIRE((got && got->rfind("acquired ", 0) == 0));
-            BOOST_TEST(std::stoull(got->substr(9)) > mine);
+            co_await hand_to_curator(store, "dlock:both", g, waiter);
             BOOST_TEST(waiter.wait() == 0);
             store.close();
         },

@@ -13,6 +13,11 @@
 //   handoff CONNECT PATH N
 //       two sessions take turns: one holds while the other queues behind it; the time from
 //       the holder's release to the waiter's acquire, N times; prints "p50_us=.. p99_us=.."
+//   sections CONNECT PATH read|write THREADS SECTIONS HOLD_MS LOG_FILE
+//       InterProcessReadWriteLock: THREADS threads, each SECTIONS sections of HOLD_MS on that
+//       side, appending "B|E r|w java-<pid> <czxid>" as lock_worker's sections do. Prints "done".
+//   hold-rw CONNECT PATH read|write MILLIS
+//       takes that side, prints "acquired <czxid>", holds MILLIS, releases, prints "released".
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -21,6 +26,7 @@ import java.util.Arrays;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorLock {
@@ -28,6 +34,45 @@ public class CuratorLock {
     static class Mutex extends InterProcessMutex {
         Mutex(CuratorFramework c, String path) { super(c, path); }
         String node() { return getLockPath(); }
+    }
+
+    // The two sides of InterProcessReadWriteLock, with their nodes (getLockPath() is protected).
+    static class Writer extends InterProcessReadWriteLock.WriteLock {
+        Writer(CuratorFramework c, String path) { super(c, path, null); }
+        String node() { return getLockPath(); }
+    }
+    static class Reader extends InterProcessReadWriteLock.ReadLock {
+        Reader(CuratorFramework c, String path, Writer w) { super(c, path, null, w); }
+        String node() { return getLockPath(); }
+    }
+
+    // One side of a fresh read-write lock: acquire, and the node's czxid once held.
+    interface Side {
+        long acquire() throws Exception;
+        void release() throws Exception;
+    }
+    static Side side(CuratorFramework c, String path, boolean read) {
+        Writer w = new Writer(c, path);
+        Reader r = new Reader(c, path, w);
+        return new Side() {
+            public long acquire() throws Exception {
+                if (read)
+                    r.acquire();
+                else
+                    w.acquire();
+                return c.checkExists().forPath(read ? r.node() : w.node()).getCzxid();
+            }
+            public void release() throws Exception {
+                if (read)
+                    r.release();
+                else
+                    w.release();
+            }
+        };
+    }
+
+    static synchronized void append(Path log, String line) throws Exception {
+        Files.writeString(log, line, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
     }
 
     public static void main(String[] args) throws Exception {
@@ -124,6 +169,46 @@ public class CuratorLock {
             lock.acquire();
             System.out.println("acquired " + client.checkExists().forPath(lock.node()).getCzxid());
             lock.release();
+            break;
+        }
+        case "sections": {
+            boolean read = args[3].equals("read");
+            int threads = Integer.parseInt(args[4]), sections = Integer.parseInt(args[5]);
+            long hold = Long.parseLong(args[6]);
+            Path log = Path.of(args[7]);
+            String kind = read ? "r" : "w";
+            Thread[] ts = new Thread[threads];
+            boolean[] failed = new boolean[1];
+            for (int t = 0; t < threads; ++t) {
+                ts[t] = new Thread(() -> {
+                    try {
+                        Side s = side(client, args[2], read);
+                        for (int i = 0; i < sections; ++i) {
+                            long czxid = s.acquire();
+                            append(log, "B " + kind + " java-" + pid + " " + czxid + "\n");
+                            Thread.sleep(hold);
+                            append(log, "E " + kind + " java-" + pid + " " + czxid + "\n");
+                            s.release();
+                        }
+                    } catch (Exception e) {
+                        e.printStackTrace();
+                        failed[0] = true;
+                    }
+                });
+                ts[t].start();
+            }
+            for (Thread t : ts)
+                t.join();
+            System.out.println(failed[0] ? "failed" : "done");
+            break;
+        }
+        case "hold-rw": {
+            Side s = side(client, args[2], args[3].equals("read"));
+            System.out.println("acquired " + s.acquire());
+            System.out.flush();
+            Thread.sleep(Long.parseLong(args[4]));
+            s.release();
+            System.out.println("released");
             break;
         }
         default:

@@ -41,20 +41,7 @@ void mutual_exclusion_across_processes()
 {
     typename F::cluster c;
     auto dir = temp_dir();
-    std::string counter = dir + "/counter", log = dir + "/log";
-    constexpr int processes = 3, coroutines = 10, sections = 20;  // 600 sections
-    std::vector<std::unique_ptr<child>> workers;
-    for (int p = 0; p < processes; ++p)
-        workers.push_back(std::make_unique<child>(std::vector<std::string>{worker_path(), "count", F::url(c, 4s), "mx",
-                                                                           std::to_string(coroutines),
-                                                                           std::to_string(sections), counter, log}));
-    for (auto& w : workers) {
-        auto line = w->read_line(120s);
-        BOOST_TEST_MESSAGE("worker: " << line.value_or("<none>"));
-        BOOST_TEST((line && line->rfind("done", 0) == 0));
-        BOOST_TEST(w->wait() == 0);
-    }
-    auto r = check_count_log(counter, log, processes, processes * coroutines * sections);
+    auto r = run_count_workers(F::url(c, 4s), "mx", 3, 10, 20, dir);  // 600 sections
     // More than the 2 switches of three processes taking turns once each: they interleaved.
     // (How often is timing: a process's local hand-offs may keep the name for a while; ZooKeeper
     // under ASan showed 3.)

@@ -91,22 +91,16 @@ void mutual_exclusion_across_processes()
         [&]() -> asio::awaitable<void> {
             auto g = co_await reg.obtain("mx").acquire();
             for (int p = 0; p < processes; ++p)
-                workers.push_back(std::make_unique<child>(
-                    std::vector<std::string>{worker_path(), "count", F::url(), "mx", std::to_string(coroutines),
-                                             std::to_string(sections), counter, log}));
+                workers.push_back(
+                    std::make_unique<child>(count_worker(F::url(), "mx", coroutines, sections, counter, log)));
             BOOST_TEST(co_await eventually([&] { return F::waiting("dlock:mx") == processes; }, 60s));
             co_await g.release();
             holder.close();
         },
         90s);
     std::uint64_t through_store = 0;
-    for (auto& w : workers) {
-        auto line = w->read_line(150s);
-        BOOST_TEST_MESSAGE("worker: " << line.value_or("<none>"));
-        BOOST_TEST((line && line->rfind("done", 0) == 0));
-        through_store += worker_stat(line.value_or(""), F::words.contention_stat);
-        BOOST_TEST(w->wait() == 0);
-    }
+    for (auto& line : expect_all_done(workers, 150s))
+        through_store += worker_stat(line, F::words.contention_stat);
     // Exact count, tokens rising in file order, each token one process's; and the name went
     // from process to process through the store (a hand-off, or a release notification).
     check_count_log(counter, log, processes, processes * coroutines * sections);

@@ -97,15 +97,25 @@ BOOST_AUTO_TEST_CASE(each_step)
         r.pos.first = first;
         BOOST_TEST(judge(r) == acquire_next::check_owner);
     }
+    // another kind of lock before ours (a mutex node before a reader): withdrawn and refused,
+    // queued or not, first or not
+    for (bool queue : {true, false}) {
+        r = behind(queue);
+        r.pos.foreign = true;
+        BOOST_TEST(judge(r) == acquire_next::mismatch);
+        r.pos.first = true;
+        BOOST_TEST(judge(r) == acquire_next::mismatch);
+    }
 }
 
-// Over every input: the lock is granted only on the whole evidence, a create that may have
-// run is never forgotten, and a node is withdrawn only by a try that is not first.
+// Over every input: the lock is granted only on the whole evidence and never past another
+// kind of lock, a create that may have run is never forgotten, and a node is withdrawn only
+// by a try that is not first.
 BOOST_AUTO_TEST_CASE(properties_over_every_input)
 {
     const reply replies[] = {reply::ok, reply::not_sent, reply::no_node, reply::lost, reply::failed};
     int cases = 0;
-    for (int bits = 0; bits < (1 << 8); ++bits)
+    for (int bits = 0; bits < (1 << 9); ++bits)
         for (auto create : replies)
             for (auto children : replies) {
                 acquire_round r;
@@ -117,13 +127,17 @@ BOOST_AUTO_TEST_CASE(properties_over_every_input)
                 r.czxid_known = bits & 32;
                 r.pos.found = bits & 64;
                 r.pos.first = (bits & 128) && r.pos.found;
+                r.pos.foreign = (bits & 256) && r.pos.found;
                 r.create = create;
                 r.children = children;
                 auto next = judge(r);
                 ++cases;
                 bool answered = !r.closed && r.same_session && (create == reply::ok || create == reply::not_sent) &&
                                 children == reply::ok;
-                BOOST_TEST((next == acquire_next::held) == (answered && r.pos.found && r.pos.first && r.czxid_known));
+                BOOST_TEST((next == acquire_next::held) ==
+                           (answered && r.pos.found && r.pos.first && r.czxid_known && !r.pos.foreign));
+                if (next == acquire_next::mismatch)  // only on our own node's whole evidence
+                    BOOST_TEST((answered && r.pos.found && r.czxid_known && r.pos.foreign));
                 if (r.closed)
                     BOOST_TEST(next == acquire_next::fail_closed);
                 if (!r.closed && r.same_session && create == reply::lost)
@@ -135,7 +149,7 @@ BOOST_AUTO_TEST_CASE(properties_over_every_input)
                 if (next == acquire_next::start_over)
                     BOOST_TEST(!r.retried);
             }
-    BOOST_TEST(cases == 256 * 25);
+    BOOST_TEST(cases == 512 * 25);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -71,6 +71,82 @@ BOOST_AUTO_TEST_CASE(a_node_of_a_session_given_up_is_not_found_by_a_new_one)
     BOOST_TEST(!recipe::find({other, stale}, "tok", new_session).found);  // not yet created here
 }
 
+// Curator's InterProcessReadWriteLock: `__READ__` and `__WRIT__` nodes under one path, ordered
+// by their sequence alone; a writer waits for the node before its own, a reader for the
+// first writer before it, so readers in a row hold together and a queued writer is not passed.
+BOOST_AUTO_TEST_CASE(read_write_layout)
+{
+    using kind = recipe::node_kind;
+    BOOST_TEST(recipe::node_prefix("t", 5, kind::read) == "_c_" + recipe::guid_of("t", 5) + "-__READ__");
+    BOOST_TEST(recipe::node_prefix("t", 5, kind::write) == "_c_" + recipe::guid_of("t", 5) + "-__WRIT__");
+    auto c = recipe::parse_contender("_c_0b1c2d3e-0000-4000-8000-000000000000-__WRIT__0000000007");
+    BOOST_REQUIRE(c.has_value());
+    BOOST_TEST((c->kind == kind::write));
+    BOOST_TEST(c->sequence == 7);
+    BOOST_TEST(*recipe::sequence_of("__READ__0000000003") == 3);  // Curator without protection
+    BOOST_TEST(!recipe::parse_contender("_c_x-__READ__"));
+    BOOST_TEST(!recipe::parse_contender("_c_x-__WRIT__1x"));
+
+    auto r1 = recipe::node_prefix("r1", 1, kind::read) + "0000000001";
+    auto r2 = "_c_ffffffff-ffff-ffff-ffff-ffffffffffff-__READ__0000000002";  // a Curator reader
+    auto w3 = recipe::node_prefix("w3", 1, kind::write) + "0000000003";
+    auto r4 = recipe::node_prefix("r4", 1, kind::read) + "0000000004";
+    auto w5 = "_c_eeeeeeee-ffff-ffff-ffff-ffffffffffff-__WRIT__0000000005";
+    auto r6 = recipe::node_prefix("r6", 1, kind::read) + "0000000006";
+    auto sorted = recipe::contenders({r6, w5, r4, w3, r2, r1});  // the sequence orders, not the name
+    BOOST_REQUIRE(sorted.size() == 6u);
+    BOOST_TEST(sorted[0] == r1);
+    BOOST_TEST(sorted[5] == r6);
+    BOOST_TEST((recipe::family_of(sorted) == recipe::path_family::read_write));
+    auto p1 = recipe::find(sorted, "r1", 1);
+    BOOST_TEST(p1.first);
+    BOOST_TEST((p1.kind == kind::read));
+    BOOST_TEST(!p1.foreign);
+    auto p3 = recipe::find(sorted, "w3", 1);
+    BOOST_TEST(!p3.first);  // behind two readers
+    BOOST_TEST(p3.predecessor == r2);
+    auto p4 = recipe::find(sorted, "r4", 1);
+    BOOST_TEST(!p4.first);  // a queued writer is not passed by a later reader
+    BOOST_TEST(p4.predecessor == w3);
+    auto p6 = recipe::find(sorted, "r6", 1);
+    BOOST_TEST(p6.predecessor == w3);  // the first writer before it, as Curator's reader watches
+    auto held = recipe::holders(sorted);
+    BOOST_REQUIRE(held.size() == 2u);  // the readers in a row at the head hold together
+    BOOST_TEST(held[1] == r2);
+    // Once the first two readers go, the writer holds alone.
+    std::vector<std::string> later(sorted.begin() + 2, sorted.end());
+    BOOST_TEST(recipe::find(later, "w3", 1).first);
+    BOOST_TEST(recipe::holders(later) == std::vector<std::string>{w3});
+    BOOST_TEST((recipe::family_of(std::vector<std::string>{}) == recipe::path_family::empty));
+    // Who is waited for (a renewal's `contended`): readers ahead of a writer, the writer
+    // ahead of anyone; the last reader is waited for by nobody.
+    BOOST_TEST(recipe::waited_for(sorted, r1));
+    BOOST_TEST(recipe::waited_for(sorted, w3));
+    BOOST_TEST(!recipe::waited_for(sorted, r6));
+    BOOST_TEST(!recipe::waited_for({r1, r2}, r1));
+    BOOST_TEST(recipe::waited_for({w3, r4}, w3));
+    BOOST_TEST(!recipe::waited_for({w3}, w3));
+    BOOST_TEST(!recipe::waited_for(sorted, "gone"));
+}
+
+// One name, one kind: a path that has a mutex's nodes is no read-write lock, and the other
+// way round; only the node that came later is told (the earlier one holds or waits as before).
+BOOST_AUTO_TEST_CASE(another_kind_before_ours_is_foreign)
+{
+    using kind = recipe::node_kind;
+    auto m1 = recipe::node_prefix("m", 1, kind::lock) + "0000000001";
+    auto r2 = recipe::node_prefix("r", 1, kind::read) + "0000000002";
+    auto m3 = recipe::node_prefix("n", 1, kind::lock) + "0000000003";
+    auto sorted = recipe::contenders({m3, r2, m1});
+    BOOST_TEST((recipe::family_of(sorted) == recipe::path_family::mixed));
+    BOOST_TEST(!recipe::find(sorted, "m", 1).foreign);
+    BOOST_TEST(recipe::find(sorted, "r", 1).foreign);
+    BOOST_TEST(recipe::find(sorted, "n", 1).foreign);
+    BOOST_TEST(recipe::holders(sorted) == std::vector<std::string>{m1});
+    // A node found by its guid is found whatever its kind (a lost create's reply).
+    BOOST_TEST(recipe::find(sorted, "r", 1).node == r2);
+}
+
 BOOST_AUTO_TEST_CASE(lock_paths)
 {
     std::string why;
