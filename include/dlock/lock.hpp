@@ -136,6 +136,7 @@ public:
 private:
     friend class registry;
     friend class semaphore;
+    friend class election;
     enum class mode {
         wait,
         try_once,

@@ -91,6 +91,7 @@ public:
     }
 
 private:
+    friend class election;  // its lease is of kind leader where the store keeps that kind
     std::shared_ptr<detail::lock_driver> driver_for(lease_kind kind, std::string_view name);
     static void drain_impl(const std::shared_ptr<detail::registry_state>& state,
                            boost::asio::any_completion_handler<void(boost::system::error_code)> h);

@@ -26,6 +26,10 @@ enum class lease_kind : std::uint8_t {
     read = 2,    ///< one of many readers (read-write lock)
     write = 4,   ///< the one writer (read-write lock)
     permit = 8,  ///< one of `capacity` permits (semaphore)
+    /// The leader of an election (dlock::election), where the store keeps elections in a
+    /// layout of their own (ZooKeeper: Curator's LeaderLatch); elsewhere an election's lease
+    /// is a mutex.
+    leader = 16,
 };
 
 /// One acquire attempt.

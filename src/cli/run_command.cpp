@@ -171,10 +171,13 @@ asio::awaitable<std::string> kind_advice(const options& o, store& st)
         co_return what + "a read-write lock: use --shared or --exclusive";
     if (in_use && s.kind == lease_kind::mutex && (o.permits > 0 || o.shared || o.exclusive))
         co_return what + "a mutex: use neither --shared, --exclusive nor --permits";
+    if (in_use && s.kind == lease_kind::leader)
+        co_return what + "an election: its candidates hold it, not a lock";
     std::string text = st.last_error_text();
     if (text.rfind("dlock: ", 0) == 0)
         text.erase(0, 7);
-    co_return "cannot acquire '" + o.name + "': " + (text.empty() ? make_error_code(error::kind_mismatch).message() : text);
+    co_return "cannot acquire '" + o.name +
+        "': " + (text.empty() ? make_error_code(error::kind_mismatch).message() : text);
 }
 
 // Blocks the signals dlock handles (so only the signalfd sees them) except those the

@@ -74,8 +74,11 @@ asio::awaitable<int> status_command(const options& o, store& st)
         j["last_fencing_token"] = s.last_fencing_token;
         j["holder"] = s.holder;
         j["queued"] = s.queued;
-        j["kind"] = s.kind == lease_kind::permit ? "semaphore" : s.kind == lease_kind::read ? "rw_lock" : "mutex";
-        if (s.kind != lease_kind::mutex) {
+        j["kind"] = s.kind == lease_kind::permit   ? "semaphore"
+                    : s.kind == lease_kind::read   ? "rw_lock"
+                    : s.kind == lease_kind::leader ? "election"
+                                                   : "mutex";
+        if (s.kind == lease_kind::read || s.kind == lease_kind::permit) {
             j["holders"] = s.holders;
             j["writer"] = s.writer;
             if (s.kind == lease_kind::permit)

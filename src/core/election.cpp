@@ -284,7 +284,9 @@ election::election(registry& reg, std::string_view name) : c_(std::make_shared<d
 {
     c_->bind(reg, name);
     c_->ops = c_->st->elections();
-    c_->lk = reg.obtain(name);
+    // A store with a layout of its own for elections takes the leader kind; others a mutex.
+    bool own_kind = (c_->st->traits().kinds & static_cast<unsigned>(lease_kind::leader)) != 0;
+    c_->lk = own_kind ? lock(reg.driver_for(lease_kind::leader, name)) : reg.obtain(name);
 }
 
 const std::string& election::name() const noexcept

@@ -18,6 +18,7 @@ inline std::string kind_in_use_text(lease_kind kind, unsigned long long permits 
     switch (kind) {
     case lease_kind::mutex: return s + "a mutex";
     case lease_kind::permit: return s + "a semaphore of " + std::to_string(permits) + " permits";
+    case lease_kind::leader: return s + "an election";
     default: return s + "a read-write lock";
     }
 }

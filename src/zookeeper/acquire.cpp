@@ -22,9 +22,22 @@ namespace {
 
 recipe::node_kind node_kind_of(lease_kind k)
 {
-    return k == lease_kind::read    ? recipe::node_kind::read
-           : k == lease_kind::write ? recipe::node_kind::write
-                                    : recipe::node_kind::lock;
+    switch (k) {
+    case lease_kind::read: return recipe::node_kind::read;
+    case lease_kind::write: return recipe::node_kind::write;
+    case lease_kind::leader: return recipe::node_kind::latch;
+    default: return recipe::node_kind::lock;
+    }
+}
+
+// What a path is in use as, in the contract's words, from one of its nodes' kind.
+lease_kind lease_kind_of(recipe::node_kind k)
+{
+    switch (k) {
+    case recipe::node_kind::lock: return lease_kind::mutex;
+    case recipe::node_kind::latch: return lease_kind::leader;
+    default: return lease_kind::read;
+    }
 }
 
 reply reply_of(int rc)
@@ -89,7 +102,9 @@ void zookeeper_store::impl::send_acquire(const lease_request& req, any_acquire_h
         st->create_rc = 0;  // ours exists: look where it stands
     } else {
         st->create_sent = true;
-        zk->create(c.path + "/" + recipe::node_prefix(req.token, c.sid, node_kind_of(req.kind)), req.token,
+        // A candidate's data is the value it proclaims (LeaderLatch's participant id): none yet.
+        auto data = req.kind == lease_kind::leader ? std::string() : req.token;
+        zk->create(c.path + "/" + recipe::node_prefix(req.token, c.sid, node_kind_of(req.kind)), data,
                    ZOO_EPHEMERAL_SEQUENTIAL, [st, evaluate](int rc, std::string node, node_stat s) {
                        st->create_rc = rc;
                        st->node = std::move(node);
@@ -169,7 +184,9 @@ void zookeeper_store::impl::judge_round(const round_ctx& c, const acquire_ptr& h
     case acquire_next::held: return grant(c, hp);
     case acquire_next::queued:
     case acquire_next::withdraw: return not_first(c, sorted.size(), hp);
-    case acquire_next::mismatch: return withdraw(c, hp, error::kind_mismatch);
+    case acquire_next::mismatch:
+        set_text(dlock::detail::kind_in_use_text(lease_kind_of(r.pos.foreign_kind)));
+        return withdraw(c, hp, error::kind_mismatch);
     }
 }
 
@@ -244,9 +261,6 @@ void zookeeper_store::impl::not_first(const round_ctx& c, std::size_t contenders
 // of every contender while the session lived). `ec`: what the attempt ends with after.
 void zookeeper_store::impl::withdraw(const round_ctx& c, const acquire_ptr& hp, error_code ec)
 {
-    if (ec == error::kind_mismatch)  // the other family's kind (Curator's nodes say only that)
-        set_text(
-            dlock::detail::kind_in_use_text(c.req.kind == lease_kind::mutex ? lease_kind::read : lease_kind::mutex));
     zk->remove(nodes[c.key].node, [self = shared_from_this(), c, hp, ec](int rc) {
         if (rc != ZOK && rc != ZNONODE)
             return self->acquired(c.req, std::move(*hp), self->to_error(rc, "withdrawing"), {});

@@ -304,6 +304,17 @@ void client::remove(const std::string& path, std::function<void(int)> cb)
     started(rc, id);
 }
 
+void client::set(const std::string& path, const std::string& data, std::function<void(int)> cb)
+{
+    auto* c = add_call(false);
+    c->raw = [cb = std::move(cb)](int rc, const char*, int, const Stat*,
+                                  const String_vector*) -> std::function<void()> { return [cb, rc] { cb(rc); }; };
+    auto id = c->id;
+    int rc = zh_ ? zoo_aset(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), -1, &client_access::stat, c)
+                 : ZCLOSING;
+    started(rc, id);
+}
+
 void client::sync(const std::string& path, std::function<void(int)> cb)
 {
     auto* c = add_call(false);

@@ -62,6 +62,8 @@ public:
     /// A data watch (Curator's choice for the predecessor: no lingering creation watch).
     void get(const std::string& path, std::function<void(int rc, std::string data, node_stat)> cb, watch_fn watch = {});
     void remove(const std::string& path, std::function<void(int rc)> cb);
+    /// Replaces a node's data, whatever its version.
+    void set(const std::string& path, const std::string& data, std::function<void(int rc)> cb);
     /// The server catches up with the leader first: a read sent after it sees every write
     /// committed before it (one whose reply was lost on another connection, too).
     void sync(const std::string& path, std::function<void(int rc)> cb);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 // A name's untokened watchers share one children watch of its lock path, re-armed on each
 // change; a child gone since the last read is a release. No lock path yet: its creation is
-// watched instead.
+// watched instead. An election's leader node is watched too: its data is the value it
+// proclaims, and observers re-read the leader when it changes.
 #include "zookeeper/store_impl.hpp"
 
 #include <zookeeper/zookeeper.h>
@@ -43,10 +44,39 @@ void zookeeper_store::impl::arm_name(const std::string& name)
                 if (rc == ZNONODE)  // no lock path yet (or reaped): watch for its creation instead
                     self->zk->exists(
                         self->path_of(name), [](int, node_stat) {}, on_change);
+                auto sorted = recipe::contenders(children);
+                if (rc == ZOK && !sorted.empty() &&
+                    recipe::parse_contender(sorted.front())->kind == recipe::node_kind::latch)
+                    self->watch_leader_value(name, self->path_of(name) + "/" + sorted.front());
                 self->on_children(name, rc, std::move(children));
             },
             on_change);
     });
+}
+
+// The leader's data changed (a proclaimed value) or the node went: the watchers re-read.
+// One such watch per leader node at a time (each children change re-reads the name: a
+// watch armed at every read would pile up on a long-lived leader).
+void zookeeper_store::impl::watch_leader_value(const std::string& name, const std::string& node)
+{
+    auto& nw = names.find(name)->second;  // the caller found it
+    if (nw.leader_watched == node)
+        return;
+    nw.leader_watched = node;
+    zk->get(
+        node, [](int, std::string, node_stat) {},
+        [w = weak_from_this(), name, node](int) {
+            auto s = w.lock();
+            if (!s)
+                return;
+            auto it = s->names.find(name);
+            if (it == s->names.end())
+                return;  // nobody watches the name any more
+            if (it->second.leader_watched == node)
+                it->second.leader_watched.clear();
+            s->watches.tell_name(name, watch_event::released);
+            s->arm_name(name);
+        });
 }
 
 void zookeeper_store::impl::on_children(const std::string& name, int rc, std::vector<std::string> children)

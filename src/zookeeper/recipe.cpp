@@ -10,7 +10,7 @@ namespace dlock::zookeeper::recipe {
 
 namespace {
 
-constexpr std::string_view markers[] = {"lock-", "__READ__", "__WRIT__"};  // by node_kind
+constexpr std::string_view markers[] = {"lock-", "__READ__", "__WRIT__", "latch-"};  // by node_kind
 
 std::string_view marker(node_kind k)
 {
@@ -51,7 +51,11 @@ std::string guid_of(std::string_view token, std::int64_t session)
 
 path_family family_of(node_kind k) noexcept
 {
-    return k == node_kind::lock ? path_family::mutex : path_family::read_write;
+    switch (k) {
+    case node_kind::lock: return path_family::mutex;
+    case node_kind::latch: return path_family::election;
+    default: return path_family::read_write;
+    }
 }
 
 std::string node_prefix(std::string_view token, std::int64_t session, node_kind kind)
@@ -62,7 +66,7 @@ std::string node_prefix(std::string_view token, std::int64_t session, node_kind 
 std::optional<contender> parse_contender(std::string_view child)
 {
     // The marker whose rest is all digits (Curator sorts by the text after its marker).
-    for (auto k : {node_kind::lock, node_kind::read, node_kind::write}) {
+    for (auto k : {node_kind::lock, node_kind::read, node_kind::write, node_kind::latch}) {
         auto at = child.rfind(marker(k));
         if (at == std::string_view::npos)
             continue;
@@ -137,11 +141,12 @@ position find(const std::vector<std::string>& sorted, std::string_view token, st
     std::size_t first_writer = p.index;
     for (std::size_t i = 0; i < p.index; ++i) {
         auto kind = parse_contender(sorted[i])->kind;
-        p.foreign = p.foreign || family_of(kind) != family_of(p.kind);
+        if (!p.foreign && family_of(kind) != family_of(p.kind))
+            p.foreign = true, p.foreign_kind = kind;
         if (kind == node_kind::write && first_writer == p.index)
             first_writer = i;
     }
-    if (p.kind != node_kind::read) {  // a mutex or a writer waits for the node before its own
+    if (p.kind != node_kind::read) {  // a mutex, a writer or a candidate waits for the node before its own
         p.first = p.index == 0;
         if (!p.first)
             p.predecessor = sorted[p.index - 1];

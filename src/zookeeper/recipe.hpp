@@ -2,9 +2,10 @@
 // The lock recipes' pure part, in Apache Curator's node layouts, so that dlock and Curator on
 // the same path exclude each other. Contenders create `<lock path>/_c_<guid>-<kind><sequence>`
 // (ephemeral, sequential): `lock-` for a mutex (InterProcessMutex), `__READ__` and `__WRIT__`
-// for the two sides of a read-write lock (InterProcessReadWriteLock). All are ordered by
-// sequence: a mutex or a writer holds when first and watches the node just before its own; a
-// reader holds when no writer is before it and watches the first writer.
+// for the two sides of a read-write lock (InterProcessReadWriteLock), `latch-` for an
+// election's candidates (LeaderLatch). All are ordered by sequence: a mutex, a writer or a
+// candidate holds when first and watches the node just before its own; a reader holds when
+// no writer is before it and watches the first writer.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,7 @@ enum class node_kind : std::uint8_t {
     lock,   ///< `lock-`: a mutex
     read,   ///< `__READ__`: a reader of a read-write lock
     write,  ///< `__WRIT__`: the writer of a read-write lock
+    latch,  ///< `latch-`: a candidate of an election (its data: the value it proclaimed)
 };
 
 /// The kinds of contenders a lock path has, as a whole.
@@ -27,10 +29,11 @@ enum class path_family : std::uint8_t {
     empty,       ///< no contenders
     mutex,       ///< mutex nodes only
     read_write,  ///< readers and writers only
-    mixed,       ///< both: some client uses the path as another kind of lock
+    election,    ///< candidates only
+    mixed,       ///< several: some client uses the path as another kind of lock
 };
 
-/// The family a node of `k` belongs to (mutex or read_write).
+/// The family a node of `k` belongs to (mutex, read_write or election).
 path_family family_of(node_kind k) noexcept;
 
 /// A 36-character UUID-shaped guid derived from the lease token and the session that
@@ -73,8 +76,9 @@ struct position {
     bool first = false;                ///< it holds (a mutex or writer first; a reader with no writer before it)
     std::string predecessor{};         ///< the node it waits for (empty if it holds or is not found)
     std::size_t index = 0;
-    /// A node of the other family comes before it: the path is another kind of lock.
+    /// A node of another family comes before it: the path is another kind of lock.
     bool foreign = false;
+    node_kind foreign_kind = node_kind::lock;  ///< with `foreign`: the first such node's kind
 };
 position find(const std::vector<std::string>& sorted, std::string_view token, std::int64_t session);
 

@@ -307,7 +307,8 @@ void zookeeper_store::impl::session_gone(std::string why)
     watches.tell_session(session_event::lost, old);
     queue.end_all(true);
     for (auto& [name, nw] : names) {
-        nw.epoch = ++name_epochs;  // the old watch fires into nothing
+        nw.epoch = ++name_epochs;   // the old watch fires into nothing
+        nw.leader_watched.clear();  // gone with the old client: watched anew in the next session
         watches.name_down(name, watch_event::resync);
     }
 }

@@ -26,8 +26,10 @@ namespace {
 constexpr std::size_t max_request = 0xfffff;
 constexpr std::size_t request_overhead = 512;
 
+}  // namespace
+
 // Why a name's lock path cannot be sent (empty if it can), for the error text.
-std::string too_long(const std::string& path, std::size_t token_size)
+std::string zookeeper_store::impl::too_long(const std::string& path, std::size_t token_size)
 {
     auto size = path.size() + 64 + token_size + request_overhead;
     if (size <= max_request)
@@ -37,8 +39,16 @@ std::string too_long(const std::string& path, std::size_t token_size)
            std::to_string(max_request) + " bytes unless configured): a lock name this long cannot be used";
 }
 
-
-}  // namespace
+error_code zookeeper_store::impl::refused(const std::string& name)
+{
+    if (closed)
+        return error::closed;
+    auto text = too_long(path_of(name), 0);
+    if (text.empty())
+        return {};
+    set_text(std::move(text));
+    return error::invalid_name;
+}
 
 zookeeper_store::zookeeper_store(asio::any_io_executor ex, zookeeper::config cfg)
     : impl_(std::make_shared<impl>(ex, std::move(cfg), keep_error_text()))
@@ -63,7 +73,8 @@ store_traits zookeeper_store::traits() const noexcept
     t.live = liveness::per_session;
     t.confirms_leases = true;
     t.min_ttl = milliseconds(1);
-    t.kinds |= static_cast<unsigned>(lease_kind::read) | static_cast<unsigned>(lease_kind::write);
+    t.kinds |= static_cast<unsigned>(lease_kind::read) | static_cast<unsigned>(lease_kind::write) |
+               static_cast<unsigned>(lease_kind::leader);
     return t;
 }
 
@@ -137,7 +148,7 @@ void zookeeper_store::do_try_acquire(const lease_request& req, asio::any_complet
     if (m.closed)
         return post_moved(m.ex, h, error_code(error::closed), acquire_result{});
     if (!(traits().kinds & static_cast<unsigned>(req.kind))) {
-        set_error_text("zookeeper: this store serves mutexes and read-write locks only");
+        set_error_text("zookeeper: this store serves mutexes, read-write locks and elections only");
         return post_moved(m.ex, h, error_code(error::not_supported), acquire_result{});
     }
     std::string why;
@@ -146,7 +157,7 @@ void zookeeper_store::do_try_acquire(const lease_request& req, asio::any_complet
         set_error_text("zookeeper: " + why);
         return post_moved(m.ex, h, error_code(error::invalid_name), acquire_result{});
     }
-    if (auto long_path = too_long(path, req.token.size()); !long_path.empty()) {
+    if (auto long_path = impl::too_long(path, req.token.size()); !long_path.empty()) {
         set_error_text(std::move(long_path));
         return post_moved(m.ex, h, error_code(error::invalid_name), acquire_result{});
     }
@@ -210,12 +221,8 @@ void zookeeper_store::do_release(const lease_key& k, asio::any_completion_handle
 void zookeeper_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
 {
     auto& m = *impl_;
-    if (m.closed)
-        return post_moved(m.ex, h, error_code(error::closed), false);
-    if (auto long_path = too_long(m.path_of(name), 0); !long_path.empty()) {
-        set_error_text(std::move(long_path));
-        return post_moved(m.ex, h, error_code(error::invalid_name), false);
-    }
+    if (auto ec = m.refused(name))
+        return post_moved(m.ex, h, ec, false);
     auto hp = std::make_shared<asio::any_completion_handler<bool_signature>>(std::move(h));
     m.ensure_session([self = impl_, name, hp](error_code ec) {
         if (ec)
@@ -240,63 +247,6 @@ void zookeeper_store::do_force_release(const std::string& name, asio::any_comple
                         out->first = self->to_error(rc, "delete");
                     if (--*left == 0)
                         post_moved(self->ex, *hp, out->first, out->first ? false : out->second);
-                });
-        });
-    });
-}
-
-void zookeeper_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
-{
-    auto& m = *impl_;
-    if (m.closed)
-        return post_moved(m.ex, h, error_code(error::closed), lock_status{});
-    if (auto long_path = too_long(m.path_of(name), 0); !long_path.empty()) {
-        set_error_text(std::move(long_path));
-        return post_moved(m.ex, h, error_code(error::invalid_name), lock_status{});
-    }
-    auto hp = std::make_shared<asio::any_completion_handler<status_signature>>(std::move(h));
-    m.ensure_session([self = impl_, name, hp](error_code ec) {
-        if (ec)
-            return post_moved(self->ex, *hp, ec, lock_status{});
-        auto path = self->path_of(name);
-        self->zk->get_children(path, [self, path, hp](int rc, std::vector<std::string> children) {
-            lock_status s;
-            if (rc == ZNONODE)
-                return post_moved(self->ex, *hp, error_code(), s);
-            if (rc != ZOK)
-                return post_moved(self->ex, *hp, self->to_error(rc, "children of " + path), s);
-            auto sorted = recipe::contenders(std::move(children));
-            if (sorted.empty())
-                return post_moved(self->ex, *hp, error_code(), s);
-            auto held = recipe::holders(sorted);
-            s.held = true;
-            s.key = path + "/" + sorted.front();
-            s.holders = held.size();
-            s.queued = sorted.size() - held.size();
-            if (recipe::family_of(sorted) == recipe::path_family::read_write) {
-                s.kind = lease_kind::read;  // the contract's word for a read-write lock's name
-                s.writer = recipe::parse_contender(held.front())->kind == recipe::node_kind::write;
-            }
-            // The holder's data (its token; Curator writes its address) and czxid, then the
-            // others' czxids for the highest token issued.
-            auto left = std::make_shared<std::size_t>(sorted.size());
-            auto out = std::make_shared<lock_status>(std::move(s));
-            for (std::size_t i = 0; i < sorted.size(); ++i)
-                self->zk->get(path + "/" + sorted[i], [self, hp, left, out, i](int rc, std::string data, node_stat st) {
-                    if (rc == ZOK) {
-                        if (i == 0) {
-                            out->holder = std::move(data);
-                            out->fencing_token = static_cast<std::uint64_t>(st.czxid);
-                            // A holder of this session has what the session has left; the
-                            // servers tell no client how long another session has (-1).
-                            if (st.ephemeral_owner != 0 && st.ephemeral_owner == self->session_id)
-                                out->ttl = ms_until(self->deadline(), clock_type::now());
-                        }
-                        out->last_fencing_token =
-                            std::max(out->last_fencing_token, static_cast<std::uint64_t>(st.czxid));
-                    }
-                    if (--*left == 0)
-                        post_moved(self->ex, *hp, error_code(), std::move(*out));
                 });
         });
     });

@@ -2,9 +2,9 @@
 // zookeeper_store's state and the driver's steps, one file per topic: the session that
 // carries every node of the store (session.cpp), an acquire round (acquire.cpp; what its
 // replies mean is acquire_round.hpp's), a release (release.cpp), a queued token's wait for
-// the node before its own (queue.cpp), a name's untokened watch (name_watch.cpp), the
-// contract's entry points (store.cpp). The kit gives the session's life, the watch table and
-// the acquire/release order.
+// the node before its own (queue.cpp), a name's untokened watch (name_watch.cpp), status
+// and elections (status.cpp), the contract's entry points (store.cpp). The kit gives the session's life, the watch
+// table and the acquire/release order.
 #pragma once
 
 #include <dlock/error.hpp>
@@ -73,6 +73,16 @@ struct zookeeper_store::impl
     std::map<key_pair, node_state> nodes;
 
     std::string path_of(const std::string& name) const;
+    // Why a name's lock path cannot be sent (empty if it can): over the servers' jute.maxbuffer.
+    static std::string too_long(const std::string& path, std::size_t token_size);
+    // An operation on a name refused before any request: closed, or a name too long (its text kept).
+    error_code refused(const std::string& name);
+
+    // ---- what a name holds (status.cpp): status, and an election's leader with its value ----
+    // The name's status and the first node's data (an election's proclaimed value).
+    void read_status(const std::string& name, std::function<void(error_code, lock_status, std::string)> done);
+    void answer_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h,
+                       bool with_value);
 
     // ---- an acquire round (acquire.cpp) ----
     // One round's replies (a create and a getChildren, or the latter alone).
@@ -133,11 +143,13 @@ struct zookeeper_store::impl
     struct name_watch {
         std::vector<std::string> last;
         std::uint64_t epoch = 0;
+        std::string leader_watched;  // an election's leader node whose data is watched
     };
     std::map<std::string, name_watch> names;
     std::uint64_t name_epochs = 0;  // the last epoch given to any name's watch
 
     void arm_name(const std::string& name);
+    void watch_leader_value(const std::string& name, const std::string& node);
     void on_children(const std::string& name, int rc, std::vector<std::string> children);
 };
 

@@ -18,6 +18,11 @@
 //       side, appending "B|E r|w java-<pid> <czxid>" as lock_worker's sections do. Prints "done".
 //   hold-rw CONNECT PATH read|write MILLIS
 //       takes that side, prints "acquired <czxid>", holds MILLIS, releases, prints "released".
+//   latch CONNECT PATH ID MILLIS
+//       LeaderLatch with participant id ID: prints "waiting", then "acquired <czxid>" once it
+//       leads, leads MILLIS, closes the latch, prints "released".
+//   leader-of CONNECT PATH
+//       prints "leader <id>" of the latch's leader as LeaderLatch.getLeader() tells it.
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -25,6 +30,7 @@ import java.util.Arrays;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.retry.ExponentialBackoffRetry;
@@ -209,6 +215,25 @@ public class CuratorLock {
             Thread.sleep(Long.parseLong(args[4]));
             s.release();
             System.out.println("released");
+            break;
+        }
+        case "latch": {
+            LeaderLatch latch = new LeaderLatch(client, args[2], args[3]);
+            System.out.println("waiting");
+            System.out.flush();
+            latch.start();
+            latch.await();
+            String node = latch.getOurPath();
+            System.out.println("acquired " + client.checkExists().forPath(node).getCzxid());
+            System.out.flush();
+            Thread.sleep(Long.parseLong(args[4]));
+            latch.close();
+            System.out.println("released");
+            break;
+        }
+        case "leader-of": {
+            LeaderLatch latch = new LeaderLatch(client, args[2], "observer");  // not started: reads only
+            System.out.println("leader " + latch.getLeader().getId());
             break;
         }
         default:

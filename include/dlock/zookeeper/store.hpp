@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// The ZooKeeper store: the lock recipe of ZooKeeper's docs in Apache Curator's node layout
-/// (InterProcessMutex), on the io_context through the C client's single-threaded library,
-/// with one ZooKeeper session per store.
+/// The ZooKeeper store: the lock recipe of ZooKeeper's docs in Apache Curator's node layouts
+/// (InterProcessMutex, InterProcessReadWriteLock, LeaderLatch), on the io_context through the
+/// C client's single-threaded library, with one ZooKeeper session per store.
 #pragma once
 
+#include <dlock/capabilities.hpp>
 #include <dlock/export.hpp>
 #include <dlock/store.hpp>
 #include <dlock/zookeeper/config.hpp>
@@ -21,7 +22,12 @@ namespace dlock {
 /// other. The lowest sequence holds; a waiter watches only the node just before its own (a
 /// data watch: FIFO, no herd, no polling); a create whose reply was lost is found again by
 /// its guid. Fencing token = the node's czxid (strictly increasing across the ensemble,
-/// durable), not its sequence number.
+/// durable), not its sequence number. A read-write lock's readers and writers create
+/// `_c_<guid>-__READ__<sequence>` and `_c_<guid>-__WRIT__<sequence>` under the same path, as
+/// Curator's InterProcessReadWriteLock (a reader waits only for the first writer before it);
+/// an election's candidates `_c_<guid>-latch-<sequence>`, as Curator's LeaderLatch, with the
+/// leader's proclaimed value as the node's data (LeaderLatch's participant id). A path in use
+/// as one of these refuses the others with kind_mismatch.
 ///
 /// Session: one per store, opened at first use; the client's traffic (and a request of ours
 /// every third of the timeout) keeps it alive, and the watchdog's renewals only confirm that
@@ -36,7 +42,7 @@ namespace dlock {
 /// wrong_type (the lock path is an ephemeral node) are permanent. last_error_text() says more.
 /// @cancellation Not honoured: each request is bounded by the configured timeouts.
 /// @threadsafety None: use it from its executor only.
-class DLOCK_API zookeeper_store final : public store {
+class DLOCK_API zookeeper_store final : public store, public election_capability {
 public:
     /// A store on `ex`; it opens its session at first use (or async_connect).
     zookeeper_store(boost::asio::any_io_executor ex, zookeeper::config cfg);
@@ -59,6 +65,9 @@ public:
     /// operations complete with error::closed. Blocks for one round trip when connected.
     void close() override;
 
+    /// Elections in LeaderLatch's layout: a proclaimed value is the leader's node's data.
+    election_capability* elections() noexcept override { return this; }
+
     /// The node `token` holds or waits with under `name` (empty if none).
     std::string node_of(const std::string& name, const std::string& token) const;
 
@@ -72,6 +81,9 @@ private:
     void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
+    void do_proclaim(const lease_key& key, const std::string& value,
+                     boost::asio::any_completion_handler<proclaim_signature> h) override;
+    void do_leader(const std::string& name, boost::asio::any_completion_handler<leader_signature> h) override;
 
     std::shared_ptr<impl> impl_;
 };

@@ -143,8 +143,38 @@ BOOST_AUTO_TEST_CASE(another_kind_before_ours_is_foreign)
     BOOST_TEST(recipe::find(sorted, "r", 1).foreign);
     BOOST_TEST(recipe::find(sorted, "n", 1).foreign);
     BOOST_TEST(recipe::holders(sorted) == std::vector<std::string>{m1});
+    BOOST_TEST((recipe::find(sorted, "r", 1).foreign_kind == kind::lock));  // what the path is in use as
     // A node found by its guid is found whatever its kind (a lost create's reply).
     BOOST_TEST(recipe::find(sorted, "r", 1).node == r2);
+    // An election's candidates are a family of their own.
+    auto c4 = recipe::node_prefix("c", 1, kind::latch) + "0000000004";
+    BOOST_TEST(recipe::find(recipe::contenders({c4, m1}), "c", 1).foreign);
+    BOOST_TEST((recipe::find(recipe::contenders({c4, m3}), "c", 1).foreign_kind == kind::lock));
+    BOOST_TEST(!recipe::find(recipe::contenders({c4, m3}), "n", 1).foreign);  // the earlier keeps the path
+}
+
+// Curator's LeaderLatch: `_c_<guid>-latch-<sequence>` candidates, the lowest leads, each
+// watches the one before it; the path is an election's.
+BOOST_AUTO_TEST_CASE(leader_latch_layout)
+{
+    using kind = recipe::node_kind;
+    BOOST_TEST(recipe::node_prefix("t", 5, kind::latch) == "_c_" + recipe::guid_of("t", 5) + "-latch-");
+    auto c = recipe::parse_contender("_c_0b1c2d3e-0000-4000-8000-000000000000-latch-0000000011");
+    BOOST_REQUIRE(c.has_value());
+    BOOST_TEST((c->kind == kind::latch));
+    BOOST_TEST(c->sequence == 11);
+    auto java = "_c_0b1c2d3e-0000-4000-8000-000000000000-latch-0000000001";  // a Curator candidate
+    auto ours = recipe::node_prefix("me", 3, kind::latch) + "0000000002";
+    auto later = recipe::node_prefix("you", 3, kind::latch) + "0000000003";
+    auto sorted = recipe::contenders({later, ours, java});
+    BOOST_TEST((recipe::family_of(sorted) == recipe::path_family::election));
+    auto p = recipe::find(sorted, "me", 3);
+    BOOST_TEST(!p.first);
+    BOOST_TEST(!p.foreign);
+    BOOST_TEST(p.predecessor == java);
+    BOOST_TEST(recipe::holders(sorted) == std::vector<std::string>{java});
+    BOOST_TEST(recipe::waited_for(sorted, ours));
+    BOOST_TEST(recipe::find(std::vector<std::string>(sorted.begin() + 1, sorted.end()), "me", 3).first);
 }
 
 BOOST_AUTO_TEST_CASE(lock_paths)

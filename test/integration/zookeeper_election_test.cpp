@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: BSL-1.0
+// Elections on a real ZooKeeper ensemble, in Curator's LeaderLatch layout: candidates of two
+// stores take turns and an observer sees each leader with its value; the name is refused as
+// a lock; Curator's LeaderLatch and dlock's election exclude each other and each sees the
+// other's leader.
+#include "integration/consensus/zookeeper_family.hpp"
+#include "integration/curator.hpp"
+#include "integration/support.hpp"
+
+
+using namespace dlock::test;  // its asio alias and chrono literals too
+
+namespace {
+
+dlock::zookeeper::config config_of(const zk_ensemble& z)
+{
+    return zookeeper_family::config_of(z.url("?session_timeout=4s"));
+}
+
+// The store's view until `pred` holds (bounded): no event tells when a Curator process queued.
+template <class Pred>
+asio::awaitable<dlock::lock_status> status_until(dlock::zookeeper_store& st, const std::string& name, Pred pred)
+{
+    asio::steady_timer t(co_await asio::this_coro::executor);
+    dlock::lock_status s;
+    for (int i = 0; i < 3000; ++i) {
+        s = co_await st.async_status(name, asio::use_awaitable);
+        if (pred(s))
+            break;
+        t.expires_after(10ms);
+        co_await t.async_wait(asio::use_awaitable);
+    }
+    co_return s;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(zookeeper_election)
+
+BOOST_AUTO_TEST_CASE(candidates_take_turns_and_the_observer_sees_each_leader)
+{
+    zk_ensemble z;
+    asio::io_context io;
+    dlock::zookeeper_store a_store(io.get_executor(), config_of(z)), b_store(io.get_executor(), config_of(z));
+    dlock::registry a(a_store, {.lease = 3s}), b(b_store, {.lease = 3s});
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            dlock::election ea(a, "lead"), eb(b, "lead");
+            auto la = co_await ea.campaign("alpha");
+            BOOST_TEST(la.is_leader());
+            auto obs = eb.observe();
+            auto first = co_await obs.async_next();
+            BOOST_TEST(first.present);
+            BOOST_TEST(first.value == "alpha");
+            BOOST_TEST(first.term == la.term());
+            // The path is an election's: its nodes are LeaderLatch's, and a lock is refused.
+            auto s = co_await a_store.async_status("dlock:lead", asio::use_awaitable);
+            BOOST_TEST((s.kind == dlock::lease_kind::leader));
+            BOOST_TEST(s.key.find("-latch-") != std::string::npos, s.key);
+            auto [mec, mg] = co_await b.obtain("lead").try_acquire(asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST(mec == dlock::error::kind_mismatch, mec.message());
+            BOOST_TEST(b_store.last_error_text().find("an election") != std::string::npos, b_store.last_error_text());
+            // A new value, then B queues behind A and leads once A resigns.
+            co_await la.proclaim("alpha-2");
+            auto second = co_await obs.async_next();
+            BOOST_TEST(second.value == "alpha-2");
+            std::optional<dlock::leadership> lb;
+            task_group tasks(io.get_executor());
+            auto campaign_b = [&]() -> asio::awaitable<void> { lb = co_await eb.campaign("beta"); };
+            tasks.spawn(campaign_b());  // the closure lives in this frame, as the coroutine needs
+            auto queued = co_await status_until(a_store, "dlock:lead", [](auto& s) { return s.queued == 1; });
+            BOOST_TEST(queued.queued == 1u);
+            BOOST_TEST(!lb.has_value(), "B led while A did");
+            auto a_term = la.term();
+            co_await la.resign();
+            // No leader may come in between (B's node leads before its value is written).
+            dlock::leader_info next;
+            for (int i = 0; i < 4 && next.value != "beta"; ++i) {
+                next = co_await obs.async_next();
+                BOOST_TEST((next.value == "beta" || !next.present), "value " << next.value);
+            }
+            BOOST_TEST(next.value == "beta");
+            BOOST_TEST(next.term > a_term);
+            co_await tasks.join();
+            BOOST_REQUIRE(lb.has_value());
+            BOOST_TEST(lb->is_leader());
+            co_await lb->resign();
+            auto none = co_await status_until(a_store, "dlock:lead", [](auto& s) { return !s.held; });
+            BOOST_TEST(!none.held);
+            a_store.close();
+            b_store.close();
+        },
+        60s);
+}
+
+// LeaderLatch (Java) and dlock's election on one path: never both lead; each sees the other's
+// leader with its value (LeaderLatch's participant id is the node's data, as dlock's value).
+BOOST_AUTO_TEST_CASE(interop_with_curators_leader_latch)
+{
+    zk_ensemble z;
+    curator_dir();
+    asio::io_context io;
+    dlock::zookeeper_store store(io.get_executor(), config_of(z));
+    dlock::registry reg(store, {.lease = 3s});
+    child java(curator({"latch", z.connect_string(), "/dlock/dlock:latched", "java-1", "3000"}));
+    BOOST_REQUIRE(java.read_line(60s).value_or("") == "waiting");
+    auto line = java.read_line(60s);
+    BOOST_REQUIRE((line && line->rfind("acquired ", 0) == 0));
+    std::uint64_t java_term = std::stoull(line->substr(9));
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            dlock::election e(reg, "latched");
+            auto seen = co_await e.leader();
+            BOOST_TEST(seen.present);
+            BOOST_TEST(seen.value == "java-1");  // Curator's participant id
+            BOOST_TEST(seen.term == java_term);
+            // dlock waits for Curator's leader to close its latch, then leads.
+            auto l = co_await e.campaign("dlock-1");
+            BOOST_TEST(l.term() > java_term);
+            BOOST_TEST(java.read_line(10s).value_or("") == "released");
+            int status = -1;
+            auto out = run_capture(curator({"leader-of", z.connect_string(), "/dlock/dlock:latched"}), &status);
+            BOOST_TEST(out == "leader dlock-1", out);
+            // A Curator candidate queues behind dlock's leader and leads only after it resigns.
+            child later(curator({"latch", z.connect_string(), "/dlock/dlock:latched", "java-2", "10"}));
+            BOOST_TEST(later.read_line(60s).value_or("") == "waiting");
+            auto queued = co_await status_until(store, "dlock:latched", [](auto& s) { return s.queued == 1; });
+            BOOST_TEST(queued.queued == 1u);
+            auto term = l.term();
+            co_await l.resign();
+            auto got = later.read_line(30s);
+            BOOST_REQUIRE((got && got->rfind("acquired ", 0) == 0));
+            BOOST_TEST(std::stoull(got->substr(9)) > term);
+            BOOST_TEST(later.read_line(10s).value_or("") == "released");
+            BOOST_TEST(later.wait() == 0);
+            co_await reg.async_drain();
+            store.close();
+        },
+        120s);
+    BOOST_TEST(java.wait() == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
