@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
-// Leader election on a real redis-server with campaigning worker processes
-// (integration/latch_worker.cpp "campaign"): one leader at a time by the leaders' own
-// account (a shared log of terms), failover after SIGKILL and SIGSTOP, observers.
+// Leader election on a real redis-server: the scenarios every store with elections runs
+// (integration/election_scenarios.hpp, with campaigning worker processes), and a store
+// without elections answering not_supported.
 #include <dlock/dlock.hpp>
 #include <dlock/redis/store.hpp>
 
 #include "common/child.hpp"
 #include "common/redis_server.hpp"
+#include "integration/election_scenarios.hpp"
 #include "integration/lock_test_util.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -27,80 +28,13 @@ using dlock::test::spawn;
 
 namespace {
 
-std::string worker()
+namespace scenarios = dlock::test::election_scenarios;
+
+scenarios::store_factory redis_of(const redis_server& srv)
 {
-    return DLOCK_LATCH_WORKER_PATH;
+    return
+        [&srv](asio::io_context& io) { return std::make_unique<dlock::redis_store>(io.get_executor(), srv.config()); };
 }
-
-std::string temp_log()
-{
-    char dir[] = "/tmp/dlock-election-XXXXXX";
-    BOOST_REQUIRE(::mkdtemp(dir));
-    return std::string(dir) + "/log";
-}
-
-// The log in file order: terms never go down, and each term is one leader's. Returns the
-// terms seen, in order.
-std::vector<std::uint64_t> check_log(const std::string& path)
-{
-    std::ifstream in(path);
-    std::vector<std::uint64_t> terms;
-    std::map<std::uint64_t, std::string> owner;
-    std::uint64_t term = 0;
-    std::string id;
-    while (in >> term >> id) {
-        if (!terms.empty())
-            BOOST_TEST(term >= terms.back(), "term " << term << " after " << terms.back());
-        auto [it, fresh] = owner.emplace(term, id);
-        BOOST_TEST(it->second == id, "term " << term << " written by " << it->second << " and " << id);
-        if (terms.empty() || terms.back() != term)
-            terms.push_back(term);
-    }
-    return terms;
-}
-
-// Watches the election from the test's own process on a thread-free io_context: next()
-// runs it until the observer reports a change matching `pred` (bounded).
-struct observer_harness {
-    asio::io_context io;
-    dlock::redis_store st;
-    dlock::registry reg;
-    dlock::election e;
-    dlock::leader_observer obs;
-    std::vector<dlock::leader_info> seen;
-
-    explicit observer_harness(const redis_server& srv)
-        : st(io.get_executor(), srv.config()), reg(st), e(reg, "lead"), obs(e.observe())
-    {
-    }
-    ~observer_harness()
-    {
-        obs = {};
-        st.close();
-        io.run_for(1s);
-    }
-    // Runs until a change satisfying `pred` arrives; every change on the way is kept.
-    std::optional<dlock::leader_info> next(std::function<bool(const dlock::leader_info&)> pred,
-                                           std::chrono::milliseconds limit = 20s)
-    {
-        std::optional<dlock::leader_info> found;
-        spawn(io, [&]() -> asio::awaitable<void> {
-            for (;;) {
-                auto info = co_await obs.async_next(asio::use_awaitable);
-                seen.push_back(info);
-                if (pred(info)) {
-                    found = info;
-                    co_return;
-                }
-            }
-        });
-        io.restart();
-        auto deadline = clock_type::now() + limit;
-        while (!found && clock_type::now() < deadline)
-            io.run_one_for(100ms);
-        return found;
-    }
-};
 
 }  // namespace
 
@@ -109,89 +43,21 @@ BOOST_AUTO_TEST_SUITE(election_suite)
 BOOST_AUTO_TEST_CASE(one_leader_at_a_time_by_the_leaders_own_account)
 {
     redis_server srv;
-    auto log = temp_log();
-    const std::string port = std::to_string(srv.port());
-    constexpr int processes = 3, rounds = 4;
-    std::vector<std::unique_ptr<child>> workers;
-    for (int p = 0; p < processes; ++p)
-        workers.push_back(std::make_unique<child>(std::vector<std::string>{
-            worker(), "campaign", port, "lead", "2000", log, "p" + std::to_string(p), "5", std::to_string(rounds)}));
-    for (auto& w : workers)
-        BOOST_TEST(w->wait(60s) == 0);
-    auto terms = check_log(log);
-    BOOST_TEST(terms.size() == std::size_t(processes * rounds));  // every term led, each once
-    BOOST_TEST(std::set<std::uint64_t>(terms.begin(), terms.end()).size() == terms.size());
+    scenarios::one_leader_at_a_time_by_the_leaders_own_account(std::to_string(srv.port()));
 }
 
 BOOST_AUTO_TEST_CASE(failover_after_the_leader_is_killed_and_observers_see_no_leader)
 {
     redis_server srv;
-    auto log = temp_log();
-    const std::string port = std::to_string(srv.port());
-    observer_harness h(srv);
-    BOOST_REQUIRE(h.next([](auto& i) { return !i.present; }));  // nobody yet
-    std::map<std::string, std::unique_ptr<child>> workers;
-    for (const char* id : {"a", "b", "c"})
-        workers[id] = std::make_unique<child>(
-            std::vector<std::string>{worker(), "campaign", port, "lead", "1000", log, id, "0", "1"});
-    auto first = h.next([](auto& i) { return i.present; });
-    BOOST_REQUIRE(first);
-    workers[first->value]->signal(SIGKILL);
-    workers[first->value]->wait();
-    // Nobody announces a crash: the lease runs out, the observer reads "no leader" then,
-    // and a waiting campaigner takes over with a higher term.
-    auto next = h.next([&](auto& i) { return i.present && i.value != first->value; });
-    BOOST_REQUIRE(next);
-    BOOST_TEST(next->term > first->term);
-    bool gap = false;
-    for (auto& i : h.seen)
-        gap = gap || (!i.present && &i != &h.seen.front());
-    BOOST_TEST(gap, "no 'no leader' report between the killed leader and the next");
-    check_log(log);
+    scenarios::failover_after_the_leader_is_killed_and_observers_see_no_leader(std::to_string(srv.port()),
+                                                                               redis_of(srv));
 }
 
 BOOST_AUTO_TEST_CASE(a_paused_leader_learns_on_resume_that_it_lost_with_a_lower_term)
 {
     redis_server srv;
-    auto log = temp_log();
-    const std::string port = std::to_string(srv.port());
-    observer_harness h(srv);
-    child a({worker(), "campaign", port, "lead", "1000", log, "a", "0", "1"});
-    auto line = a.read_line(20s).value_or("");
-    BOOST_REQUIRE(line.rfind("leader a ", 0) == 0);
-    auto term_a = std::stoull(line.substr(9));
-    // Paused only once it has written (bounded wait on the file).
-    auto log_has = [&](std::size_t n) {
-        auto deadline = clock_type::now() + 20s;
-        while (clock_type::now() < deadline) {
-            std::ifstream in(log);
-            std::set<std::string> t;
-            for (std::string term, id; in >> term >> id;)
-                t.insert(term);
-            if (t.size() >= n)
-                return true;
-        }
-        return false;
-    };
-    BOOST_REQUIRE(log_has(1));
-    child b({worker(), "campaign", port, "lead", "1000", log, "b", "0", "1"});
-    a.signal(SIGSTOP);
-    auto taken = h.next([](auto& i) { return i.present && i.value == "b"; });
-    BOOST_REQUIRE(taken);
-    BOOST_TEST(taken->term > term_a);
-    a.signal(SIGCONT);
-    BOOST_TEST(a.read_line(20s).value_or("") == "lost " + std::to_string(term_a));
-    BOOST_TEST(a.wait() == 0);
-    // b's first line reaches the log (bounded wait on the file), then b stops.
-    BOOST_TEST_MESSAGE("b: " << b.read_line(20s).value_or("<none>"));
-    BOOST_TEST(log_has(2));
-    b.signal(SIGKILL);
-    b.wait();
-    // The paused one wrote nothing once it resumed: terms in the log never go down.
-    auto terms = check_log(log);
-    BOOST_TEST_REQUIRE(terms.size() == 2u, "log:\n" << std::ifstream(log).rdbuf());
-    BOOST_TEST(terms[0] == term_a);
-    BOOST_TEST(terms[1] == taken->term);
+    scenarios::a_paused_leader_learns_on_resume_that_it_lost_with_a_lower_term(std::to_string(srv.port()),
+                                                                               redis_of(srv));
 }
 
 BOOST_AUTO_TEST_CASE(other_stores_answer_not_supported)

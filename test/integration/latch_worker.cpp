@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 // A separate process for the latch (and election) integration tests, on a redis_store at
-// 127.0.0.1:PORT. Modes:
+// 127.0.0.1:PORT, or (elections) on the store of a zk:// URL given for PORT. Modes:
 //   count_down PORT NAME COUNT MEMBER   counts down for MEMBER ("-": a library-made member),
 //                                       prints "remaining N"
 //   wait PORT NAME COUNT                waits for the latch, then prints "woken remaining=N"
@@ -9,6 +9,9 @@
 //       while still leader by its own account, appends "TERM ID" to LOG; after TICKS lines
 //       (0: never) resigns and prints "resigned TERM"; on loss prints "lost TERM".
 #include <dlock/dlock.hpp>
+#ifdef DLOCK_HAS_ZOOKEEPER
+#include <dlock/zookeeper.hpp>
+#endif
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -28,6 +31,23 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// A Redis port, or a ZooKeeper URL.
+std::unique_ptr<dlock::store> make_store(asio::io_context& io, const std::string& where)
+{
+#ifdef DLOCK_HAS_ZOOKEEPER
+    if (where.rfind("zk://", 0) == 0) {
+        dlock::zookeeper::config cfg;
+        dlock::zookeeper::config_error err;
+        if (!dlock::zookeeper::parse_url(where, cfg, err))
+            throw std::runtime_error(err.message);
+        return std::make_unique<dlock::zookeeper_store>(io.get_executor(), cfg);
+    }
+#endif
+    dlock::redis::config cfg;
+    cfg.port = static_cast<std::uint16_t>(std::stoi(where));
+    return std::make_unique<dlock::redis_store>(io.get_executor(), cfg);
+}
+
 void say(const std::string& line)
 {
     std::cout << line << std::endl;  // flushed: the test reads it line by line
@@ -44,9 +64,8 @@ int main(int argc, char** argv)
     std::string mode = argv[1];
     std::string name = argv[3];
     asio::io_context io;
-    dlock::redis::config cfg;
-    cfg.port = static_cast<std::uint16_t>(std::stoi(argv[2]));
-    dlock::redis_store store(io.get_executor(), cfg);
+    auto store_ptr = make_store(io, argv[2]);
+    dlock::store& store = *store_ptr;
     // Campaigns set the lease; latches ignore it.
     auto lease = mode == "campaign" && argc >= 5 ? std::chrono::milliseconds(std::stoll(argv[4])) : 2000ms;
     dlock::registry reg(store, {.lease = lease});

@@ -5,6 +5,7 @@
 // other's leader.
 #include "integration/consensus/zookeeper_family.hpp"
 #include "integration/curator.hpp"
+#include "integration/election_scenarios.hpp"
 #include "integration/support.hpp"
 
 
@@ -36,6 +37,20 @@ asio::awaitable<dlock::lock_status> status_until(dlock::zookeeper_store& st, con
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(zookeeper_election)
+
+// The scenarios every store with elections runs (election_scenarios.hpp), on one ensemble:
+// a leader's loss is its session's end (2 s here), noticed by its own deadline.
+BOOST_AUTO_TEST_CASE(one_leader_at_a_time_failover_after_kill_and_pause)
+{
+    zk_ensemble z;
+    auto url = z.url("?session_timeout=2s");
+    election_scenarios::store_factory make = [&](asio::io_context& io) {
+        return std::make_unique<dlock::zookeeper_store>(io.get_executor(), zookeeper_family::config_of(url));
+    };
+    election_scenarios::one_leader_at_a_time_by_the_leaders_own_account(url);
+    election_scenarios::failover_after_the_leader_is_killed_and_observers_see_no_leader(url, make);
+    election_scenarios::a_paused_leader_learns_on_resume_that_it_lost_with_a_lower_term(url, make);
+}
 
 BOOST_AUTO_TEST_CASE(candidates_take_turns_and_the_observer_sees_each_leader)
 {
