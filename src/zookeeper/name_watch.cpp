@@ -64,7 +64,16 @@ void zookeeper_store::impl::watch_leader_value(const std::string& name, const st
         return;
     nw.leader_watched = node;
     zk->get(
-        node, [](int, std::string, node_stat) {},
+        node,
+        [w = weak_from_this(), name, node](int rc, std::string, node_stat) {
+            // Unanswered, the watch may not be set: the next read of the name arms it again.
+            auto s = w.lock();
+            if (!s || rc == ZOK)
+                return;
+            auto it = s->names.find(name);
+            if (it != s->names.end() && it->second.leader_watched == node)
+                it->second.leader_watched.clear();
+        },
         [w = weak_from_this(), name, node](int) {
             auto s = w.lock();
             if (!s)
