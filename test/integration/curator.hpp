@@ -51,6 +51,24 @@ inline std::vector<std::string> curator(std::vector<std::string> args)
     return argv;
 }
 
+/// The store's view of `name` until `pred` holds (bounded, 30 s): nothing tells when a
+/// Curator process has queued its node.
+template <class Pred>
+boost::asio::awaitable<dlock::lock_status> status_until(dlock::zookeeper_store& st, const std::string& name, Pred pred)
+{
+    using namespace std::chrono_literals;
+    boost::asio::steady_timer t(co_await boost::asio::this_coro::executor);
+    dlock::lock_status s;
+    for (int i = 0; i < 3000; ++i) {
+        s = co_await st.async_status(name, boost::asio::use_awaitable);
+        if (pred(s))
+            break;
+        t.expires_after(10ms);
+        co_await t.async_wait(boost::asio::use_awaitable);
+    }
+    co_return s;
+}
+
 /// Hands `g` (dlock's hold of `name`) to a Curator process that waits for it: once the store
 /// shows one node queued behind ours, releases it; the process then says "acquired <czxid>"
 /// with a czxid above g's fencing token.
@@ -58,14 +76,8 @@ inline boost::asio::awaitable<void> hand_to_curator(dlock::zookeeper_store& stor
                                                     dlock::guard& g, child& waiter)
 {
     using namespace std::chrono_literals;
-    boost::asio::steady_timer t(co_await boost::asio::this_coro::executor);
-    std::size_t queued = 0;
-    for (int i = 0; i < 3000 && queued == 0; ++i) {
-        queued = (co_await store.async_status(name, boost::asio::use_awaitable)).queued;
-        t.expires_after(10ms);
-        co_await t.async_wait(boost::asio::use_awaitable);
-    }
-    BOOST_TEST(queued == 1u);
+    auto s = co_await status_until(store, name, [](const dlock::lock_status& s) { return s.queued > 0; });
+    BOOST_TEST(s.queued == 1u);
     auto mine = g.fencing_token();
     co_await g.release();
     auto got = waiter.read_line(30s);

@@ -18,22 +18,6 @@ dlock::zookeeper::config config_of(const zk_ensemble& z)
     return zookeeper_family::config_of(z.url("?session_timeout=4s"));
 }
 
-// The store's view until `pred` holds (bounded): no event tells when a Curator process queued.
-template <class Pred>
-asio::awaitable<dlock::lock_status> status_until(dlock::zookeeper_store& st, const std::string& name, Pred pred)
-{
-    asio::steady_timer t(co_await asio::this_coro::executor);
-    dlock::lock_status s;
-    for (int i = 0; i < 3000; ++i) {
-        s = co_await st.async_status(name, asio::use_awaitable);
-        if (pred(s))
-            break;
-        t.expires_after(10ms);
-        co_await t.async_wait(asio::use_awaitable);
-    }
-    co_return s;
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(zookeeper_election)
