@@ -117,8 +117,8 @@ public:
             !a.put)
             throw std::runtime_error("raw acquire failed");
         bool deleted = false, held = false;
-        if (!codec::parse_release(h_.post(codec::txn_path, codec::release_txn(key_, range_, "t")), key_, deleted, held,
-                                  err) ||
+        if (!codec::parse_release(h_.post(codec::txn_path, codec::release_txn({key_, 0, "t"}, range_)), key_, deleted,
+                                  held, err) ||
             !held)
             throw std::runtime_error("raw release failed");
         return bench::us_since(t0);

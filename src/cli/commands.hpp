@@ -13,6 +13,8 @@ namespace dlock::cli {
 
 /// `dlock run`: acquire, supervise the command, release. Returns the exit status.
 boost::asio::awaitable<int> run_command(const options& o, store& st);
+/// `dlock elect`: campaign, supervise the command while leading, resign; or --observe.
+boost::asio::awaitable<int> elect_command(const options& o, store& st);
 /// `dlock status`.
 boost::asio::awaitable<int> status_command(const options& o, store& st);
 /// `dlock release --force`.

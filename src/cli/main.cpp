@@ -50,6 +50,7 @@ int main(int argc, char** argv)
     auto st = open_store(o, io.get_executor());
     int rc = exit_status::internal;
     auto body = o.cmd == command::run      ? run_command(o, *st)
+                : o.cmd == command::elect  ? elect_command(o, *st)
                 : o.cmd == command::status ? status_command(o, *st)
                                            : release_command(o, *st);
     boost::asio::co_spawn(io, std::move(body), [&](std::exception_ptr e, int r) {

@@ -26,23 +26,25 @@ bool fail(parse_error& err, std::string msg)
 struct flag_spec {
     const char* name;
     bool takes_value;
-    const char* commands;  // letters: r = run, s = status, e = release
+    const char* commands;  // letters: r = run, l = elect, s = status, e = release
 };
 
 constexpr flag_spec flags[] = {
-    {"--url", true, "rse"},
-    {"--config", true, "rse"},
-    {"--prefix", true, "rse"},
-    {"--lease", true, "r"},
+    {"--url", true, "rlse"},
+    {"--config", true, "rlse"},
+    {"--prefix", true, "rlse"},
+    {"--lease", true, "rl"},
     {"--wait", true, "r"},
-    {"--no-watchdog", false, "r"},
-    {"--grace", true, "r"},
+    {"--no-watchdog", false, "rl"},
+    {"--grace", true, "rl"},
     {"--conflict-exit-code", true, "r"},
-    {"--json", false, "s"},
+    {"--json", false, "sl"},
     {"--force", false, "e"},
-    {"--verbose", false, "rse"},
-    {"--cluster", false, "rse"},
-    {"--no-scripting", false, "rse"},
+    {"--verbose", false, "rlse"},
+    {"--cluster", false, "rlse"},
+    {"--no-scripting", false, "rlse"},
+    {"--value", true, "l"},
+    {"--observe", false, "l"},
     {"--shared", false, "r"},
     {"--exclusive", false, "r"},
     {"--permits", true, "r"},
@@ -52,6 +54,7 @@ char command_letter(command c)
 {
     switch (c) {
     case command::run: return 'r';
+    case command::elect: return 'l';
     case command::status: return 's';
     case command::release: return 'e';
     default: return '?';
@@ -62,6 +65,7 @@ const char* command_name(command c)
 {
     switch (c) {
     case command::run: return "run";
+    case command::elect: return "elect";
     case command::status: return "status";
     case command::release: return "release";
     default: return "dlock";
@@ -215,7 +219,7 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
 {
     out = options{};
     if (args.empty())
-        return fail(err, "missing command: run, status or release (try dlock --help)");
+        return fail(err, "missing command: run, elect, status or release (try dlock --help)");
     const std::string& c = args[0];
     if (c == "-h" || c == "--help" || c == "help") {
         out.cmd = command::help;
@@ -231,12 +235,14 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
     }
     if (c == "run")
         out.cmd = command::run;
+    else if (c == "elect")
+        out.cmd = command::elect;
     else if (c == "status")
         out.cmd = command::status;
     else if (c == "release")
         out.cmd = command::release;
     else
-        return fail(err, "unknown command '" + c + "': expected run, status or release (try dlock --help)");
+        return fail(err, "unknown command '" + c + "': expected run, elect, status or release (try dlock --help)");
 
     // Pass 1: collect flags, the name and the command line.
     std::map<std::string, std::string> set;
@@ -290,9 +296,9 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
     if (positional.empty())
         return fail(err, std::string(command_name(out.cmd)) + ": missing lock NAME");
     if (positional.size() > 1) {
-        if (out.cmd == command::run)
-            return fail(err,
-                        "run: unexpected '" + positional[1] + "' before '--' (usage: dlock run NAME -- COMMAND...)");
+        if (out.cmd == command::run || out.cmd == command::elect)
+            return fail(err, std::string(command_name(out.cmd)) + ": unexpected '" + positional[1] +
+                                 "' before '--' (usage: dlock " + command_name(out.cmd) + " NAME -- COMMAND...)");
         return fail(err, std::string(command_name(out.cmd)) + ": unexpected argument '" + positional[1] + "'");
     }
     out.name = positional[0];
@@ -300,7 +306,19 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
         return fail(err, "the lock NAME is empty");
     if (out.cmd == command::run && out.argv.empty())
         return fail(err, "run: missing COMMAND after '--' (usage: dlock run NAME -- COMMAND [ARGS...])");
-    if (out.cmd != command::run && !out.argv.empty())
+    if (out.cmd == command::elect) {
+        out.observe = set.count("--observe") != 0;
+        if (set.count("--value"))
+            out.value = set["--value"];
+        if (out.observe && !out.argv.empty())
+            return fail(err, "elect --observe runs no COMMAND: it prints each change of leader");
+        if (out.observe && out.value)
+            return fail(err, "elect --observe proclaims nothing: --value is a candidate's");
+        if (!out.observe && out.argv.empty())
+            return fail(err, "elect: missing COMMAND after '--' (usage: dlock elect NAME [--value V] -- COMMAND "
+                             "[ARGS...], or dlock elect --observe NAME)");
+    }
+    if (out.cmd != command::run && out.cmd != command::elect && !out.argv.empty())
         return fail(err, std::string(command_name(out.cmd)) + ": unexpected '--'");
 
     // Pass 2: flags over the config file over the environment over defaults.
@@ -595,6 +613,27 @@ Exit status: COMMAND's own, or 2 bad usage, 65 NAME is in use as another primiti
 69 server unreachable or refused us, 75 lock busy (--conflict-exit-code), 76 lease lost
 (COMMAND was terminated), 126 COMMAND not executable, 127 COMMAND not found.
 )";
+    if (topic == "elect")
+        return R"(usage: dlock elect [OPTIONS] NAME [--value V] -- COMMAND [ARGS...]
+       dlock elect [OPTIONS] --observe [--json] NAME
+
+Campaigns in the election NAME, runs COMMAND while leading with the value V proclaimed
+(default: host:pid), and resigns when COMMAND exits; if leadership is lost, COMMAND is
+stopped as `dlock run` stops it. COMMAND's environment gets DLOCK_NAME, DLOCK_FENCING_TOKEN
+(the term), DLOCK_LEADER_VALUE and DLOCK_LEASE_MS. On etcd, `dlock elect --prefix '' NAME`
+and `etcdctl elect NAME` campaign against each other; on ZooKeeper, Curator's LeaderLatch.
+
+With --observe: prints "leader TERM VALUE" or "no leader" at the start and at each change,
+until SIGINT or SIGTERM (exit 0); --json prints one JSON object per change instead.
+
+Options: --url, --cluster, --no-scripting, --config, --prefix, --lease, --no-watchdog,
+--grace and -v as for `dlock run` (see dlock run --help). Stores with elections: Redis (one
+server or Sentinel), ZooKeeper, etcd; others exit 69.
+
+Exit status: COMMAND's own, or 2 bad usage, 65 NAME is in use as another primitive, 69
+server unreachable or no elections there, 76 leadership lost (COMMAND was terminated), 126,
+127 as for run.
+)";
     if (topic == "status")
         return R"(usage: dlock status [--url URL] [--cluster] [--no-scripting] [--config FILE] [--prefix P] [--json] NAME
 
@@ -615,6 +654,7 @@ Distributed locks on Redis, etcd, ZooKeeper, memcached, PostgreSQL or MariaDB, f
 
 Commands:
   run NAME -- COMMAND...    run COMMAND while holding the lock NAME
+  elect NAME -- COMMAND...  run COMMAND while leading the election NAME (--observe: watch it)
   status NAME               show who holds NAME (--json for machines)
   release NAME --force      free NAME whoever holds it
 

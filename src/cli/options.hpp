@@ -26,6 +26,7 @@ enum class command {
     run,
     status,
     release,
+    elect,  ///< campaign and run a command while leading, or --observe
     help,
     version  ///< --version: print the tool's and the library's version
 };
@@ -69,13 +70,15 @@ struct options {
     bool scripting = true;
     std::chrono::milliseconds grace{10'000};  ///< SIGTERM → SIGKILL after a lost lease
     int conflict_exit_code = exit_status::conflict;
-    bool shared = false;     ///< run: a reader of the read-write lock NAME (--shared)
-    bool exclusive = false;  ///< run: the writer of the read-write lock NAME (--exclusive)
-    unsigned permits = 0;  ///< run: one of N permits of the semaphore NAME (--permits N); 0: a mutex
-    bool force = false;    ///< release
-    bool json = false;   ///< status
+    bool shared = false;               ///< run: a reader of the read-write lock NAME (--shared)
+    bool exclusive = false;            ///< run: the writer of the read-write lock NAME (--exclusive)
+    unsigned permits = 0;              ///< run: one of N permits of the semaphore NAME (--permits N); 0: a mutex
+    std::optional<std::string> value;  ///< elect: the value proclaimed (--value; default "host:pid")
+    bool observe = false;              ///< elect: print each change of leader (--observe)
+    bool force = false;                ///< release
+    bool json = false;                 ///< status
     bool verbose = false;
-    std::string help_topic;  ///< help: "", "run", "status" or "release"
+    std::string help_topic;  ///< help: "", "run", "elect", "status" or "release"
 };
 
 struct parse_error {

@@ -29,6 +29,16 @@ std::string etcd_store::impl::assign_key(const std::string& name, const std::str
     return lease ? slot_key(name, slots.assign(name, token)) : std::string();
 }
 
+std::string_view etcd_store::impl::first_value(lease_kind kind, const std::string& token)
+{
+    return kind == lease_kind::leader ? std::string_view() : std::string_view(token);
+}
+
+our_key etcd_store::impl::our_key_of(const lease_key& k, const std::string& key) const
+{
+    return {key, slots.created(k.name, k.token), first_value(k.kind, k.token)};
+}
+
 void etcd_store::impl::acquire(const lease_request& req, acquire_handler h, bool retried)
 {
     if (!retried)
@@ -56,45 +66,49 @@ void etcd_store::impl::send_acquire(const lease_request& req, acquire_handler h,
     auto key = assign_key(req.name, req.token);
     auto l = lease;
     auto sent = clock_type::now();
-    auto body = req.queue ? queued_acquire_txn(key, range, req.token, l) : try_acquire_txn(key, range, req.token, l);
-    request(txn_path, std::move(body),
-            [this, req, retried, key, l, sent, h = std::move(h)](error_code ec, http_reply r) mutable {
-                reply_error err;
-                acquire_reply a;
-                ec = decode(
-                    ec, r,
-                    [&](std::string_view b, reply_error& e) {
-                        return parse_acquire(b, req.queue, key, req.token, l, a, e);
-                    },
-                    err);
-                if (ec == error::session_lost) {
-                    if (lease == l)
-                        session_gone(err.text);
-                    if (!retried)  // our lease vanished under us: once more, with a new one
-                        return acquire(req, std::move(h), true);
-                }
-                if (ec)
-                    return acquired(req, std::move(h), ec, acquire_result{});
-                acquire_result res;
-                bool ours = a.mine && a.mine->value == req.token;
-                if (ours && a.owner && a.owner->key == key) {
-                    res.acquired = true;
-                    res.fencing_token = static_cast<std::uint64_t>(a.mine->create_revision);
-                    // At least 1 ms: 0 would read as "as asked"; a lease this short is a late reply.
-                    res.granted_ttl = std::max(milliseconds(1), std::min(req.ttl, ms_until(life.raw_deadline(), sent)));
-                    res.lease_ref = key;
-                    res.session = static_cast<std::uint64_t>(l);
-                    queue.drop(req.name, req.token);
-                } else {
-                    if (a.owner && a.owner->lease == l)
-                        contended[req.name] = true;  // our own holder's next confirmation says so
-                    if (req.queue && ours)
-                        start_queued(req.name, req.token, *a.mine, sent, req.ttl);
-                    else if (!a.mine && lease == l)
-                        slots.free(req.name, req.token);  // nothing was put: the slot is free
-                }
-                acquired(req, std::move(h), error_code(), std::move(res));
-            });
+    std::string value(first_value(req.kind, req.token));
+    auto body = req.queue ? queued_acquire_txn(key, range, value, l) : try_acquire_txn(key, range, value, l);
+    request(
+        txn_path, std::move(body),
+        [this, req, retried, key, l, sent, value, h = std::move(h)](error_code ec, http_reply r) mutable {
+            reply_error err;
+            acquire_reply a;
+            ec = decode(
+                ec, r,
+                [&](std::string_view b, reply_error& e) { return parse_acquire(b, req.queue, key, value, l, a, e); },
+                err);
+            if (ec == error::session_lost) {
+                if (lease == l)
+                    session_gone(err.text);
+                if (!retried)  // our lease vanished under us: once more, with a new one
+                    return acquire(req, std::move(h), true);
+            }
+            if (ec)
+                return acquired(req, std::move(h), ec, acquire_result{});
+            acquire_result res;
+            // A candidate's key may carry its proclaimed value by now: ours if under our
+            // lease (its name is this token's slot, only this token puts there).
+            bool ours = a.mine && (req.kind == lease_kind::leader ? a.mine->lease == l : a.mine->value == value);
+            if (ours && lease == l)
+                slots.set_created(req.name, req.token, a.mine->create_revision);
+            if (ours && a.owner && a.owner->key == key) {
+                res.acquired = true;
+                res.fencing_token = static_cast<std::uint64_t>(a.mine->create_revision);
+                // At least 1 ms: 0 would read as "as asked"; a lease this short is a late reply.
+                res.granted_ttl = std::max(milliseconds(1), std::min(req.ttl, ms_until(life.raw_deadline(), sent)));
+                res.lease_ref = key;
+                res.session = static_cast<std::uint64_t>(l);
+                queue.drop(req.name, req.token);
+            } else {
+                if (a.owner && a.owner->lease == l)
+                    contended[req.name] = true;  // our own holder's next confirmation says so
+                if (req.queue && ours)
+                    start_queued(req.name, req.token, *a.mine, sent, req.ttl);
+                else if (!a.mine && lease == l)
+                    slots.free(req.name, req.token);  // nothing was put: the slot is free
+            }
+            acquired(req, std::move(h), error_code(), std::move(res));
+        });
 }
 
 // `again`: asked again after a transient failure (the first try may have run).
@@ -111,7 +125,7 @@ void etcd_store::impl::release(const lease_key& k, release_handler h, bool again
     if (key.empty())
         return post_completion(ex, std::move(h), error_code(), false);
     request(
-        txn_path, release_txn(key, range_of(k.name), k.token),
+        txn_path, release_txn(our_key_of(k, key), range_of(k.name)),
         [this, k, key, again, l = lease, h = std::move(h)](error_code ec, http_reply r) mutable {
             reply_error err;
             bool deleted = false, held = false;

@@ -362,13 +362,22 @@ bool parse_acquire(std::string_view body, bool queued, std::string_view key, std
     return true;
 }
 
-std::string confirm_txn(std::string_view key, std::string_view prefix, std::string_view value)
+namespace {
+
+json::object compare_ours(our_key mine)
+{
+    return mine.created > 0 ? compare_create(mine.key, {}, mine.created) : compare_value(mine.key, mine.value);
+}
+
+}  // namespace
+
+std::string confirm_txn(our_key mine, std::string_view prefix)
 {
     auto r = range_op(prefix, prefix_end(prefix), 0, true);
     r["count_only"] = true;
     r.erase("sort_target");
     r.erase("sort_order");
-    return txn({compare_value(key, value)}, {op("request_range", std::move(r))}, {});
+    return txn({compare_ours(mine)}, {op("request_range", std::move(r))}, {});
 }
 
 bool parse_confirm(std::string_view body, confirm_reply& out, reply_error& err)
@@ -387,11 +396,11 @@ bool parse_confirm(std::string_view body, confirm_reply& out, reply_error& err)
     return true;
 }
 
-std::string release_txn(std::string_view key, std::string_view prefix, std::string_view value)
+std::string release_txn(our_key mine, std::string_view prefix)
 {
-    return txn({compare_value(key, value)},
+    return txn({compare_ours(mine)},
                {op("request_range", range_op(prefix, prefix_end(prefix), 1, true)),
-                op("request_delete_range", {{"key", base64_encode(key)}})},
+                op("request_delete_range", {{"key", base64_encode(mine.key)}})},
                {});
 }
 
@@ -426,6 +435,11 @@ bool parse_succeeded(std::string_view body, bool& out, reply_error& err)
         return false;
     out = succeeded(*o);
     return true;
+}
+
+std::string proclaim_txn(std::string_view key, std::int64_t created, std::string_view value, std::int64_t lease)
+{
+    return txn({compare_create(key, {}, created)}, {put_op(key, value, lease)}, {});
 }
 
 std::string predecessor_txn(std::string_view key, std::int64_t mine, std::string_view prefix)
@@ -516,9 +530,12 @@ bool parse_lease(std::string_view body, lease_reply& out, reply_error& err)
     return true;
 }
 
-std::string watch_create_request(std::string_view key, std::string_view range_end, std::int64_t start_revision)
+std::string watch_create_request(std::string_view key, std::string_view range_end, std::int64_t start_revision,
+                                 bool puts)
 {
-    json::object c{{"key", base64_encode(key)}, {"filters", json::array{"NOPUT"}}};
+    json::object c{{"key", base64_encode(key)}};
+    if (!puts)
+        c["filters"] = json::array{"NOPUT"};
     if (!range_end.empty())
         c["range_end"] = base64_encode(range_end);
     if (start_revision > 0)
@@ -561,6 +578,8 @@ bool parse_watch_message(std::string_view line, watch_message& out, reply_error&
                 return shape_error(err, "watch: event without kv");
             if (del)
                 out.deleted.push_back(std::move(k));
+            else if (k.mod_revision > k.create_revision)
+                out.rewritten.push_back(std::move(k));
         }
     }
     return true;

@@ -64,8 +64,17 @@ struct acquire_reply {
 bool parse_acquire(std::string_view body, bool queued, std::string_view key, std::string_view value, std::int64_t lease,
                    acquire_reply& out, reply_error& err);
 
-/// Confirms our key (value = token) and counts the range (others queued behind us).
-std::string confirm_txn(std::string_view key, std::string_view prefix, std::string_view value);
+/// How a transaction knows our key is still the one we put: by its create revision once
+/// known (an election's leader rewrites its value), else by the value we put (a mutex's
+/// token; an election candidate's empty value).
+struct our_key {
+    std::string_view key;
+    std::int64_t created = 0;  ///< the key's create revision, 0 if unknown
+    std::string_view value;    ///< compared when `created` is 0
+};
+
+/// Confirms our key and counts the range (others queued behind us).
+std::string confirm_txn(our_key mine, std::string_view prefix);
 struct confirm_reply {
     bool owned = false;
     std::int64_t count = 0;
@@ -74,7 +83,7 @@ bool parse_confirm(std::string_view body, confirm_reply& out, reply_error& err);
 
 /// Deletes our key if it still carries our token, reading the range's first key just
 /// before: a release reports whether the key held the name (a queued one is withdrawn).
-std::string release_txn(std::string_view key, std::string_view prefix, std::string_view value);
+std::string release_txn(our_key mine, std::string_view prefix);
 /// Whether our key was deleted, and whether it was the first (the holder).
 bool parse_release(std::string_view body, std::string_view key, bool& deleted, bool& held, reply_error& err);
 /// Deletes `key` if it is still the key created at `create_revision` (the operator's force
@@ -82,6 +91,10 @@ bool parse_release(std::string_view body, std::string_view key, bool& deleted, b
 std::string delete_if_created_txn(std::string_view key, std::int64_t create_revision);
 /// Whether the Txn's compare held ("succeeded").
 bool parse_succeeded(std::string_view body, bool& out, reply_error& err);
+
+/// Puts `value` into our key, keeping its lease, if it is still the key created at
+/// `created` (etcd's Election.Proclaim): a deposed leader's write finds no such key.
+std::string proclaim_txn(std::string_view key, std::int64_t created, std::string_view value, std::int64_t lease);
 
 /// While our key (created at `mine`) exists, the key created last before it in the range.
 std::string predecessor_txn(std::string_view key, std::int64_t mine, std::string_view prefix);
@@ -113,14 +126,17 @@ struct lease_reply {
 bool parse_lease(std::string_view body, lease_reply& out, reply_error& err);
 
 // ---- watches ----------------------------------------------------------------------------
-/// Deletions only (NOPUT), of `key` or of [key, range_end), from `start_revision`.
-std::string watch_create_request(std::string_view key, std::string_view range_end, std::int64_t start_revision);
+/// Deletions of `key` or of [key, range_end), from `start_revision`; with `puts`, the puts
+/// too (an election's observers hear a proclaimed value), else etcd filters them (NOPUT).
+std::string watch_create_request(std::string_view key, std::string_view range_end, std::int64_t start_revision,
+                                 bool puts = false);
 struct watch_message {
     bool created = false;
     bool canceled = false;
     std::int64_t compact_revision = 0;  ///< > 0: start_revision was compacted away
     std::int64_t revision = 0;          ///< header revision
     std::vector<key_value> deleted;     ///< keys deleted (DELETE events), with mod_revision
+    std::vector<key_value> rewritten;   ///< existing keys put again (a new value: mod > create revision)
 };
 /// One message of the watch stream (one JSON object per line).
 bool parse_watch_message(std::string_view line, watch_message& out, reply_error& err);

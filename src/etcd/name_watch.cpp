@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// A name's untokened watchers share one stream of the deletions under the name; a cut
+// A name's untokened watchers share one stream of the changes under the name (deletions,
+// and the new values an election's leader proclaims); a cut
 // stream starts again after a pause, from the next revision when it can (a compaction or
 // a first start without one means releases may have been missed: resync).
 #include "etcd/store_impl.hpp"
@@ -15,11 +16,12 @@ void etcd_store::impl::start_name_stream(const std::string& name)
     if (!ns.retry)
         ns.retry = std::make_shared<boost::asio::steady_timer>(ex);
     auto range = range_of(name);
-    ns.stream = watch_stream::start(ex, cfg, pool.pick(), watch_create_request(range, prefix_end(range), ns.next_rev),
-                                    [self = weak_from_this(), name](error_code ec, const watch_message& m) {
-                                        if (auto s = self.lock())
-                                            s->on_name_message(name, ec, m);
-                                    });
+    ns.stream =
+        watch_stream::start(ex, cfg, pool.pick(), watch_create_request(range, prefix_end(range), ns.next_rev, true),
+                            [self = weak_from_this(), name](error_code ec, const watch_message& m) {
+                                if (auto s = self.lock())
+                                    s->on_name_message(name, ec, m);
+                            });
 }
 
 void etcd_store::impl::on_name_message(const std::string& name, error_code ec, const watch_message& m)
@@ -51,7 +53,8 @@ void etcd_store::impl::on_name_message(const std::string& name, error_code ec, c
         ns.created = true;
         watches.name_ready(name);
     }
-    if (!m.deleted.empty())
+    // A key gone, or a key's new value (an election's proclaim): the watchers re-read.
+    if (!m.deleted.empty() || !m.rewritten.empty())
         watches.tell_name(name, watch_event::released);
 }
 

@@ -8,7 +8,6 @@ namespace dlock {
 namespace asio = boost::asio;
 using namespace etcd::detail;
 using boost::system::error_code;
-using dlock::detail::ms_until;
 using dlock::detail::post_moved;
 using std::chrono::milliseconds;
 using clock_type = std::chrono::steady_clock;
@@ -51,6 +50,7 @@ store_traits etcd_store::traits() const noexcept
     t.inherent_queue = true;
     t.live = liveness::per_session;
     t.confirms_leases = true;
+    t.kinds = static_cast<unsigned>(lease_kind::mutex) | static_cast<unsigned>(lease_kind::leader);
     t.ttl_granularity = std::chrono::seconds(1);
     t.min_ttl = std::chrono::seconds(1);
     t.max_ttl = std::chrono::seconds(9'000'000'000LL);  // etcd's MaxLeaseTTL
@@ -122,7 +122,6 @@ void etcd_store::close()
 
 // ---- operations ----------------------------------------------------------------------
 
-
 void etcd_store::do_connect(asio::any_completion_handler<connect_signature> h)
 {
     auto& m = *impl_;
@@ -149,8 +148,8 @@ void etcd_store::do_try_acquire(const lease_request& req, asio::any_completion_h
     auto& m = *impl_;
     if (m.closed)
         return post_moved(m.ex, h, error_code(error::closed), acquire_result{});
-    if (req.kind != lease_kind::mutex) {
-        set_error_text("etcd: this store serves mutex leases only");
+    if (req.kind != lease_kind::mutex && req.kind != lease_kind::leader) {
+        set_error_text("etcd: this store serves mutexes and elections only");
         return post_moved(m.ex, h, error_code(error::not_supported), acquire_result{});
     }
     if (req.ttl.count() <= 0 || req.ttl.count() % 1000 != 0 || req.ttl > traits().max_ttl) {
@@ -169,7 +168,7 @@ void etcd_store::do_renew(const lease_key& k, std::chrono::milliseconds,
     auto key = k.ref.empty() ? m.key_for(k.name, k.token) : k.ref;
     if (key.empty())
         return post_moved(m.ex, h, error_code(), renew_result{});  // no lease: nothing of ours exists
-    m.request(txn_path, confirm_txn(key, m.range_of(k.name), k.token),
+    m.request(txn_path, confirm_txn(m.our_key_of(k, key), m.range_of(k.name)),
               [self = impl_, name = k.name, h = std::move(h)](error_code ec, http_reply r) mutable {
                   reply_error err;
                   confirm_reply c;
@@ -215,51 +214,6 @@ void etcd_store::do_force_release(const std::string& name, asio::any_completion_
                               err);
                           post_moved(self->ex, h, ec, deleted);
                       });
-              });
-}
-
-void etcd_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
-{
-    auto& m = *impl_;
-    if (m.closed)
-        return post_moved(m.ex, h, error_code(error::closed), lock_status{});
-    m.request(range_path, range_request(m.range_of(name)),
-              [self = impl_, h = std::move(h)](error_code ec, http_reply r) mutable {
-                  reply_error err;
-                  range_reply rr;
-                  ec = self->decode(
-                      ec, r, [&](std::string_view b, reply_error& e) { return parse_range(b, rr, e); }, err);
-                  lock_status s;
-                  if (ec || rr.kvs.empty())
-                      return post_moved(self->ex, h, ec, s);
-                  const auto& first = rr.kvs.front();
-                  s.held = true;
-                  s.holder = first.value;
-                  s.key = first.key;
-                  s.fencing_token = static_cast<std::uint64_t>(first.create_revision);
-                  for (auto& kv : rr.kvs)
-                      s.last_fencing_token =
-                          std::max(s.last_fencing_token, static_cast<std::uint64_t>(kv.create_revision));
-                  s.queued = rr.kvs.size() - 1;
-                  // The holder's remaining lease, for operators. This store's own lease: to the
-                  // millisecond, as its keep-alives confirmed it.
-                  if (first.lease != 0 && first.lease == self->lease) {
-                      s.ttl = ms_until(self->life.deadline(), clock_type::now());
-                      return post_moved(self->ex, h, error_code(), std::move(s));
-                  }
-                  // Another client's: etcd tells whole seconds, rounded down (a 1 s lease always
-                  // reads 0): the middle of that second, no more than the lease granted.
-                  self->request(ttl_path, lease_id_request(first.lease),
-                                [self, s, h = std::move(h)](error_code ec, http_reply r) mutable {
-                                    lease_reply l;
-                                    reply_error err;
-                                    if (!ec && r.status == 200 && parse_lease(r.body, l, err) && l.ttl >= 0) {
-                                        s.ttl = std::chrono::seconds(l.ttl) + milliseconds(500);
-                                        if (l.granted_ttl > 0)
-                                            s.ttl = std::min<milliseconds>(s.ttl, std::chrono::seconds(l.granted_ttl));
-                                    }
-                                    post_moved(self->ex, h, error_code(), std::move(s));
-                                });
               });
 }
 

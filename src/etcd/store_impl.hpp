@@ -2,8 +2,8 @@
 // etcd_store's state and the driver's steps, one file per topic: the lease that carries
 // every lock of the store (session.cpp), an acquire and a release (acquire.cpp), a queued
 // token's wait for its predecessor's key (queue.cpp), a name's untokened watch
-// (name_watch.cpp), the contract's entry points (store.cpp). The kit gives the session's
-// life, the watch table and the acquire/release order.
+// (name_watch.cpp), status and elections (status.cpp), the contract's entry points (store.cpp). The kit gives the
+// session's life, the watch table and the acquire/release order.
 #pragma once
 
 #include <dlock/error.hpp>
@@ -59,6 +59,12 @@ struct etcd_store::impl : dlock::detail::session_store_state<etcd::config, etcd_
     std::string slot_key(const std::string& name, std::size_t slot) const;
     std::string key_for(const std::string& name, const std::string& token) const;  // empty: none
     std::string assign_key(const std::string& name, const std::string& token);
+    // The value an acquire puts: a mutex's token; nothing for an election's candidate (its
+    // value comes with proclaim, and etcd's observers read the value of the first key).
+    static std::string_view first_value(lease_kind kind, const std::string& token);
+    // Our key as the renewals and releases of `k` compare it (`key`: its name; both must
+    // outlive the result).
+    etcd::detail::our_key our_key_of(const lease_key& k, const std::string& key) const;
     void acquire(const lease_request& req, acquire_handler h, bool retried);
     void send_acquire(const lease_request& req, acquire_handler h, bool retried);
     void acquired(const lease_request& req, acquire_handler h, error_code ec, acquire_result res);
@@ -100,6 +106,10 @@ struct etcd_store::impl : dlock::detail::session_store_state<etcd::config, etcd_
     void start_name_stream(const std::string& name);
     void on_name_message(const std::string& name, error_code ec, const etcd::detail::watch_message& m);
     void stop_name_stream(const std::string& name);
+
+    // ---- what a name holds (status.cpp): status, and with `with_value` an election's leader ----
+    void answer_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h,
+                       bool with_value);
 
     // ---- replies (store.cpp) ----
     // A reply's status and body: the error if it failed.

@@ -330,6 +330,31 @@ BOOST_AUTO_TEST_CASE(raw_passwords_in_urls)
     BOOST_TEST(!has(bad({"status", "--url", "redis://user:p@ss#word@host:0", "job"}), "ss#wo"));
 }
 
+// `dlock elect`: a candidate runs a COMMAND, an observer runs none; each refuses the other's flags.
+BOOST_AUTO_TEST_CASE(elect_candidates_and_observers)
+{
+    auto c = ok({"elect", "--value", "node-1", "--lease", "5s", "sched", "--", "job"});
+    BOOST_TEST((c.cmd == command::elect));
+    BOOST_TEST(c.name == "sched");
+    BOOST_TEST(c.value.value_or("") == "node-1");
+    BOOST_TEST(!c.observe);
+    BOOST_TEST((c.argv == std::vector<std::string>{"job"}));
+    BOOST_TEST(c.lease.count() == 5'000);
+    BOOST_TEST(!ok({"elect", "sched", "--", "job"}).value.has_value());  // the tool's default: host:pid
+    BOOST_TEST(ok({"elect", "--value=", "sched", "--", "job"}).value.value_or("x").empty());
+    auto w = ok({"elect", "--observe", "--json", "sched"});
+    BOOST_TEST(w.observe);
+    BOOST_TEST(w.json);
+    BOOST_TEST(w.argv.empty());
+    BOOST_TEST(has(bad({"elect", "sched"}), "elect: missing COMMAND"));
+    BOOST_TEST(has(bad({"elect", "--observe", "sched", "--", "job"}), "runs no COMMAND"));
+    BOOST_TEST(has(bad({"elect", "--observe", "--value", "v", "sched"}), "--value is a candidate's"));
+    BOOST_TEST(has(bad({"elect", "--wait", "1s", "sched", "--", "job"}), "'--wait' does not apply"));
+    BOOST_TEST(has(bad({"elect", "--shared", "sched", "--", "job"}), "'--shared' does not apply"));
+    BOOST_TEST(has(bad({"run", "--value", "v", "job", "--", "true"}), "'--value' does not apply"));
+    BOOST_TEST(has(bad({"elect", "sched", "job"}), "elect: unexpected 'job' before '--'"));
+}
+
 BOOST_AUTO_TEST_CASE(help)
 {
     BOOST_TEST((ok({"--help"}).cmd == command::help));
@@ -340,6 +365,9 @@ BOOST_AUTO_TEST_CASE(help)
     BOOST_TEST(has(usage("status"), "--json"));
     BOOST_TEST(has(usage("release"), "--force"));
     BOOST_TEST(has(usage(""), "run NAME -- COMMAND"));
+    BOOST_TEST(has(usage(""), "elect NAME -- COMMAND"));
+    BOOST_TEST(has(usage("elect"), "--observe"));
+    BOOST_TEST(has(usage("elect"), "DLOCK_LEADER_VALUE"));
 }
 
 // The tool's version is the project's (DLOCK_PROJECT_VERSION comes from CMake's project()).

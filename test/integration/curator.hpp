@@ -51,24 +51,6 @@ inline std::vector<std::string> curator(std::vector<std::string> args)
     return argv;
 }
 
-/// The store's view of `name` until `pred` holds (bounded, 30 s): nothing tells when a
-/// Curator process has queued its node.
-template <class Pred>
-boost::asio::awaitable<dlock::lock_status> status_until(dlock::zookeeper_store& st, const std::string& name, Pred pred)
-{
-    using namespace std::chrono_literals;
-    boost::asio::steady_timer t(co_await boost::asio::this_coro::executor);
-    dlock::lock_status s;
-    for (int i = 0; i < 3000; ++i) {
-        s = co_await st.async_status(name, boost::asio::use_awaitable);
-        if (pred(s))
-            break;
-        t.expires_after(10ms);
-        co_await t.async_wait(boost::asio::use_awaitable);
-    }
-    co_return s;
-}
-
 /// Hands `g` (dlock's hold of `name`) to a Curator process that waits for it: once the store
 /// shows one node queued behind ours, releases it; the process then says "acquired <czxid>"
 /// with a czxid above g's fencing token.

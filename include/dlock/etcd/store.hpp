@@ -4,6 +4,7 @@
 /// the io_context, with one etcd lease per store as the session.
 #pragma once
 
+#include <dlock/capabilities.hpp>
 #include <dlock/etcd/config.hpp>
 #include <dlock/export.hpp>
 #include <dlock/store.hpp>
@@ -22,6 +23,12 @@ namespace dlock {
 /// (a watch on that key alone: FIFO, no herd).
 /// Fencing token = the key's create_revision (strictly increasing and durable).
 ///
+/// Elections (lease_kind::leader) in etcd's concurrency.Election layout, which is the
+/// Mutex's: a candidate puts its key with no value, and proclaim writes the value into it
+/// while it is still the key it put (its create revision), so `etcdctl elect NAME` and this
+/// store campaign against each other and `etcdctl elect -l NAME` shows dlock's value. Like
+/// etcd's own recipes, the keys do not say whether a name is a lock or an election.
+///
 /// Session: one etcd lease per store, granted at first use with the first acquire's lease
 /// (or config::lease_ttl), kept alive every TTL/3 and revoked by close(). Every lock of the
 /// store is lost together when the keep-alive says the lease is gone, or when none was
@@ -34,7 +41,7 @@ namespace dlock {
 /// whole seconds or is below the cluster's minimum. The server's text: last_error_text().
 /// @cancellation Not honoured: each request is bounded by the configured timeouts.
 /// @threadsafety None: use it from its executor only.
-class DLOCK_API etcd_store final : public store {
+class DLOCK_API etcd_store final : public store, public election_capability {
 public:
     /// A store on `ex`; it connects and grants its lease at first use (or async_connect).
     etcd_store(boost::asio::any_io_executor ex, etcd::config cfg);
@@ -46,9 +53,10 @@ public:
     /// "etcd etcd://host:port,host:port/prefix".
     std::string describe() const override;
     using store::watch;
-    /// Without a token: deletions under the name (a watch stream of its own), `ready` once
-    /// the stream is created. With a token: `ready` at once (the queued attempt's revision
-    /// anchors the wait), `granted` when the token's key becomes the first.
+    /// Without a token: deletions under the name and new values of its keys (a watch stream
+    /// of its own), `ready` once the stream is created. With a token: `ready` at once (the
+    /// queued attempt's revision anchors the wait), `granted` when the token's key becomes
+    /// the first.
     watch_id watch(const std::string& name, const std::string& token, watch_callback cb) override;
     void unwatch(watch_id id) override;
     session_info session() const noexcept override;
@@ -56,6 +64,10 @@ public:
     /// Revokes the lease (every key of the store goes at once; bounded by a second, in the
     /// background) and closes every connection; pending operations complete with error::closed.
     void close() override;
+
+    /// Elections in etcd's concurrency.Election layout: a candidate's key is a lock key, the
+    /// first one leads, and a proclaimed value is the leader key's value.
+    election_capability* elections() noexcept override { return this; }
 
     /// The key this store's current lease holds (or queues) `name` under for `token` (empty
     /// if none).
@@ -73,6 +85,9 @@ private:
     void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
+    void do_proclaim(const lease_key& key, const std::string& value,
+                     boost::asio::any_completion_handler<proclaim_signature> h) override;
+    void do_leader(const std::string& name, boost::asio::any_completion_handler<leader_signature> h) override;
 
     std::shared_ptr<impl> impl_;
 };

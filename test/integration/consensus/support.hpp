@@ -4,6 +4,11 @@
 #pragma once
 
 #include <dlock/error.hpp>
+#include <dlock/store.hpp>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <stdlib.h>
 
@@ -57,5 +62,23 @@ struct consensus_words {
     long time_left_above, time_left_at_most;    ///< status().ttl (ms) of a fresh holder of the asking store
     bool others_see_time_left;                  ///< another store's status() tells it too
 };
+
+/// The store's view of `name` until `pred` holds (bounded, 30 s): nothing tells when a
+/// process of another library (Curator, etcdctl) has queued its node or key.
+template <class Pred>
+boost::asio::awaitable<dlock::lock_status> status_until(dlock::store& st, const std::string& name, Pred pred)
+{
+    using namespace std::chrono_literals;
+    boost::asio::steady_timer t(co_await boost::asio::this_coro::executor);
+    dlock::lock_status s;
+    for (int i = 0; i < 3000; ++i) {
+        s = co_await st.async_status(name, boost::asio::use_awaitable);
+        if (pred(s))
+            break;
+        t.expires_after(10ms);
+        co_await t.async_wait(boost::asio::use_awaitable);
+    }
+    co_return s;
+}
 
 }  // namespace dlock::test

@@ -348,6 +348,24 @@ BOOST_AUTO_TEST_CASE(freeing_a_middle_slot_keeps_the_higher_ones)
     BOOST_TEST(s.assign("n", "f") == 2u);
 }
 
+// A slot keeps its key's create revision until freed: a new token in it starts unknown.
+BOOST_AUTO_TEST_CASE(a_slot_keeps_its_keys_create_revision_until_freed)
+{
+    dlock::etcd::detail::key_slots s;
+    s.set_created("n", "a", 5);  // no slot: nothing to keep
+    BOOST_TEST(s.created("n", "a") == 0);
+    s.assign("n", "a");
+    s.assign("n", "b");
+    s.set_created("n", "a", 5);
+    BOOST_TEST(s.created("n", "a") == 5);
+    BOOST_TEST(s.created("n", "b") == 0);
+    s.assign("n", "a");  // the same token again keeps it
+    BOOST_TEST(s.created("n", "a") == 5);
+    s.free("n", "a");
+    BOOST_TEST(s.assign("n", "c") == 0u);
+    BOOST_TEST(s.created("n", "c") == 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(sql_store_kit)

@@ -124,8 +124,17 @@ BOOST_AUTO_TEST_CASE(confirm_release_predecessor_and_range)
     BOOST_TEST(c.count == 3);
     BOOST_TEST_REQUIRE(parse_confirm(R"({"header":{"revision":"9"}})", c, err));
     BOOST_TEST(!c.owned);
-    auto conf = json::parse(confirm_txn("job/1f", "job/", "tok")).as_object();
+    auto conf = json::parse(confirm_txn({"job/1f", 0, "tok"}, "job/")).as_object();
     BOOST_TEST(conf.at("compare").as_array().at(0).as_object().at("target").as_string() == "VALUE");
+    // Once its create revision is known, our key is known by it (a leader rewrites its value).
+    auto by_rev = json::parse(confirm_txn({"job/1f", 7, "tok"}, "job/")).as_object();
+    auto cmp = by_rev.at("compare").as_array().at(0).as_object();
+    BOOST_TEST(cmp.at("target").as_string() == "CREATE");
+    BOOST_TEST(cmp.at("create_revision").as_string() == "7");
+    auto rel = json::parse(release_txn({"job/1f", 7, ""}, "job/")).as_object();
+    BOOST_TEST(rel.at("compare").as_array().at(0).as_object().at("target").as_string() == "CREATE");
+    auto rel_v = json::parse(release_txn({"job/1f", 0, ""}, "job/")).as_object();
+    BOOST_TEST(rel_v.at("compare").as_array().at(0).as_object().at("value").as_string() == "");
     BOOST_TEST(
         conf.at("success").as_array().at(0).as_object().at("request_range").as_object().at("count_only").as_bool());
 
@@ -205,11 +214,40 @@ BOOST_AUTO_TEST_CASE(watch_messages)
         R"({"result":{"header":{"revision":"20"},"canceled":true,"compact_revision":"15"}})", m, err));
     BOOST_TEST(m.canceled);
     BOOST_TEST(m.compact_revision == 15);
+    BOOST_TEST(m.rewritten.empty());  // a new key (its mod revision is its create revision)
+    // A key put again (a leader's proclaimed value) is a rewrite.
+    auto again = R"({"result":{"header":{"revision":"13"},"events":[{"kv":{"key":")" + b64("job/3") +
+                 R"(","create_revision":"9","mod_revision":"13","value":")" + b64("v2") + R"("}}]}})";
+    BOOST_TEST_REQUIRE(parse_watch_message(again, m, err));
+    BOOST_TEST_REQUIRE(m.rewritten.size() == 1u);
+    BOOST_TEST(m.rewritten[0].value == "v2");
+    BOOST_TEST(m.deleted.empty());
     auto create = json::parse(watch_create_request("job/", "job0", 10)).at("create_request").as_object();
     BOOST_TEST(create.at("start_revision").as_string() == "10");
     BOOST_TEST(create.at("filters").as_array().at(0).as_string() == "NOPUT");
+    auto with_puts = json::parse(watch_create_request("job/", "job0", 10, true)).at("create_request").as_object();
+    BOOST_TEST(!with_puts.contains("filters"));
     BOOST_TEST(!parse_watch_message("{\"result\":", m, err));
     BOOST_TEST(!parse_watch_message(R"({"result":{"events":[{"type":"DELETE"}]}})", m, err));
+}
+
+// Election.Proclaim: the value goes in, with the lease, only into the key created at `created`.
+BOOST_AUTO_TEST_CASE(proclaim_writes_only_the_key_it_put)
+{
+    auto t = json::parse(proclaim_txn("job/1f", 42, "leader-a", 0x1f)).as_object();
+    auto cmp = t.at("compare").as_array().at(0).as_object();
+    BOOST_TEST(cmp.at("target").as_string() == "CREATE");
+    BOOST_TEST(cmp.at("result").as_string() == "EQUAL");
+    BOOST_TEST(cmp.at("create_revision").as_string() == "42");
+    BOOST_TEST(cmp.at("key").as_string() == base64_encode("job/1f"));
+    auto put = t.at("success").as_array().at(0).as_object().at("request_put").as_object();
+    BOOST_TEST(put.at("value").as_string() == base64_encode("leader-a"));
+    BOOST_TEST(put.at("lease").as_string() == "31");
+    BOOST_TEST(!t.contains("failure"));
+    bool written = true;
+    reply_error err;
+    BOOST_TEST_REQUIRE(parse_succeeded(R"({"header":{"revision":"50"}})", written, err));
+    BOOST_TEST(!written);  // a deposed leader: its key is gone or another's
 }
 
 BOOST_AUTO_TEST_CASE(errors_are_classified)
