@@ -188,8 +188,9 @@ private:
 /// registry's mutex of that name (same store, prefix, lease and watchdog settings), with
 /// the leader's value stored with the lease.
 ///
-/// Stores: memory_store and redis_store (single node, Sentinel, with scripting); others
-/// fail campaign (after acquiring, the lease is released again), leader and observe with
+/// Stores: memory_store, redis_store (single node, Sentinel, with scripting),
+/// cluster_store, zookeeper_store (Curator's LeaderLatch layout) and etcd_store (etcd's
+/// concurrency.Election layout); others fail campaign, leader and observe with
 /// error::not_supported. Completion runs on the store's executor, never inside the
 /// initiating call. Lifetimes: the store must outlive the election, its leadership and
 /// observers.

@@ -13,6 +13,7 @@
 #include "redis/describe.hpp"
 #include "redis/eval_request.hpp"
 #include "redis/keys.hpp"
+#include "redis/latch_replies.hpp"
 #include "redis/redis_scripts.hpp"
 #include "redis/script_replies.hpp"
 
@@ -46,6 +47,10 @@ enum script_id : std::size_t {
     s_release,
     s_force_release,
     s_status,
+    s_count_down,
+    s_latch_state,
+    s_proclaim,
+    s_leader,
     s_count
 };
 
@@ -69,9 +74,15 @@ using detail::as_int;
 struct cluster_store::impl : std::enable_shared_from_this<impl> {
     impl(asio::any_io_executor e, std::vector<redis::config> s, std::string n, cluster_options o)
         : ex(e), seeds(std::move(s)), ns(std::move(n)), opts(o),
-          retry_timer(e), scripts{redis::script(dlock::scripts::acquire), redis::script(dlock::scripts::renew),
+          retry_timer(e), scripts{redis::script(dlock::scripts::acquire),
+                                  redis::script(dlock::scripts::renew),
                                   redis::script(cluster_scripts::release),
-                                  redis::script(cluster_scripts::force_release), redis::script(dlock::scripts::status)}
+                                  redis::script(cluster_scripts::force_release),
+                                  redis::script(dlock::scripts::status),
+                                  redis::script(cluster_scripts::sharded(dlock::scripts::count_down)),
+                                  redis::script(dlock::scripts::latch_state),
+                                  redis::script(cluster_scripts::sharded(dlock::scripts::proclaim)),
+                                  redis::script(dlock::scripts::leader)}
     {
         if (seeds.empty())
             seeds.emplace_back();
@@ -728,6 +739,69 @@ void cluster_store::do_status(const std::string& name, asio::any_completion_hand
     };
     impl_->start(make_op(s_status, slot, std::move(keys), {}, std::move(h),
                          script_result<lock_status, status_signature>(decode, text_keeper())));
+}
+
+// ---- count-down latches and elections: redis_store's scripts, routed to the name's slot ----
+
+latch_capability* cluster_store::latches() noexcept
+{
+    return this;
+}
+
+election_capability* cluster_store::elections() noexcept
+{
+    return this;
+}
+
+void cluster_store::do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
+                                  std::chrono::milliseconds ttl, asio::any_completion_handler<count_down_signature> h)
+{
+    error_code ec;
+    if (count == 0 || count > max_latch_count || member.empty())
+        ec = error::invalid_option;
+    else if (!detail::valid_redis_ttl(ttl))
+        ec = error::invalid_lease;
+    if (ec)
+        return post_completion(impl_->ex, std::move(h), ec, std::uint64_t{0});
+    auto k = impl_->names(name);
+    std::vector<std::string> keys{k.latch(), k.latch_members()};
+    auto slot = key_slot(keys[0]);
+    impl_->start(make_op(s_count_down, slot, std::move(keys),
+                         {member, std::to_string(count), std::to_string(ttl.count()), k.released()}, std::move(h),
+                         script_result<std::uint64_t, count_down_signature>(detail::decode_count_down, text_keeper())));
+}
+
+void cluster_store::do_latch_state(const std::string& name, asio::any_completion_handler<latch_state_signature> h)
+{
+    auto k = impl_->names(name);
+    std::vector<std::string> keys{k.latch(), k.latch_members()};
+    auto slot = key_slot(keys[0]);
+    impl_->start(make_op(s_latch_state, slot, std::move(keys), {}, std::move(h),
+                         script_result<latch_state, latch_state_signature>(detail::decode_latch_state, text_keeper())));
+}
+
+void cluster_store::do_proclaim(const lease_key& key, const std::string& value,
+                                asio::any_completion_handler<proclaim_signature> h)
+{
+    auto k = impl_->names(key.name);
+    std::vector<std::string> keys{k.lock()};
+    auto slot = key_slot(keys[0]);
+    impl_->start(make_op(s_proclaim, slot, std::move(keys), {key.token, value, k.released()}, std::move(h),
+                         script_result<bool, proclaim_signature>(detail::decode_release, text_keeper())));
+}
+
+void cluster_store::do_leader(const std::string& name, asio::any_completion_handler<leader_signature> h)
+{
+    auto k = impl_->names(name);
+    std::vector<std::string> keys{k.lock(), k.fence()};
+    auto slot = key_slot(keys[0]);
+    auto decode = [key = keys[0]](const reply& r, lock_status& st) {
+        auto ec = detail::decode_leader(r, st);
+        st.key = key;
+        return ec;
+    };
+    impl_->start(make_op(s_leader, slot, std::move(keys), {}, std::move(h),
+                         script_result<lock_status, leader_signature>(decode, text_keeper())));
 }
 
 // Callbacks run only from tell() and the posted `ready`, and both look the watch up

@@ -148,6 +148,20 @@ inline boost::system::error_code decode_status(const redis::reply& r, lock_statu
     return {};
 }
 
+/// The leader script: the status script's four fields, then the value (nil: nothing
+/// proclaimed).
+inline boost::system::error_code decode_leader(const redis::reply& r, lock_status& out)
+{
+    if (r.type != redis::reply_type::array || r.elements.size() != 5)
+        return error::invalid_request;
+    redis::reply head = r;
+    head.elements.pop_back();
+    auto ec = decode_status(head, out);
+    if (!ec && r.elements[4].type == redis::reply_type::string)
+        out.value = r.elements[4].str;
+    return ec;
+}
+
 /// The read-write lock's and semaphore's status script: {holder or nil, fence, longest
 /// remaining ms, counter, queued, holders, writer 0/1, permits}.
 inline boost::system::error_code decode_set_status(const redis::reply& r, lock_status& out)

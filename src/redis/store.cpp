@@ -676,15 +676,8 @@ void redis_store::do_leader(const std::string& name, asio::any_completion_handle
     auto k = impl_->names(name);
     std::array<std::string, 2> keys{k.lock(), k.fence()};
     auto decode = [key = keys[0]](const reply& r, lock_status& st) {
-        // The status script's four fields, then the value (nil: nothing proclaimed).
-        if (r.type != reply_type::array || r.elements.size() != 5)
-            return error_code(error::invalid_request);
-        reply head = r;
-        head.elements.pop_back();
-        auto ec = detail::decode_status(head, st);
+        auto ec = detail::decode_leader(r, st);
         st.key = key;
-        if (!ec && r.elements[4].type == reply_type::string)
-            st.value = r.elements[4].str;
         return ec;
     };
     impl_->conn.async_eval(script, keys, {}, script_completion<lock_status>(std::move(h), decode, text_keeper()));

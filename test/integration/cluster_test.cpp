@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 // cluster_store against a real three-master Redis Cluster the tests start: the store
 // contract, keys spread over every master, a slot migration followed through ASK, TRYAGAIN
-// and MOVED (with the subscription moving along), and lock_worker processes counting under
-// the lock.
+// and MOVED (with the subscription moving along), lock_worker processes counting under
+// the lock, and latches and elections across two stores.
 #include <dlock/dlock.hpp>
 
 #include "common/child.hpp"
@@ -30,6 +30,7 @@ using boost::system::error_code;
 using dlock::test::notifier;
 using dlock::test::redis_cluster;
 using dlock::test::run_test;
+using dlock::test::task_group;
 
 namespace {
 
@@ -244,6 +245,71 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
     // SSUBSCRIBEd connections of the other processes.
     BOOST_TEST(woken > 0);
     dlock::test::check_count_log(counter, log, processes, processes * coroutines * sections);
+}
+
+// Latches and elections: redis_store's scripts in the name's slot, their notifications
+// (the latch's `done`, a proclaim) reaching the other store's watchers over sharded pub/sub.
+BOOST_AUTO_TEST_CASE(latches_and_elections_across_two_stores)
+{
+    redis_cluster c;
+    asio::io_context io;
+    dlock::cluster_store a_st(io.get_executor(), c.node(0).config()), b_st(io.get_executor(), c.node(1).config());
+    dlock::registry a(a_st, {.lease = 3s}), b(b_st, {.lease = 3s});
+    auto want = dlock::capability::latch | dlock::capability::election;
+    BOOST_TEST((a_st.capabilities() & want) == want);
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            // The latch: B waits; A counts down, then B; B's wait ends at the last one.
+            dlock::latch la(a, "batch", 2), lb(b, "batch", 2);
+            task_group tasks(io.get_executor());
+            std::optional<error_code> woke;
+            auto waiting = [&]() -> asio::awaitable<void> {
+                auto [ec] = co_await lb.wait(tuple);
+                woke = ec;
+            };
+            tasks.spawn(waiting());
+            BOOST_TEST(co_await la.count_down("a", asio::use_awaitable) == 1u);
+            BOOST_TEST(co_await la.count_down("a", asio::use_awaitable) == 1u);  // a member counts once
+            BOOST_TEST(!woke.has_value(), "woken with one count-down left");
+            BOOST_TEST(co_await lb.count_down("b", asio::use_awaitable) == 0u);
+            co_await tasks.join();
+            BOOST_REQUIRE(woke.has_value());
+            BOOST_TEST(!*woke, woke->message());
+            dlock::latch other(b, "batch", 3);  // another count on the same name
+            auto [cec, left] = co_await other.count_down("c", tuple);
+            BOOST_TEST(cec == dlock::error::count_mismatch, cec.message());
+
+            // The election: A leads, B's observer sees each value, B leads once A resigns.
+            dlock::election ea(a, "lead"), eb(b, "lead");
+            auto l = co_await ea.campaign("alpha", asio::use_awaitable);
+            auto obs = eb.observe();
+            auto first = co_await obs.async_next(asio::use_awaitable);
+            BOOST_TEST(first.value == "alpha");
+            BOOST_TEST(first.term == l.term());
+            co_await l.proclaim("alpha-2", asio::use_awaitable);
+            auto second = co_await obs.async_next(asio::use_awaitable);
+            BOOST_TEST(second.value == "alpha-2");
+            std::optional<dlock::leadership> lb_lead;
+            auto campaign_b = [&]() -> asio::awaitable<void> {
+                lb_lead = co_await eb.campaign("beta", asio::use_awaitable);
+            };
+            tasks.spawn(campaign_b());
+            auto term = l.term();
+            co_await l.resign(asio::use_awaitable);
+            co_await tasks.join();
+            BOOST_REQUIRE(lb_lead.has_value());
+            BOOST_TEST(lb_lead->is_leader());
+            BOOST_TEST(lb_lead->term() > term);
+            dlock::leader_info next;
+            for (int i = 0; i < 4 && next.value != "beta"; ++i)
+                next = co_await obs.async_next(asio::use_awaitable);
+            BOOST_TEST(next.value == "beta");
+            co_await lb_lead->resign(asio::use_awaitable);
+            a_st.close();
+            b_st.close();
+        },
+        60s);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

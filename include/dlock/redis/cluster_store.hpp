@@ -4,6 +4,7 @@
 /// following MOVED and ASK, with wake-ups through sharded pub/sub.
 #pragma once
 
+#include <dlock/capabilities.hpp>
 #include <dlock/export.hpp>
 #include <dlock/redis/config.hpp>
 #include <dlock/store.hpp>
@@ -76,7 +77,7 @@ struct cluster_stats {
 /// redis::connection::async_exec) and the TRYAGAIN pause; an operation waiting for the
 /// first topology read is not cancellable (the read is bounded by connect_timeout).
 /// @threadsafety None: one single-threaded executor, as redis_store.
-class DLOCK_API cluster_store final : public store {
+class DLOCK_API cluster_store final : public store, public latch_capability, public election_capability {
 public:
     /// `seeds`: some nodes of the cluster (any role); the first one's settings are used for
     /// every master. Does no I/O until the first operation or watch.
@@ -103,6 +104,11 @@ public:
 
     /// Closes every connection: pending operations complete with error::closed.
     void close() override;
+
+    /// Latches and elections: redis_store's scripts and keys, in the name's slot, their
+    /// notifications on sharded pub/sub (count_down's `done`, proclaim's `leader`).
+    latch_capability* latches() noexcept override;
+    election_capability* elections() noexcept override;
 
     /// Re-reads the slot map now (it is also re-read by itself after MOVED and lost
     /// connections).
@@ -139,6 +145,13 @@ private:
     std::function<void(std::string)> text_keeper();
     void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
+    void do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
+                       std::chrono::milliseconds ttl,
+                       boost::asio::any_completion_handler<count_down_signature> h) override;
+    void do_latch_state(const std::string& name, boost::asio::any_completion_handler<latch_state_signature> h) override;
+    void do_proclaim(const lease_key& key, const std::string& value,
+                     boost::asio::any_completion_handler<proclaim_signature> h) override;
+    void do_leader(const std::string& name, boost::asio::any_completion_handler<leader_signature> h) override;
     void do_connect(boost::asio::any_completion_handler<connect_signature> h) override;
     void refresh_impl(boost::asio::any_completion_handler<void(boost::system::error_code)> h);
 
