@@ -19,7 +19,6 @@
 
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -94,19 +93,11 @@ asio::awaitable<int> observe(const options& o, store& st, election& e, superviso
 
 asio::awaitable<int> elect_command(const options& o, store& st)
 {
-    auto ex = co_await asio::this_coro::executor;
-    signal_setup sigs;
-    if (sigs.fd < 0) {
-        std::cerr << "dlock: cannot watch signals: " << std::strerror(errno) << "\n";
+    supervised_run run(co_await asio::this_coro::executor, o);
+    if (!run.ok())
         co_return exit_status::internal;
-    }
-    auto s = std::make_shared<supervisor>(ex, sigs.fd, o.name, o.grace);
+    auto& s = run.s;
     s->what = "leadership";
-    s->start_reading();
-    struct finish_on_exit {
-        std::shared_ptr<supervisor> s;
-        ~finish_on_exit() { s->finish(); }
-    } finally{s};
 
     if (int rc = co_await connect_or_explain(o, st))
         co_return rc;
@@ -143,7 +134,7 @@ asio::awaitable<int> elect_command(const options& o, store& st)
              "DLOCK_LEASE_MS=" + std::to_string(o.lease.count())};
     h.wait_lost = [&l](std::function<void(error_code)> f) { l.wait_lost(std::move(f)); };
     h.end = [&l]() -> asio::awaitable<error_code> { co_return std::get<0>(co_await l.resign(use_tuple)); };
-    co_return co_await run_while_held(o, reg, s, sigs, std::move(h));
+    co_return co_await run_while_held(o, reg, s, run.sigs, std::move(h));
 }
 
 }  // namespace dlock::cli

@@ -12,8 +12,6 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include <cerrno>
-#include <cstring>
 #include <iostream>
 #include <memory>
 
@@ -65,20 +63,10 @@ asio::awaitable<std::string> kind_advice(const options& o, store& st)
 
 asio::awaitable<int> run_command(const options& o, store& st)
 {
-    auto ex = co_await asio::this_coro::executor;
-    // Signals are caught from the start: before the command runs they cancel the wait,
-    // afterwards they are forwarded to it. SIGCHLD is blocked before fork, so none is missed.
-    signal_setup sigs;
-    if (sigs.fd < 0) {
-        std::cerr << "dlock: cannot watch signals: " << std::strerror(errno) << "\n";
+    supervised_run run(co_await asio::this_coro::executor, o);
+    if (!run.ok())
         co_return exit_status::internal;
-    }
-    auto s = std::make_shared<supervisor>(ex, sigs.fd, o.name, o.grace);
-    s->start_reading();
-    struct finish_on_exit {
-        std::shared_ptr<supervisor> s;
-        ~finish_on_exit() { s->finish(); }
-    } finally{s};
+    auto& s = run.s;
 
     if (int rc = co_await connect_or_explain(o, st))
         co_return rc;
@@ -139,7 +127,7 @@ asio::awaitable<int> run_command(const options& o, store& st)
              "DLOCK_LEASE_MS=" + std::to_string(o.lease.count())};
     h.wait_lost = [&g](std::function<void(error_code)> f) { g.wait_lost(std::move(f)); };
     h.end = [&g]() -> asio::awaitable<error_code> { co_return std::get<0>(co_await g.release(use_tuple)); };
-    co_return co_await run_while_held(o, reg, s, sigs, std::move(h));
+    co_return co_await run_while_held(o, reg, s, run.sigs, std::move(h));
 }
 
 }  // namespace dlock::cli

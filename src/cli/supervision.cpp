@@ -95,6 +95,27 @@ void supervisor::finish()
     exited.cancel();
 }
 
+supervised_run::supervised_run(asio::any_io_executor ex, const options& o)
+{
+    if (sigs.fd < 0)
+        return;
+    s = std::make_shared<supervisor>(ex, sigs.fd, o.name, o.grace);
+    s->start_reading();
+}
+
+supervised_run::~supervised_run()
+{
+    if (s)
+        s->finish();
+}
+
+bool supervised_run::ok() const
+{
+    if (!s)
+        std::cerr << "dlock: cannot watch signals: " << std::strerror(errno) << "\n";
+    return s != nullptr;
+}
+
 std::string describe_wait(const options& o)
 {
     if (!o.wait)

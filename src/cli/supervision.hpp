@@ -81,6 +81,21 @@ struct signal_setup {
     }
 };
 
+/// One command's run: the signals caught from the start (before the command runs they
+/// cancel the wait, afterwards they are forwarded to it; SIGCHLD is blocked before fork, so
+/// none is missed) and the supervisor reading them, finished when this goes.
+struct supervised_run {
+    signal_setup sigs;
+    std::shared_ptr<supervisor> s;  ///< null if signals cannot be watched (ok() said why)
+
+    supervised_run(boost::asio::any_io_executor ex, const options& o);
+    ~supervised_run();
+    supervised_run(const supervised_run&) = delete;
+    supervised_run& operator=(const supervised_run&) = delete;
+    /// False, with the reason on stderr, if signals cannot be watched.
+    bool ok() const;
+};
+
 /// " within --wait 500ms" or " (one try: --wait 0)": how long a refused wait waited.
 std::string describe_wait(const options& o);
 

@@ -2,14 +2,17 @@
 // Leader election with campaigning worker processes (integration/latch_worker.cpp
 // "campaign", on a Redis port or a store URL), written once for every store with elections:
 // one leader at a time by the leaders' own account (a shared log of terms), failover after
-// SIGKILL and SIGSTOP, observers. election_test.cpp runs them on Redis,
-// zookeeper_election_test.cpp on ZooKeeper.
+// SIGKILL and SIGSTOP, observers; and two stores' candidates taking turns in one process.
+// election_test.cpp runs them on Redis, zookeeper_election_test.cpp on ZooKeeper,
+// etcd_election_test.cpp on etcd.
 #pragma once
 
 #include <dlock/dlock.hpp>
 
 #include "common/child.hpp"
+#include "integration/consensus/support.hpp"  // status_until
 #include "integration/lock_test_util.hpp"
+#include "integration/support.hpp"  // task_group
 
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
@@ -193,6 +196,57 @@ inline void a_paused_leader_learns_on_resume_that_it_lost_with_a_lower_term(cons
     BOOST_TEST_REQUIRE(terms.size() == 2u, "log:\n" << std::ifstream(log).rdbuf());
     BOOST_TEST(terms[0] == term_a);
     BOOST_TEST(terms[1] == taken->term);
+}
+
+/// A (store `a_store`, registry `a`) leads "lead" with "alpha" while B observes and sees it
+/// with its term; `while_a_leads` checks the store's own layout then; A proclaims
+/// "alpha-2", which B sees; B campaigns, queues behind A (as `a_store` shows) and does not
+/// lead until A resigns; the observer sees "beta" with a higher term, and no other leader
+/// in between; once B resigns the name is free.
+inline asio::awaitable<void>
+candidates_take_turns_while_one_observes(dlock::store& a_store, dlock::registry& a, dlock::registry& b,
+                                         std::function<asio::awaitable<void>(const dlock::leadership&)> while_a_leads)
+{
+    dlock::election ea(a, "lead"), eb(b, "lead");
+    auto la = co_await ea.campaign("alpha");
+    BOOST_TEST(la.is_leader());
+    auto obs = eb.observe();
+    auto first = co_await obs.async_next();
+    BOOST_TEST(first.present);
+    BOOST_TEST(first.value == "alpha");
+    BOOST_TEST(first.term == la.term());
+    co_await while_a_leads(la);
+    co_await la.proclaim("alpha-2");
+    auto second = co_await obs.async_next();
+    BOOST_TEST(second.value == "alpha-2");
+    BOOST_TEST(second.term == la.term());
+    BOOST_TEST(la.is_leader());  // the watchdog still knows the lease after its value changed
+    std::optional<dlock::leadership> lb;
+    task_group tasks(co_await asio::this_coro::executor);
+    auto campaign_b = [&]() -> asio::awaitable<void> { lb = co_await eb.campaign("beta"); };
+    tasks.spawn(campaign_b());  // the closure lives in this frame, as the coroutine needs
+    auto queued = co_await status_until(a_store, "dlock:lead", [](auto& s) { return s.queued == 1; });
+    BOOST_TEST(queued.queued == 1u);
+    BOOST_TEST(!lb.has_value(), "B led while A did");
+    auto a_term = la.term();
+    co_await la.resign();
+    // No other leader may come in between (B's key or node leads before its value is written).
+    dlock::leader_info next;
+    for (int i = 0; i < 4 && next.value != "beta"; ++i) {
+        next = co_await obs.async_next();
+        BOOST_TEST((next.value == "beta" || !next.present), "value " << next.value);
+    }
+    BOOST_TEST(next.value == "beta");
+    BOOST_TEST(next.term > a_term);
+    co_await tasks.join();
+    BOOST_REQUIRE(lb.has_value());
+    BOOST_TEST(lb->is_leader());
+    // A leadership that resigned proclaims nothing.
+    auto [pec] = co_await la.proclaim("late", asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(pec, "a resigned leader's proclaim succeeded");
+    co_await lb->resign();
+    auto none = co_await status_until(a_store, "dlock:lead", [](auto& s) { return !s.held; });
+    BOOST_TEST(!none.held);
 }
 
 }  // namespace dlock::test::election_scenarios
