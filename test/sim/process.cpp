@@ -1,0 +1,495 @@
+// SPDX-License-Identifier: BSL-1.0
+#include "process.hpp"
+
+#include <dlock/error.hpp>
+
+#include <boost/asio/error.hpp>
+
+namespace dlock::sim {
+
+using boost::system::error_code;
+using detail::fsm_action;
+
+struct process::incarnation {
+    incarnation(const sim_settings& cfg, std::uint64_t seed, std::string prefix)
+        : rng(static_cast<std::uint32_t>(seed)), ctx{config(cfg), stats, rng, std::move(prefix), token_seq}, fsm(ctx)
+    {
+    }
+    static detail::fsm_config config(const sim_settings& cfg)
+    {
+        detail::fsm_config f;  // as lock_driver derives it for a store like redis_store without hand-off
+        f.lease = cfg.lease;
+        f.drift = cfg.no_drift_margin ? milliseconds(0) : cfg.lease / 100 + milliseconds(2);
+        f.renew_every = cfg.lease / 3;
+        f.backoff_min = milliseconds(5);
+        f.backoff_max = milliseconds(1000);
+        return f;
+    }
+
+    lock_stats stats;
+    std::minstd_rand rng;
+    std::uint64_t token_seq = 0;
+    detail::fsm_context ctx;
+    detail::lock_fsm fsm;
+    std::vector<worker> workers;
+    std::uint64_t next_id = 0, timer_gen = 0;
+    // The connection: its number at the server, whether it is up, the requests in flight
+    // (each with what to do if it fails), the delivery times that keep each way in order.
+    int epoch = 0;
+    bool up = false, watching = false;
+    std::map<std::uint64_t, std::function<void(error_code)>> in_flight;
+    real_time to_server{0}, to_client{0}, to_subscriber{0};  // the subscriber: a connection of its own
+};
+
+process::process(shared_state& s, int id) : s_(s), id_(id)
+{
+    rate_ = 0.99 + 0.02 * s_.w.unit();  // within the drift bound the library assumes (1 %)
+    offset_ns_ = s_.w.uniform(1, 1'000'000) * 1'000'000'000LL;
+}
+
+process::~process() = default;
+
+std::string process::name() const
+{
+    return "p" + std::to_string(id_) + "." + std::to_string(generation_);
+}
+
+detail::time_point process::local_now() const
+{
+    auto ns = offset_ns_ + static_cast<std::int64_t>(rate_ * static_cast<double>(s_.w.now().count()));
+    return detail::time_point(std::chrono::duration_cast<detail::clock_type::duration>(std::chrono::nanoseconds(ns)));
+}
+
+real_time process::real_of(detail::time_point t) const
+{
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+    return real_time(static_cast<std::int64_t>(static_cast<double>(ns - offset_ns_) / rate_) + 1);
+}
+
+void process::start()
+{
+    crashed_ = false;
+    ++generation_;
+    inc_ = std::make_unique<incarnation>(s_.cfg, s_.w.draw(), name() + "-");
+    for (int i = 0; i < s_.cfg.workers; ++i)
+        inc_->workers.push_back(worker{i});
+    connect();
+    for (auto& k : inc_->workers)
+        think(k);
+}
+
+void process::as_process(std::function<void()> f)
+{
+    if (crashed_)
+        return;
+    if (paused_)
+        return deferred_.push_back(std::move(f));
+    f();
+}
+
+void process::pause(real_time d)
+{
+    if (paused_ || crashed_)
+        return;
+    ++s_.faults.pauses;
+    s_.w.log(name() + " paused");
+    paused_ = true;
+    s_.w.after(d, [this, g = generation_] {
+        if (g != generation_)
+            return;
+        s_.w.log(name() + " resumed");
+        paused_ = false;
+        auto todo = std::move(deferred_);
+        deferred_.clear();
+        for (auto& f : todo)
+            as_process(std::move(f));
+    });
+}
+
+void process::crash(real_time restart_after)
+{
+    if (crashed_)
+        return;
+    ++s_.faults.crashes;
+    s_.w.log(name() + " crashed");
+    crashed_ = true;
+    paused_ = false;
+    deferred_.clear();
+    if (inc_)
+        s_.srv.subscribers().erase(id_ * 1000 + inc_->epoch);
+    inc_.reset();
+    s_.w.after(restart_after, [this] { start(); });
+}
+
+void process::partition(real_time d)
+{
+    ++s_.faults.partitions;
+    s_.w.log(name() + " partitioned");
+    partitioned_until_ = std::max(partitioned_until_, s_.w.now() + d);
+    drop_connection();
+}
+
+// ---- the connection ----
+
+real_time process::delay()
+{
+    if (s_.faults_on && s_.w.chance(0.03))
+        return s_.w.ms(20, 150);
+    return std::chrono::microseconds(s_.w.uniform(20, 1000));
+}
+
+void process::connect()
+{
+    if (!inc_ || inc_->up)
+        return;
+    bool reachable = s_.w.now() >= partitioned_until_ && s_.w.now() >= s_.server_down_until;
+    auto g = generation_;
+    if (!reachable)
+        return s_.w.after(milliseconds(20), [this, g] {
+            if (g == generation_ && !crashed_)
+                connect();
+        });
+    inc_->up = true;
+    if (inc_->watching)
+        subscribe(true);
+}
+
+void process::drop_connection()
+{
+    if (!inc_ || !inc_->up)
+        return;
+    ++s_.faults.drops;
+    s_.srv.subscribers().erase(id_ * 1000 + inc_->epoch);
+    ++inc_->epoch;
+    inc_->up = false;
+    fail_in_flight(error::connection_lost);
+    auto g = generation_;
+    s_.w.after(milliseconds(10), [this, g] {
+        if (g == generation_ && !crashed_)
+            connect();
+    });
+}
+
+void process::fail_in_flight(error_code ec)
+{
+    auto failed = std::move(inc_->in_flight);
+    inc_->in_flight.clear();
+    for (auto& [id, f] : failed)
+        as_process([f = std::move(f), ec] { f(ec); });
+}
+
+// `apply` runs at the server when the request arrives and returns what the client does with
+// the reply; `failed` is told the error if the request fails (timeout, lost connection).
+void process::request(std::function<std::function<void()>()> apply, std::function<void(error_code)> failed)
+{
+    auto& c = *inc_;
+    if (!c.up) {
+        auto g = generation_;
+        return s_.w.after(milliseconds(2), [this, g, failed] {
+            if (g == generation_)
+                as_process([failed] { failed(error::connect_failed); });
+        });
+    }
+    auto id = ++c.next_id;
+    c.in_flight[id] = std::move(failed);
+    auto g = generation_, epoch = c.epoch;
+    c.to_server = std::max(c.to_server, s_.w.now() + delay());
+    s_.w.at(c.to_server, [this, g, epoch, id, apply] {
+        bool gone = g != generation_ || crashed_ || !inc_ || inc_->epoch != epoch;
+        if (gone || s_.w.now() < partitioned_until_ || s_.w.now() < s_.server_down_until)
+            return;  // lost on the way: the client's timeout tells
+        auto on_reply = apply();
+        if (s_.faults_on && s_.w.chance(0.01)) {
+            ++s_.faults.lost_replies;
+            return;  // applied, the reply lost
+        }
+        auto& c = *inc_;
+        c.to_client = std::max(c.to_client, s_.w.now() + delay());
+        s_.w.at(c.to_client, [this, g, epoch, id, on_reply] {
+            if (g != generation_ || !inc_ || inc_->epoch != epoch || s_.w.now() < partitioned_until_)
+                return;
+            as_process([this, epoch, id, on_reply] {
+                if (!inc_ || inc_->epoch != epoch || !inc_->in_flight.erase(id))
+                    return;
+                on_reply();
+            });
+        });
+    });
+    // No reply in time: the connection is reset, and everything in flight on it fails.
+    s_.w.after(s_.cfg.request_timeout, [this, g, epoch, id] {
+        if (g != generation_ || !inc_ || inc_->epoch != epoch || !inc_->in_flight.count(id))
+            return;
+        auto f = std::move(inc_->in_flight[id]);
+        inc_->in_flight.erase(id);
+        as_process([f] { f(error::timeout); });
+        drop_connection();
+    });
+}
+
+void process::subscribe(bool resync)
+{
+    auto conn = id_ * 1000 + inc_->epoch;
+    request(
+        [this, conn, resync]() -> std::function<void()> {
+            if (inc_ && inc_->watching)  // an UNSUBSCRIBE sent after it would come after it
+                s_.srv.subscribers().insert(conn);
+            return [this, resync] {
+                if (inc_ && inc_->watching) {
+                    inc_->fsm.on_watch(resync ? watch_event::resync : watch_event::ready, {}, local_now());
+                    step();
+                }
+            };
+        },
+        [](error_code) {});  // a lost subscription comes back with the connection (resync)
+}
+
+void process::publish(int conn)
+{
+    if (!inc_ || conn != id_ * 1000 + inc_->epoch)
+        return;
+    auto& c = *inc_;
+    auto g = generation_, epoch = c.epoch;
+    c.to_subscriber = std::max(c.to_subscriber, s_.w.now() + delay());
+    s_.w.at(c.to_subscriber, [this, g, epoch] {
+        if (g != generation_ || !inc_ || inc_->epoch != epoch || s_.w.now() < partitioned_until_)
+            return;
+        as_process([this, epoch] {
+            if (inc_ && inc_->epoch == epoch && inc_->watching) {
+                inc_->fsm.on_watch(watch_event::released, {}, local_now());
+                step();
+            }
+        });
+    });
+}
+
+// ---- the machine's actions, as lock_driver performs them ----
+
+void process::step()
+{
+    std::vector<fsm_action> acts;
+    acts.swap(inc_->fsm.actions());
+    for (auto& a : acts) {
+        if (!inc_)
+            return;
+        perform(a);
+    }
+}
+
+void process::perform(const fsm_action& a)
+{
+    auto& c = *inc_;
+    auto ttl = s_.cfg.lease;
+    auto fsm_input = [this](auto f) {
+        return [this, f](auto&&... args) {
+            if (!inc_)
+                return;
+            f(inc_->fsm, args...);
+            step();
+        };
+    };
+    switch (a.t) {
+    case fsm_action::type::attempt: {
+        auto token = a.token;
+        auto done = fsm_input(
+            [this](detail::lock_fsm& m, error_code ec, acquire_result r) { m.on_attempt_done(ec, r, local_now()); });
+        request(
+            [this, token, ttl, done]() -> std::function<void()> {
+                auto r = s_.srv.acquire(token, ttl, s_.w.now());
+                if (!s_.cfg.setnx_then_expire || !r.acquired)
+                    return [done, r] { done(error_code(), r); };
+                // The broken two-step acquire: EXPIRE sent once SETNX has answered.
+                return [this, token, ttl, done, r] {
+                    request(
+                        [this, token, ttl, done, r]() -> std::function<void()> {
+                            s_.srv.expire(token, ttl, s_.w.now());
+                            return [done, r] { done(error_code(), r); };
+                        },
+                        [done](error_code ec) { done(ec, acquire_result{}); });
+                };
+            },
+            [done](error_code ec) { done(ec, acquire_result{}); });
+        break;
+    }
+    case fsm_action::type::renew: {
+        auto token = a.token;
+        auto done = fsm_input(
+            [this](detail::lock_fsm& m, error_code ec, renew_result r) { m.on_renew_done(ec, r, local_now()); });
+        request(
+            [this, token, ttl, done]() -> std::function<void()> {
+                auto r = s_.srv.renew(token, ttl, s_.w.now());
+                return [done, r] { done(error_code(), r); };
+            },
+            [done](error_code ec) { done(ec, renew_result{}); });
+        break;
+    }
+    case fsm_action::type::release: {
+        auto token = a.token;
+        auto id = a.id;
+        auto done = fsm_input([this, id](detail::lock_fsm& m, error_code ec, bool owned) {
+            m.on_release_done(id, ec, owned, local_now());
+        });
+        request(
+            [this, token, done]() -> std::function<void()> {
+                bool owned = s_.srv.release(token, s_.w.now());
+                return [done, owned] { done(error_code(), owned); };
+            },
+            [done](error_code ec) { done(ec, false); });
+        break;
+    }
+    case fsm_action::type::watch:
+        c.watching = true;
+        if (c.up)
+            subscribe(false);
+        break;
+    case fsm_action::type::unwatch:
+        c.watching = false;
+        s_.srv.subscribers().erase(id_ * 1000 + c.epoch);  // UNSUBSCRIBE, answered before any later publish
+        break;
+    case fsm_action::type::set_timer: {
+        auto gen = ++c.timer_gen;
+        auto g = generation_;
+        s_.w.at(real_of(a.at), [this, g, gen] {
+            if (g != generation_)
+                return;
+            as_process([this, gen] {
+                if (!inc_ || inc_->timer_gen != gen)
+                    return;
+                inc_->fsm.on_timer(local_now());
+                step();
+            });
+        });
+        break;
+    }
+    case fsm_action::type::cancel_timer: ++c.timer_gen; break;
+    case fsm_action::type::complete_waiter: {
+        auto* k = by_waiter(a.id);
+        if (!k)
+            break;
+        if (a.ec || a.hold == 0) {
+            k->ph = worker::phase::idle;
+            think(*k);
+            break;
+        }
+        k->ph = worker::phase::holding;
+        k->hold = a.hold;
+        k->fence = a.fence;
+        s_.chk.grant(name(), a.fence);
+        s_.w.log(name() + " w" + std::to_string(k->index) + " holds fence " + std::to_string(a.fence));
+        auto d = draining_ || s_.w.chance(0.7) ? s_.w.ms(0, 50)
+                 : s_.w.chance(0.85)           ? s_.w.ms(100, 600)
+                                               : s_.w.ms(1500, 2500);  // past the lease: the watchdog's work
+        k->hold_until = s_.w.now() + d;
+        auto hold = a.hold;
+        auto idx = k->index;
+        s_.w.after(real_time(0), [this, idx, hold, g = generation_] {
+            if (g == generation_ && inc_)
+                as_process([this, idx, hold] {
+                    if (inc_)
+                        tick(inc_->workers[idx], hold);
+                });
+        });
+        break;
+    }
+    case fsm_action::type::complete_release: {
+        auto* k = by_release(a.id);
+        if (!k)
+            break;
+        k->ph = worker::phase::idle;
+        think(*k);
+        break;
+    }
+    case fsm_action::type::lost: s_.w.log(name() + " told of a lost lease"); break;
+    case fsm_action::type::event: break;
+    }
+}
+
+// ---- the workers ----
+
+process::worker* process::by_waiter(std::uint64_t id)
+{
+    for (auto& k : inc_->workers)
+        if (k.ph == worker::phase::waiting && k.waiter == id)
+            return &k;
+    return nullptr;
+}
+
+process::worker* process::by_release(std::uint64_t id)
+{
+    for (auto& k : inc_->workers)
+        if (k.ph == worker::phase::releasing && k.release_id == id)
+            return &k;
+    return nullptr;
+}
+
+void process::think(worker& k)
+{
+    auto idx = k.index;
+    s_.w.after(s_.w.ms(0, 20), [this, idx, g = generation_] {
+        if (g == generation_ && inc_)
+            as_process([this, idx] {
+                if (inc_ && !draining_)
+                    acquire(inc_->workers[idx]);
+            });
+    });
+}
+
+void process::acquire(worker& k)
+{
+    k.ph = worker::phase::waiting;
+    k.waiter = ++inc_->next_id;
+    inc_->fsm.on_acquire(k.waiter, 100 + static_cast<std::uint64_t>(k.index), false, local_now());
+    if (s_.faults_on && s_.w.chance(0.1)) {
+        auto waiter = k.waiter;
+        s_.w.after(s_.w.ms(0, 300), [this, waiter, g = generation_] {
+            if (g == generation_ && inc_)
+                as_process([this, waiter] {
+                    if (!inc_ || !by_waiter(waiter))
+                        return;
+                    ++s_.faults.cancels;
+                    inc_->fsm.on_cancel(waiter, boost::asio::error::operation_aborted, local_now());
+                    step();
+                });
+        });
+    }
+    step();
+}
+
+// A holder writes while its lease is valid by its own clock, every 5 ms, until its hold ends.
+void process::tick(worker& k, std::uint64_t hold)
+{
+    if (k.ph != worker::phase::holding || k.hold != hold)
+        return;
+    bool valid = local_now() < inc_->fsm.valid_until();
+    if (valid)
+        s_.chk.write(name(), k.fence);
+    if (!valid || s_.w.now() >= k.hold_until)
+        return end_hold(k);
+    auto idx = k.index;
+    s_.w.after(milliseconds(5), [this, idx, hold, g = generation_] {
+        if (g == generation_ && inc_)
+            as_process([this, idx, hold] {
+                if (inc_)
+                    tick(inc_->workers[idx], hold);
+            });
+    });
+}
+
+void process::end_hold(worker& k)
+{
+    k.ph = worker::phase::releasing;
+    k.release_id = ++inc_->next_id;
+    inc_->fsm.on_release(k.hold, k.release_id, local_now());
+    step();
+}
+
+bool process::quiet() const
+{
+    if (crashed_ || !inc_)
+        return true;
+    for (auto& k : inc_->workers)
+        if (k.ph != worker::phase::idle)
+            return false;
+    return inc_->fsm.idle();
+}
+
+}  // namespace dlock::sim

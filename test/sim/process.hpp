@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: BSL-1.0
+// One simulated client process: the real lock_fsm (src/core/lock_fsm.hpp) driven as
+// lock_driver drives it, against the Redis model over one simulated connection (requests and
+// replies each in order, with delays, lost replies, timeouts, drops and partitions), on a
+// local clock that runs at its own rate. Its workers take the lock, write to the fenced
+// resource while they believe the lease valid, and release it. Pauses defer everything the
+// process would do; a crash loses it all (the lease is left to expire at the server).
+#pragma once
+
+#include "checks.hpp"
+#include "core/lock_fsm.hpp"
+#include "redis_model.hpp"
+#include "world.hpp"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dlock::sim {
+
+/// What a schedule's processes share: the settings, the server's state beyond the model.
+struct sim_settings {
+    milliseconds lease{1000};
+    int workers = 2;
+    bool no_drift_margin = false;  ///< broken: the machine takes no margin off its leases
+    bool setnx_then_expire = false;
+    real_time request_timeout = milliseconds(200);
+};
+
+struct fault_counts {
+    std::uint64_t lost_replies = 0, drops = 0, partitions = 0, pauses = 0, crashes = 0, restarts = 0, cancels = 0;
+};
+
+struct shared_state {
+    world& w;
+    redis_model& srv;
+    checks& chk;
+    fault_counts& faults;
+    const sim_settings& cfg;
+    bool faults_on = true;           ///< lost replies and cancellations happen (the fault phase)
+    real_time server_down_until{0};  ///< a restarting server takes no request before this
+};
+
+class process {
+public:
+    process(shared_state& s, int id);
+    ~process();
+
+    void start();
+    /// Stops the process for `d`: nothing it would do happens before it resumes.
+    void pause(real_time d);
+    /// Kills the process; a new incarnation starts after `restart_after`.
+    void crash(real_time restart_after);
+    /// Cuts its connection both ways for `d` (requests and replies in flight are lost).
+    void partition(real_time d);
+    /// The connection breaks (a reset, or the server restarting).
+    void drop_connection();
+    /// A publish on the release channel reaches the connection `conn` (if it is still ours).
+    void publish(int conn);
+    /// No new acquires from now on (the drain phase).
+    void drain() { draining_ = true; }
+    /// Nothing waiting, held or in flight, and the machine idle.
+    bool quiet() const;
+    std::string name() const;
+
+private:
+    struct incarnation;
+    struct worker {
+        int index = 0;
+        enum class phase {
+            idle,
+            waiting,
+            holding,
+            releasing
+        } ph = phase::idle;
+        std::uint64_t waiter = 0, hold = 0, fence = 0, release_id = 0;
+        real_time hold_until{0};
+    };
+
+    // The local clock, and real time from a local time point.
+    detail::time_point local_now() const;
+    real_time real_of(detail::time_point t) const;
+    // Runs `f` as the process (deferred while paused, dropped after a crash of its incarnation).
+    void as_process(std::function<void()> f);
+    void step();  // performs the machine's actions
+    void perform(const detail::fsm_action& a);
+
+    // The connection. A message's delay: mostly under a millisecond, sometimes long (a
+    // stalled network or server), each way kept in order.
+    real_time delay();
+    void request(std::function<std::function<void()>()> apply, std::function<void(boost::system::error_code)> failed);
+    void connect();
+    void fail_in_flight(boost::system::error_code ec);
+    void subscribe(bool resync);
+
+    // The workers.
+    void think(worker& k);
+    void acquire(worker& k);
+    void tick(worker& k, std::uint64_t hold);
+    void end_hold(worker& k);
+    worker* by_waiter(std::uint64_t id);
+    worker* by_release(std::uint64_t id);
+
+    shared_state& s_;
+    int id_;
+    int generation_ = 0;  // incarnations
+    double rate_ = 1.0;
+    std::int64_t offset_ns_ = 0;
+    bool paused_ = false, crashed_ = false, draining_ = false;
+    real_time partitioned_until_{0};
+    std::vector<std::function<void()>> deferred_;
+    std::unique_ptr<incarnation> inc_;
+};
+
+}  // namespace dlock::sim

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: BSL-1.0
+// One Redis node as dlock's mutex scripts use it (src/redis/redis_scripts.hpp): a lock hash
+// {owner, fence} with a PTTL, the fencing counter, the name's release channel. Small on
+// purpose: each operation is one script's effect, applied at the server's time. The broken
+// variants are the classic mistakes the checks must catch.
+#pragma once
+
+#include <dlock/store.hpp>
+
+#include "world.hpp"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace dlock::sim {
+
+/// Deliberately broken variants of the server's side of the recipe.
+struct redis_faults {
+    bool release_without_owner_check = false;  ///< DEL whatever holds the name
+    bool setnx_then_expire = false;            ///< the lease's expiry set by a second request
+    bool counter_not_durable = false;          ///< a restart loses the fencing counter
+};
+
+class redis_model {
+public:
+    explicit redis_model(redis_faults f = {}) : faults_(f) {}
+
+    /// The acquire script: ours if free (or expired) or already ours; else the holder's PTTL.
+    /// With setnx_then_expire the lock has no expiry until expire() comes.
+    acquire_result acquire(const std::string& token, milliseconds ttl, real_time now);
+    /// The second request of the broken two-step acquire.
+    void expire(const std::string& token, milliseconds ttl, real_time now);
+    renew_result renew(const std::string& token, milliseconds ttl, real_time now);
+    /// The release script: only the owner's (unless broken); publishes on the channel.
+    bool release(const std::string& token, real_time now);
+    /// A restart with the data kept (AOF): only a broken counter is lost.
+    void restart();
+
+    /// The connections subscribed to the name's release channel.
+    std::set<int>& subscribers() noexcept { return subscribers_; }
+    /// Who holds the name at `now` (expired leases do not hold).
+    std::optional<std::string> holder(real_time now) const;
+    /// Called for each publish on the release channel (the world delivers it).
+    std::function<void()> on_publish;
+
+private:
+    struct lock_row {
+        std::string owner;
+        std::uint64_t fence = 0;
+        std::optional<real_time> expires;  // none: no expiry (the broken two-step acquire)
+    };
+    bool live(real_time now) const { return row_ && (!row_->expires || *row_->expires > now); }
+
+    redis_faults faults_;
+    std::optional<lock_row> row_;
+    std::uint64_t counter_ = 0;
+    std::set<int> subscribers_;
+};
+
+}  // namespace dlock::sim

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: BSL-1.0
+#include "schedule.hpp"
+
+#include <memory>
+
+namespace dlock::sim {
+
+const std::vector<broken_recipe>& broken_recipes()
+{
+    static const std::vector<broken_recipe> all = [] {
+        std::vector<broken_recipe> v;
+        v.push_back({"no_drift_margin", "the machine takes no margin off its lease for clock drift"});
+        v.back().no_drift_margin = true;
+        v.push_back({"release_without_owner_check", "the release deletes the lock whoever holds it"});
+        v.back().server.release_without_owner_check = true;
+        v.push_back({"setnx_then_expire", "SETNX, then EXPIRE in a second request"});
+        v.back().server.setnx_then_expire = true;
+        v.back().setnx_then_expire = true;
+        v.push_back({"counter_not_durable", "a server restart loses the fencing counter"});
+        v.back().server.counter_not_durable = true;
+        return v;
+    }();
+    return all;
+}
+
+schedule_result run_schedule(std::uint64_t seed, const broken_recipe& recipe)
+{
+    constexpr int processes = 3;
+    const real_time fault_end = milliseconds(8000), bound = milliseconds(20000);
+    world w(seed);
+    redis_model srv(recipe.server);
+    checks chk(w);
+    fault_counts faults;
+    sim_settings cfg;
+    cfg.no_drift_margin = recipe.no_drift_margin;
+    cfg.setnx_then_expire = recipe.setnx_then_expire;
+    shared_state shared{w, srv, chk, faults, cfg};
+    std::vector<std::unique_ptr<process>> ps;
+    for (int i = 0; i < processes; ++i)
+        ps.push_back(std::make_unique<process>(shared, i));
+    srv.on_publish = [&] {
+        for (int conn : srv.subscribers())
+            ps[static_cast<std::size_t>(conn / 1000)]->publish(conn);
+    };
+    for (auto& p : ps)
+        p->start();
+
+    // The faults, one every 50 to 400 ms until fault_end.
+    for (real_time t = w.ms(50, 400); t < fault_end; t += w.ms(50, 400)) {
+        w.at(t, [&] {
+            auto& p = *ps[static_cast<std::size_t>(w.uniform(0, processes - 1))];
+            auto pick = w.unit();
+            if (pick < 0.15)
+                p.pause(w.ms(100, 2500));
+            else if (pick < 0.25)
+                p.crash(w.ms(0, 500));
+            else if (pick < 0.40)
+                p.partition(w.ms(100, 1500));
+            else if (pick < 0.55)
+                p.drop_connection();
+            else if (pick < 0.60) {
+                ++faults.restarts;
+                w.log("server restarted");
+                srv.restart();
+                shared.server_down_until = w.now() + w.ms(10, 50);
+                for (auto& q : ps)
+                    q->drop_connection();
+            }
+        });
+    }
+    w.run_until(fault_end);
+    // The drain: no more faults or new acquires; every waiter must be served in time.
+    shared.faults_on = false;
+    w.log("faults stop; draining");
+    for (auto& p : ps)
+        p->drain();
+    w.run_until(fault_end + bound);
+    for (auto& p : ps)
+        if (!p->quiet())
+            chk.violation("liveness: " + p->name() + " still waits, holds or talks to the store " +
+                          std::to_string(bound.count() / 1'000'000) + " ms after the faults stopped");
+    if (auto h = srv.holder(w.now()))
+        chk.violation("left behind: the lock is still held by " + *h);
+    if (!srv.subscribers().empty())
+        chk.violation("left behind: a subscription to the release channel");
+
+    schedule_result r;
+    r.ok = chk.ok();
+    r.violation = chk.first();
+    r.trace = w.trace();
+    r.faults = faults;
+    r.grants = chk.grants();
+    r.writes = chk.writes();
+    return r;
+}
+
+}  // namespace dlock::sim

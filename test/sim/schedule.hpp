@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: BSL-1.0
+// One schedule: a seed decides the processes' clocks, every fault and every choice of the
+// workload; run_schedule plays it and says what the checks found.
+#pragma once
+
+#include "process.hpp"
+#include "redis_model.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dlock::sim {
+
+/// A deliberately broken recipe the checks must catch (empty name: the real one).
+struct broken_recipe {
+    std::string name, what;
+    redis_faults server{};
+    bool no_drift_margin = false;
+    bool setnx_then_expire = false;
+};
+const std::vector<broken_recipe>& broken_recipes();
+
+struct schedule_result {
+    bool ok = true;
+    std::string violation;
+    std::vector<std::string> trace;
+    fault_counts faults;
+    std::uint64_t grants = 0, writes = 0;
+};
+
+/// Plays the schedule of `seed` on the Redis model: 3 processes of 2 workers, faults for
+/// 8 s of simulated time, then a drain in which every waiter must be served and nothing left.
+schedule_result run_schedule(std::uint64_t seed, const broken_recipe& recipe);
+
+}  // namespace dlock::sim
