@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: BSL-1.0
 // dlock_sim: the real lock machine against a model of its store, under seeded faults, many
-// schedules (docs/simulation.md). Exits 1 on a violation (printing its seed and trace), or
-// with --expect-caught, 1 if no schedule caught the broken recipe.
+// schedules (docs/simulation.md). Exits 1 on a violation (printing its seed, trace and the
+// command that replays it), or with --expect-caught, 1 if no schedule caught the broken recipe.
 #include "schedule.hpp"
 
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -19,11 +20,11 @@ namespace {
 
 int usage(int status)
 {
-    std::printf("usage: dlock_sim [--store redis|all] [--seeds N] [--first S] [--seed S] [--seconds N]\n"
-                "                 [--broken NAME [--expect-caught]] [--list-broken] [--trace] [--json]\n"
-                "  --seeds N         schedules to run (default 200), seeds S, S+1, ... from --first (1)\n"
-                "  --seconds N       stop after N seconds of wall time instead (a long run)\n"
-                "  --seed S          replay one schedule and print its trace\n"
+    std::printf("usage: dlock_sim [--store redis|redis-nohandoff|all] [--seeds N] [--first S] [--seconds N]\n"
+                "                 [--seed S] [--broken NAME [--expect-caught]] [--list-broken] [--trace] [--json]\n"
+                "  --seeds N         schedules per store (default 200): seeds S, S+1, ... from --first (1)\n"
+                "  --seconds N       instead, run each store for N seconds of wall time (a long run)\n"
+                "  --seed S          replay one schedule of --store (default redis) and print its trace\n"
                 "  --broken NAME     run a deliberately broken recipe (--list-broken lists them)\n"
                 "  --expect-caught   with --broken: succeed only if some schedule catches it\n");
     return status;
@@ -36,36 +37,122 @@ bool number(const char* s, std::uint64_t& out)
     return end && *end == '\0' && *s != '\0';
 }
 
+struct options {
+    std::vector<std::string> stores{"all"};
+    std::string broken;
+    std::uint64_t seeds = 200, first = 1, seconds = 0;
+    std::optional<std::uint64_t> one;
+    bool json = false, trace = false, expect_caught = false;
+};
+
+struct store_report {
+    std::uint64_t schedules = 0, grants = 0, writes = 0;
+    fault_counts faults;
+    double seconds = 0;
+    std::optional<std::uint64_t> failing;
+    schedule_result failed;
+};
+
+store_report run_store(const std::string& store, const options& o, const broken_recipe& recipe)
+{
+    store_report rep;
+    auto t0 = std::chrono::steady_clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+    for (std::uint64_t s = o.first; o.seconds ? elapsed() < double(o.seconds) : rep.schedules < o.seeds; ++s) {
+        auto r = run_schedule(store, s, recipe);
+        ++rep.schedules;
+        rep.grants += r.grants;
+        rep.writes += r.writes;
+        auto& f = rep.faults;
+        f.lost_replies += r.faults.lost_replies;
+        f.drops += r.faults.drops;
+        f.partitions += r.faults.partitions;
+        f.pauses += r.faults.pauses;
+        f.crashes += r.faults.crashes;
+        f.restarts += r.faults.restarts;
+        f.cancels += r.faults.cancels;
+        if (!r.ok) {
+            rep.failing = s;
+            rep.failed = std::move(r);
+            break;
+        }
+    }
+    rep.seconds = elapsed();
+    return rep;
+}
+
+void print(const std::string& store, const options& o, const store_report& r)
+{
+    const auto& f = r.faults;
+    auto label = store + (o.broken.empty() ? "" : " [" + o.broken + "]");
+    if (o.json) {
+        boost::json::object faults{{"lost_replies", f.lost_replies},
+                                   {"drops", f.drops},
+                                   {"partitions", f.partitions},
+                                   {"pauses", f.pauses},
+                                   {"crashes", f.crashes},
+                                   {"restarts", f.restarts},
+                                   {"cancels", f.cancels}};
+        boost::json::object j{{"store", store},
+                              {"broken", o.broken},
+                              {"schedules", r.schedules},
+                              {"violations", r.failing ? 1 : 0},
+                              {"grants", r.grants},
+                              {"writes", r.writes},
+                              {"faults", faults},
+                              {"seconds", r.seconds},
+                              {"schedules_per_s", double(r.schedules) / std::max(r.seconds, 1e-9)}};
+        if (r.failing)
+            j["seed"] = *r.failing;
+        std::printf("%s\n", boost::json::serialize(j).c_str());
+    } else {
+        std::printf("%s: %llu schedules in %.1f s (%.0f/s), %llu grants, %llu writes; faults: %llu lost replies, "
+                    "%llu drops, %llu partitions, %llu pauses, %llu crashes, %llu server restarts, %llu cancels\n",
+                    label.c_str(), (unsigned long long)r.schedules, r.seconds,
+                    double(r.schedules) / std::max(r.seconds, 1e-9), (unsigned long long)r.grants,
+                    (unsigned long long)r.writes, (unsigned long long)f.lost_replies, (unsigned long long)f.drops,
+                    (unsigned long long)f.partitions, (unsigned long long)f.pauses, (unsigned long long)f.crashes,
+                    (unsigned long long)f.restarts, (unsigned long long)f.cancels);
+    }
+    if (!r.failing)
+        return;
+    std::printf("%s seed %llu: %s\n", store.c_str(), (unsigned long long)*r.failing, r.failed.violation.c_str());
+    if (o.trace || o.broken.empty()) {
+        auto& t = r.failed.trace;
+        for (std::size_t i = t.size() > 40 ? t.size() - 40 : 0; i < t.size(); ++i)
+            std::printf("  %s\n", t[i].c_str());
+        std::printf("replay: dlock_sim --store %s%s --seed %llu\n", store.c_str(),
+                    o.broken.empty() ? "" : (" --broken " + o.broken).c_str(), (unsigned long long)*r.failing);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
 {
-    std::string store = "redis", broken;
-    std::uint64_t seeds = 200, first = 1, seconds = 0;
-    std::optional<std::uint64_t> one;
-    bool json = false, trace = false, expect_caught = false;
+    options o;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto value = [&](std::uint64_t& out) { return i + 1 < argc && number(argv[++i], out); };
         std::uint64_t v = 0;
         if (a == "--store" && i + 1 < argc)
-            store = argv[++i];
-        else if (a == "--seeds" && value(seeds))
+            o.stores = {argv[++i]};
+        else if (a == "--seeds" && value(o.seeds))
             ;
-        else if (a == "--first" && value(first))
+        else if (a == "--first" && value(o.first))
             ;
-        else if (a == "--seconds" && value(seconds))
+        else if (a == "--seconds" && value(o.seconds))
             ;
         else if (a == "--seed" && value(v))
-            one = v;
+            o.one = v;
         else if (a == "--broken" && i + 1 < argc)
-            broken = argv[++i];
+            o.broken = argv[++i];
         else if (a == "--expect-caught")
-            expect_caught = true;
+            o.expect_caught = true;
         else if (a == "--trace")
-            trace = true;
+            o.trace = true;
         else if (a == "--json")
-            json = true;
+            o.json = true;
         else if (a == "--list-broken") {
             for (auto& b : broken_recipes())
                 std::printf("%-30s %s\n", b.name.c_str(), b.what.c_str());
@@ -73,101 +160,38 @@ int main(int argc, char** argv)
         } else
             return usage(a == "--help" ? 0 : 2);
     }
-    if (store != "redis" && store != "all") {
-        std::fprintf(stderr, "dlock_sim: no model of '%s' yet (models: redis)\n", store.c_str());
+    const auto& models = store_models();
+    if (o.stores[0] == "all")
+        o.stores = o.one || !o.broken.empty() ? std::vector<std::string>{"redis"} : models;
+    else if (std::find(models.begin(), models.end(), o.stores[0]) == models.end()) {
+        std::fprintf(stderr, "dlock_sim: no model of '%s' (models: redis, redis-nohandoff)\n", o.stores[0].c_str());
         return 2;
     }
     broken_recipe recipe;
-    if (!broken.empty()) {
-        bool found = false;
-        for (auto& b : broken_recipes())
-            if (b.name == broken) {
-                recipe = b;
-                found = true;
-            }
-        if (!found) {
-            std::fprintf(stderr, "dlock_sim: no broken recipe '%s' (see --list-broken)\n", broken.c_str());
+    if (!o.broken.empty()) {
+        auto it = std::find_if(broken_recipes().begin(), broken_recipes().end(),
+                               [&](const broken_recipe& b) { return b.name == o.broken; });
+        if (it == broken_recipes().end()) {
+            std::fprintf(stderr, "dlock_sim: no broken recipe '%s' (see --list-broken)\n", o.broken.c_str());
             return 2;
         }
+        recipe = *it;
     }
-    if (one) {
-        auto r = run_schedule(*one, recipe);
+    if (o.one) {
+        auto r = run_schedule(o.stores[0], *o.one, recipe);
         for (auto& line : r.trace)
             std::printf("%s\n", line.c_str());
-        std::printf("seed %llu: %s\n", static_cast<unsigned long long>(*one), r.ok ? "ok" : r.violation.c_str());
+        std::printf("%s seed %llu: %s\n", o.stores[0].c_str(), (unsigned long long)*o.one,
+                    r.ok ? "ok" : r.violation.c_str());
         return r.ok ? 0 : 1;
     }
-    auto t0 = std::chrono::steady_clock::now();
-    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-    std::uint64_t run = 0, violations = 0, grants = 0, writes = 0;
-    fault_counts total;
-    std::optional<std::uint64_t> failing;
-    schedule_result failed;
-    for (std::uint64_t s = first; seconds ? elapsed() < double(seconds) : run < seeds; ++s) {
-        auto r = run_schedule(s, recipe);
-        ++run;
-        grants += r.grants;
-        writes += r.writes;
-        total.lost_replies += r.faults.lost_replies;
-        total.drops += r.faults.drops;
-        total.partitions += r.faults.partitions;
-        total.pauses += r.faults.pauses;
-        total.crashes += r.faults.crashes;
-        total.restarts += r.faults.restarts;
-        total.cancels += r.faults.cancels;
-        if (!r.ok) {
-            ++violations;
-            if (!failing) {
-                failing = s;
-                failed = r;
-            }
-            if (expect_caught || broken.empty())
-                break;
-        }
+    bool any_failed = false;
+    for (auto& store : o.stores) {
+        auto r = run_store(store, o, recipe);
+        print(store, o, r);
+        any_failed = any_failed || r.failing.has_value();
     }
-    double secs = elapsed();
-    if (json) {
-        boost::json::object f{{"lost_replies", total.lost_replies},
-                              {"drops", total.drops},
-                              {"partitions", total.partitions},
-                              {"pauses", total.pauses},
-                              {"crashes", total.crashes},
-                              {"restarts", total.restarts},
-                              {"cancels", total.cancels}};
-        boost::json::object o{{"store", "redis"},
-                              {"broken", broken},
-                              {"schedules", run},
-                              {"violations", violations},
-                              {"grants", grants},
-                              {"writes", writes},
-                              {"faults", f},
-                              {"seconds", secs},
-                              {"schedules_per_s", double(run) / secs}};
-        if (failing)
-            o["seed"] = *failing;
-        std::printf("%s\n", boost::json::serialize(o).c_str());
-    } else {
-        std::printf("redis%s: %llu schedules in %.1f s (%.0f/s), %llu grants, %llu writes; faults: %llu lost replies, "
-                    "%llu drops, %llu partitions, %llu pauses, %llu crashes, %llu server restarts, %llu cancels\n",
-                    broken.empty() ? "" : (" [" + broken + "]").c_str(), static_cast<unsigned long long>(run), secs,
-                    double(run) / secs, static_cast<unsigned long long>(grants),
-                    static_cast<unsigned long long>(writes), static_cast<unsigned long long>(total.lost_replies),
-                    static_cast<unsigned long long>(total.drops), static_cast<unsigned long long>(total.partitions),
-                    static_cast<unsigned long long>(total.pauses), static_cast<unsigned long long>(total.crashes),
-                    static_cast<unsigned long long>(total.restarts), static_cast<unsigned long long>(total.cancels));
-    }
-    if (failing) {
-        std::printf("seed %llu: %s\n", static_cast<unsigned long long>(*failing), failed.violation.c_str());
-        if (trace || broken.empty()) {
-            auto& t = failed.trace;
-            std::size_t from = t.size() > 40 ? t.size() - 40 : 0;
-            for (std::size_t i = from; i < t.size(); ++i)
-                std::printf("  %s\n", t[i].c_str());
-            std::printf("replay: dlock_sim%s --seed %llu\n", broken.empty() ? "" : (" --broken " + broken).c_str(),
-                        static_cast<unsigned long long>(*failing));
-        }
-    }
-    if (expect_caught)
-        return failing ? 0 : 1;
-    return failing ? 1 : 0;
+    if (o.expect_caught)
+        return any_failed ? 0 : 1;
+    return any_failed ? 1 : 0;
 }

@@ -23,6 +23,7 @@ struct process::incarnation {
         f.renew_every = cfg.lease / 3;
         f.backoff_min = milliseconds(5);
         f.backoff_max = milliseconds(1000);
+        f.direct_handoff = cfg.handoff;
         return f;
     }
 
@@ -37,6 +38,7 @@ struct process::incarnation {
     // (each with what to do if it fails), the delivery times that keep each way in order.
     int epoch = 0;
     bool up = false, watching = false;
+    std::string watch_token;  // the watch's grant channel (direct hand-off), if any
     std::map<std::uint64_t, std::function<void(error_code)>> in_flight;
     real_time to_server{0}, to_client{0}, to_subscriber{0};  // the subscriber: a connection of its own
 };
@@ -116,7 +118,7 @@ void process::crash(real_time restart_after)
     paused_ = false;
     deferred_.clear();
     if (inc_)
-        s_.srv.subscribers().erase(id_ * 1000 + inc_->epoch);
+        s_.srv.unsubscribe_all(id_ * 1000 + inc_->epoch);
     inc_.reset();
     s_.w.after(restart_after, [this] { start(); });
 }
@@ -159,7 +161,7 @@ void process::drop_connection()
     if (!inc_ || !inc_->up)
         return;
     ++s_.faults.drops;
-    s_.srv.subscribers().erase(id_ * 1000 + inc_->epoch);
+    s_.srv.unsubscribe_all(id_ * 1000 + inc_->epoch);
     ++inc_->epoch;
     inc_->up = false;
     fail_in_flight(error::connection_lost);
@@ -231,8 +233,11 @@ void process::subscribe(bool resync)
     auto conn = id_ * 1000 + inc_->epoch;
     request(
         [this, conn, resync]() -> std::function<void()> {
-            if (inc_ && inc_->watching)  // an UNSUBSCRIBE sent after it would come after it
+            if (inc_ && inc_->watching) {  // an UNSUBSCRIBE sent after it would come after it
                 s_.srv.subscribers().insert(conn);
+                if (!inc_->watch_token.empty())
+                    s_.srv.grant_subscribers(inc_->watch_token).insert(conn);
+            }
             return [this, resync] {
                 if (inc_ && inc_->watching) {
                     inc_->fsm.on_watch(resync ? watch_event::resync : watch_event::ready, {}, local_now());
@@ -243,22 +248,41 @@ void process::subscribe(bool resync)
         [](error_code) {});  // a lost subscription comes back with the connection (resync)
 }
 
-void process::publish(int conn)
+void process::to_subscriber(int conn, std::function<void()> f)
 {
     if (!inc_ || conn != id_ * 1000 + inc_->epoch)
         return;
     auto& c = *inc_;
     auto g = generation_, epoch = c.epoch;
     c.to_subscriber = std::max(c.to_subscriber, s_.w.now() + delay());
-    s_.w.at(c.to_subscriber, [this, g, epoch] {
+    s_.w.at(c.to_subscriber, [this, g, epoch, f] {
         if (g != generation_ || !inc_ || inc_->epoch != epoch || s_.w.now() < partitioned_until_)
             return;
-        as_process([this, epoch] {
-            if (inc_ && inc_->epoch == epoch && inc_->watching) {
-                inc_->fsm.on_watch(watch_event::released, {}, local_now());
-                step();
-            }
+        as_process([this, epoch, f] {
+            if (inc_ && inc_->epoch == epoch && inc_->watching)
+                f();
         });
+    });
+}
+
+void process::publish(int conn)
+{
+    to_subscriber(conn, [this] {
+        inc_->fsm.on_watch(watch_event::released, {}, local_now());
+        step();
+    });
+}
+
+void process::grant(int conn, const std::string& token, std::uint64_t fence, milliseconds ttl)
+{
+    to_subscriber(conn, [this, token, fence, ttl] {
+        if (inc_->watch_token != token)
+            return;
+        grant_notice g;
+        g.fencing_token = fence;
+        g.ttl = ttl;
+        inc_->fsm.on_watch(watch_event::granted, g, local_now());
+        step();
     });
 }
 
@@ -290,11 +314,12 @@ void process::perform(const fsm_action& a)
     switch (a.t) {
     case fsm_action::type::attempt: {
         auto token = a.token;
+        auto queue = a.queue;
         auto done = fsm_input(
             [this](detail::lock_fsm& m, error_code ec, acquire_result r) { m.on_attempt_done(ec, r, local_now()); });
         request(
-            [this, token, ttl, done]() -> std::function<void()> {
-                auto r = s_.srv.acquire(token, ttl, s_.w.now());
+            [this, token, ttl, queue, done]() -> std::function<void()> {
+                auto r = s_.srv.acquire(token, ttl, queue, s_.w.now());
                 if (!s_.cfg.setnx_then_expire || !r.acquired)
                     return [done, r] { done(error_code(), r); };
                 // The broken two-step acquire: EXPIRE sent once SETNX has answered.
@@ -338,12 +363,17 @@ void process::perform(const fsm_action& a)
     }
     case fsm_action::type::watch:
         c.watching = true;
+        c.watch_token = a.token;
         if (c.up)
             subscribe(false);
         break;
     case fsm_action::type::unwatch:
         c.watching = false;
-        s_.srv.subscribers().erase(id_ * 1000 + c.epoch);  // UNSUBSCRIBE, answered before any later publish
+        // UNSUBSCRIBE, answered before any later publish.
+        s_.srv.subscribers().erase(id_ * 1000 + c.epoch);
+        if (!c.watch_token.empty())
+            s_.srv.grant_subscribers(c.watch_token).erase(id_ * 1000 + c.epoch);
+        c.watch_token.clear();
         break;
     case fsm_action::type::set_timer: {
         auto gen = ++c.timer_gen;

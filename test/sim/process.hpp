@@ -25,6 +25,7 @@ struct sim_settings {
     int workers = 2;
     bool no_drift_margin = false;  ///< broken: the machine takes no margin off its leases
     bool setnx_then_expire = false;
+    bool handoff = true;  ///< redis_store's direct hand-off (false: woken by releases, as cluster_store)
     real_time request_timeout = milliseconds(200);
 };
 
@@ -58,6 +59,8 @@ public:
     void drop_connection();
     /// A publish on the release channel reaches the connection `conn` (if it is still ours).
     void publish(int conn);
+    /// A hand-off's publish on `token`'s grant channel reaches `conn`.
+    void grant(int conn, const std::string& token, std::uint64_t fence, milliseconds ttl);
     /// No new acquires from now on (the drain phase).
     void drain() { draining_ = true; }
     /// Nothing waiting, held or in flight, and the machine idle.
@@ -93,6 +96,8 @@ private:
     void connect();
     void fail_in_flight(boost::system::error_code ec);
     void subscribe(bool resync);
+    // Delivers `f` on the subscriber's way of the connection `conn`, if it is still ours.
+    void to_subscriber(int conn, std::function<void()> f);
 
     // The workers.
     void think(worker& k);

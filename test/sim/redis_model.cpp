@@ -1,18 +1,51 @@
 // SPDX-License-Identifier: BSL-1.0
 #include "redis_model.hpp"
 
+#include <algorithm>
+
 namespace dlock::sim {
 
-acquire_result redis_model::acquire(const std::string& token, milliseconds ttl, real_time now)
+namespace {
+
+template <class T>
+void erase_value(std::vector<T>& v, const T& x)
 {
+    v.erase(std::remove(v.begin(), v.end(), x), v.end());
+}
+
+}  // namespace
+
+void redis_model::purge_queue(real_time now)
+{
+    if (now >= queue_expires_) {
+        queue_.clear();
+        queue_ttl_.clear();
+    }
+}
+
+acquire_result redis_model::acquire(const std::string& token, milliseconds ttl, bool queue, real_time now)
+{
+    purge_queue(now);
     acquire_result r;
     if (live(now) && row_->owner != token) {
-        r.holder_ttl =
-            row_->expires ? std::chrono::duration_cast<milliseconds>(*row_->expires - now) : milliseconds(-1);
+        auto pttl = row_->expires ? std::chrono::duration_cast<milliseconds>(*row_->expires - now) : milliseconds(-1);
+        r.holder_ttl = pttl;
+        row_->contended = true;
+        if (!queue)
+            return r;
+        row_->queued = true;
+        if (!queue_ttl_.count(token))
+            queue_.push_back(token);
+        queue_ttl_[token] = ttl;
+        // The queue lives one waiter lease past the holder's, only ever extended.
+        queue_expires_ = std::max(queue_expires_, now + std::max(pttl, milliseconds(0)) + ttl);
         return r;
     }
-    if (!live(now))
+    if (!live(now)) {
         row_ = lock_row{token, ++counter_, std::nullopt};
+        if (queue && queue_ttl_.erase(token))
+            erase_value(queue_, token);
+    }
     if (!faults_.setnx_then_expire || row_->expires)
         row_->expires = now + ttl;
     r.acquired = true;
@@ -32,17 +65,57 @@ renew_result redis_model::renew(const std::string& token, milliseconds ttl, real
     if (!live(now) || row_->owner != token)
         return {};
     row_->expires = now + ttl;
-    return {true, false};
+    return {true, std::exchange(row_->contended, false)};
 }
 
 bool redis_model::release(const std::string& token, real_time now)
 {
-    if (!live(now) || (row_->owner != token && !faults_.release_without_owner_check))
+    purge_queue(now);
+    if (!live(now) || (row_->owner != token && !faults_.release_without_owner_check)) {
+        if (queue_ttl_.erase(token))
+            erase_value(queue_, token);
         return false;
+    }
+    if (row_->queued) {
+        while (!queue_.empty()) {
+            auto w = queue_.front();
+            queue_.erase(queue_.begin());
+            auto ttl = queue_ttl_[w];
+            queue_ttl_.erase(w);
+            if (w == row_->owner || grants_[w].empty())
+                continue;  // a dead waiter: nobody listens on its grant channel
+            auto fence = faults_.handoff_reuses_fence ? row_->fence : ++counter_;
+            bool more = !queue_.empty();
+            row_ = lock_row{w, fence, now + ttl, more, more};
+            if (on_grant)
+                on_grant(w, fence, ttl);
+            return true;
+        }
+    }
     row_.reset();
     if (on_publish)
         on_publish();
     return true;
+}
+
+void redis_model::unsubscribe_all(int conn)
+{
+    subscribers_.erase(conn);
+    for (auto& [token, conns] : grants_)
+        conns.erase(conn);
+}
+
+std::string redis_model::leftovers(real_time now)
+{
+    purge_queue(now);
+    if (!subscribers_.empty())
+        return "a subscription to the release channel";
+    for (auto& [token, conns] : grants_)
+        if (!conns.empty())
+            return "a subscription to " + token + "'s grant channel";
+    if (!queue_.empty())
+        return "the queued token " + queue_.front();
+    return {};
 }
 
 void redis_model::restart()
@@ -50,6 +123,7 @@ void redis_model::restart()
     if (faults_.counter_not_durable)
         counter_ = 0;
     subscribers_.clear();  // every connection is gone with the server
+    grants_.clear();
 }
 
 std::optional<std::string> redis_model::holder(real_time now) const

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSL-1.0
 // One Redis node as dlock's mutex scripts use it (src/redis/redis_scripts.hpp): a lock hash
-// {owner, fence} with a PTTL, the fencing counter, the name's release channel. Small on
-// purpose: each operation is one script's effect, applied at the server's time. The broken
-// variants are the classic mistakes the checks must catch.
+// {owner, fence, contended, queued} with a PTTL, the fencing counter, the direct hand-off's
+// queue of tokens with their leases (expiring one waiter lease after the holder's), the
+// name's release channel and each waiter's grant channel. Small on purpose: each operation
+// is one script's effect, applied at the server's time. The broken variants are the classic
+// mistakes the checks must catch.
 #pragma once
 
 #include <dlock/store.hpp>
@@ -13,6 +15,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace dlock::sim {
 
@@ -21,42 +24,58 @@ struct redis_faults {
     bool release_without_owner_check = false;  ///< DEL whatever holds the name
     bool setnx_then_expire = false;            ///< the lease's expiry set by a second request
     bool counter_not_durable = false;          ///< a restart loses the fencing counter
+    bool handoff_reuses_fence = false;         ///< a hand-off gives the waiter the holder's fence
 };
 
 class redis_model {
 public:
     explicit redis_model(redis_faults f = {}) : faults_(f) {}
 
-    /// The acquire script: ours if free (or expired) or already ours; else the holder's PTTL.
-    /// With setnx_then_expire the lock has no expiry until expire() comes.
-    acquire_result acquire(const std::string& token, milliseconds ttl, real_time now);
+    /// The acquire script: ours if free (or expired) or already ours; else the holder's PTTL,
+    /// and with `queue` the token queued for a hand-off. With setnx_then_expire the lock has
+    /// no expiry until expire() comes.
+    acquire_result acquire(const std::string& token, milliseconds ttl, bool queue, real_time now);
     /// The second request of the broken two-step acquire.
     void expire(const std::string& token, milliseconds ttl, real_time now);
     renew_result renew(const std::string& token, milliseconds ttl, real_time now);
-    /// The release script: only the owner's (unless broken); publishes on the channel.
+    /// The release script: only the owner's (unless broken), handed to the first queued token
+    /// whose grant channel has a subscriber, else freed with a publish on the channel; a
+    /// token that does not hold is withdrawn from the queue.
     bool release(const std::string& token, real_time now);
     /// A restart with the data kept (AOF): only a broken counter is lost.
     void restart();
 
-    /// The connections subscribed to the name's release channel.
+    /// The connections subscribed to the name's release channel, and `token`'s grant channel.
     std::set<int>& subscribers() noexcept { return subscribers_; }
+    std::set<int>& grant_subscribers(const std::string& token) { return grants_[token]; }
+    /// Every subscription of `conn` (its connection went).
+    void unsubscribe_all(int conn);
+    /// Anything subscribed, or a queued token whose entry has not expired.
+    std::string leftovers(real_time now);
     /// Who holds the name at `now` (expired leases do not hold).
     std::optional<std::string> holder(real_time now) const;
-    /// Called for each publish on the release channel (the world delivers it).
+    /// Called for each publish on the release channel, and on a grant channel.
     std::function<void()> on_publish;
+    std::function<void(const std::string& token, std::uint64_t fence, milliseconds ttl)> on_grant;
 
 private:
     struct lock_row {
         std::string owner;
         std::uint64_t fence = 0;
         std::optional<real_time> expires;  // none: no expiry (the broken two-step acquire)
+        bool contended = false, queued = false;
     };
+    void purge_queue(real_time now);
     bool live(real_time now) const { return row_ && (!row_->expires || *row_->expires > now); }
 
     redis_faults faults_;
     std::optional<lock_row> row_;
     std::uint64_t counter_ = 0;
     std::set<int> subscribers_;
+    std::map<std::string, std::set<int>> grants_;
+    std::vector<std::string> queue_;
+    std::map<std::string, milliseconds> queue_ttl_;
+    real_time queue_expires_{0};
 };
 
 }  // namespace dlock::sim

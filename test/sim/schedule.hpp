@@ -19,6 +19,10 @@ struct broken_recipe {
     bool no_drift_margin = false;
     bool setnx_then_expire = false;
 };
+
+/// The stores the simulator models: redis (redis_store, with its direct hand-off) and
+/// redis-nohandoff (waiters woken by releases, as cluster_store and Redlock's nodes).
+const std::vector<std::string>& store_models();
 const std::vector<broken_recipe>& broken_recipes();
 
 struct schedule_result {
@@ -29,8 +33,8 @@ struct schedule_result {
     std::uint64_t grants = 0, writes = 0;
 };
 
-/// Plays the schedule of `seed` on the Redis model: 3 processes of 2 workers, faults for
+/// Plays the schedule of `seed` on the model of `store`: 3 processes of 2 workers, faults for
 /// 8 s of simulated time, then a drain in which every waiter must be served and nothing left.
-schedule_result run_schedule(std::uint64_t seed, const broken_recipe& recipe);
+schedule_result run_schedule(const std::string& store, std::uint64_t seed, const broken_recipe& recipe);
 
 }  // namespace dlock::sim
