@@ -26,7 +26,9 @@ int usage(int status)
                 "  --seconds N       instead, run each store for N seconds of wall time (a long run)\n"
                 "  --seed S          replay one schedule of --store (default redis) and print its trace\n"
                 "  --broken NAME     run a deliberately broken recipe (--list-broken lists them)\n"
-                "  --expect-caught   with --broken: succeed only if some schedule catches it\n");
+                "  --expect-caught   with --broken: succeed only if some schedule catches it\n"
+                "  --minimize        on a failure, the fewest of its faults that still fail (always for the\n"
+                "                    real recipe)\n");
     return status;
 }
 
@@ -42,7 +44,7 @@ struct options {
     std::string broken;
     std::uint64_t seeds = 200, first = 1, seconds = 0;
     std::optional<std::uint64_t> one;
-    bool json = false, trace = false, expect_caught = false;
+    bool json = false, trace = false, expect_caught = false, minimize = false;
 };
 
 struct store_report {
@@ -124,6 +126,17 @@ void print(const std::string& store, const options& o, const store_report& r)
         std::printf("replay: dlock_sim --store %s%s --seed %llu\n", store.c_str(),
                     o.broken.empty() ? "" : (" --broken " + o.broken).c_str(), (unsigned long long)*r.failing);
     }
+    if (o.minimize || o.broken.empty()) {
+        broken_recipe recipe;
+        for (auto& b : broken_recipes())
+            if (b.name == o.broken)
+                recipe = b;
+        auto all = fault_plan(*r.failing);
+        auto fewest = minimize(store, *r.failing, recipe);
+        std::printf("minimized: %zu of the schedule's %zu faults still fail it:\n", fewest.size(), all.size());
+        for (auto& f : fewest)
+            std::printf("  %s\n", f.describe().c_str());
+    }
 }
 
 }  // namespace
@@ -149,6 +162,8 @@ int main(int argc, char** argv)
             o.broken = argv[++i];
         else if (a == "--expect-caught")
             o.expect_caught = true;
+        else if (a == "--minimize")
+            o.minimize = true;
         else if (a == "--trace")
             o.trace = true;
         else if (a == "--json")

@@ -31,7 +31,57 @@ const std::vector<std::string>& store_models()
     return all;
 }
 
-schedule_result run_schedule(const std::string& store, std::uint64_t seed, const broken_recipe& recipe)
+std::string fault_event::describe() const
+{
+    static const char* names[] = {"pause", "crash", "partition", "drop connection", "server restart"};
+    auto ms = [](real_time t) { return std::to_string(std::chrono::duration_cast<milliseconds>(t).count()); };
+    std::string s = "at " + ms(at) + " ms: " + names[static_cast<int>(what)];
+    if (what != kind::restart)
+        s += " of p" + std::to_string(process);
+    if (what != kind::drop)
+        s += " for " + ms(length) + " ms";
+    return s;
+}
+
+std::vector<fault_event> fault_plan(std::uint64_t seed)
+{
+    constexpr int processes = 3;
+    world w(seed * 0x9E3779B97F4A7C15ULL + 1);  // a stream of its own
+    std::vector<fault_event> plan;
+    for (real_time t = w.ms(50, 400); t < milliseconds(8000); t += w.ms(50, 400)) {
+        fault_event f{fault_event::kind::drop, t, static_cast<int>(w.uniform(0, processes - 1))};
+        auto pick = w.unit();
+        if (pick < 0.15)
+            f = {fault_event::kind::pause, t, f.process, w.ms(100, 2500)};
+        else if (pick < 0.25)
+            f = {fault_event::kind::crash, t, f.process, w.ms(0, 500)};
+        else if (pick < 0.40)
+            f = {fault_event::kind::partition, t, f.process, w.ms(100, 1500)};
+        else if (pick < 0.55)
+            f = {fault_event::kind::drop, t, f.process};
+        else if (pick < 0.60)
+            f = {fault_event::kind::restart, t, 0, w.ms(10, 50)};
+        else
+            continue;
+        plan.push_back(f);
+    }
+    return plan;
+}
+
+std::vector<fault_event> minimize(const std::string& store, std::uint64_t seed, const broken_recipe& recipe)
+{
+    auto plan = fault_plan(seed);
+    for (std::size_t i = plan.size(); i-- > 0;) {
+        auto fewer = plan;
+        fewer.erase(fewer.begin() + static_cast<long>(i));
+        if (!run_schedule(store, seed, recipe, &fewer).ok)
+            plan = std::move(fewer);
+    }
+    return plan;
+}
+
+schedule_result run_schedule(const std::string& store, std::uint64_t seed, const broken_recipe& recipe,
+                             const std::vector<fault_event>* plan)
 {
     constexpr int processes = 3;
     const real_time fault_end = milliseconds(8000), bound = milliseconds(20000);
@@ -58,26 +108,24 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
     for (auto& p : ps)
         p->start();
 
-    // The faults, one every 50 to 400 ms until fault_end.
-    for (real_time t = w.ms(50, 400); t < fault_end; t += w.ms(50, 400)) {
-        w.at(t, [&] {
-            auto& p = *ps[static_cast<std::size_t>(w.uniform(0, processes - 1))];
-            auto pick = w.unit();
-            if (pick < 0.15)
-                p.pause(w.ms(100, 2500));
-            else if (pick < 0.25)
-                p.crash(w.ms(0, 500));
-            else if (pick < 0.40)
-                p.partition(w.ms(100, 1500));
-            else if (pick < 0.55)
-                p.drop_connection();
-            else if (pick < 0.60) {
+    // The faults of the plan.
+    auto own = plan ? std::vector<fault_event>() : fault_plan(seed);
+    for (const auto& f : plan ? *plan : own) {
+        w.at(f.at, [&, f] {
+            auto& p = *ps[static_cast<std::size_t>(f.process)];
+            switch (f.what) {
+            case fault_event::kind::pause: p.pause(f.length); break;
+            case fault_event::kind::crash: p.crash(f.length); break;
+            case fault_event::kind::partition: p.partition(f.length); break;
+            case fault_event::kind::drop: p.drop_connection(); break;
+            case fault_event::kind::restart:
                 ++faults.restarts;
                 w.log("server restarted");
                 srv.restart();
-                shared.server_down_until = w.now() + w.ms(10, 50);
+                shared.server_down_until = w.now() + f.length;
                 for (auto& q : ps)
                     q->drop_connection();
+                break;
             }
         });
     }

@@ -25,6 +25,24 @@ struct broken_recipe {
 const std::vector<std::string>& store_models();
 const std::vector<broken_recipe>& broken_recipes();
 
+/// One fault of a schedule's plan, drawn from the seed before the schedule runs (so that a
+/// plan with faults left out is still the same schedule otherwise, as far as it can be).
+struct fault_event {
+    enum class kind {
+        pause,
+        crash,
+        partition,
+        drop,
+        restart
+    } what;
+    real_time at;
+    int process = 0;
+    real_time length{0};  ///< pause, partition: how long; crash: until the restart; restart: downtime
+    std::string describe() const;
+};
+/// The faults of `seed`'s schedule: one every 50 to 400 ms of its first 8 s.
+std::vector<fault_event> fault_plan(std::uint64_t seed);
+
 struct schedule_result {
     bool ok = true;
     std::string violation;
@@ -35,6 +53,11 @@ struct schedule_result {
 
 /// Plays the schedule of `seed` on the model of `store`: 3 processes of 2 workers, faults for
 /// 8 s of simulated time, then a drain in which every waiter must be served and nothing left.
-schedule_result run_schedule(const std::string& store, std::uint64_t seed, const broken_recipe& recipe);
+/// `plan`: the faults to inject (default: fault_plan(seed)).
+schedule_result run_schedule(const std::string& store, std::uint64_t seed, const broken_recipe& recipe,
+                             const std::vector<fault_event>* plan = nullptr);
+/// The fewest of `seed`'s faults (a subset of its plan) with which the schedule still
+/// fails: each fault is left out in turn and stays out if the schedule still fails.
+std::vector<fault_event> minimize(const std::string& store, std::uint64_t seed, const broken_recipe& recipe);
 
 }  // namespace dlock::sim
