@@ -395,7 +395,7 @@ void process::perform(const fsm_action& a)
         auto* k = by_waiter(a.id);
         if (!k)
             break;
-        if (a.ec || a.hold == 0) {
+        if (a.ec || a.hold == 0) {  // refused (a try), timed out, cancelled or failed
             k->ph = worker::phase::idle;
             think(*k);
             break;
@@ -463,11 +463,27 @@ void process::think(worker& k)
     });
 }
 
+// A worker's acquire: 10 % a try (try_acquire), 15 % bounded (acquire_for: the bound's
+// deadline is an input), and in the fault phase 10 % cancelled after a while.
 void process::acquire(worker& k)
 {
     k.ph = worker::phase::waiting;
     k.waiter = ++inc_->next_id;
-    inc_->fsm.on_acquire(k.waiter, 100 + static_cast<std::uint64_t>(k.index), false, local_now());
+    auto pick = s_.w.unit();
+    inc_->fsm.on_acquire(k.waiter, 100 + static_cast<std::uint64_t>(k.index), pick < 0.1, local_now());
+    if (pick >= 0.1 && pick < 0.25) {
+        auto waiter = k.waiter;
+        auto at = local_now() + s_.w.ms(0, 500);
+        s_.w.at(real_of(at), [this, waiter, at, g = generation_] {
+            if (g == generation_ && inc_)
+                as_process([this, waiter, at] {
+                    if (!inc_ || !by_waiter(waiter))
+                        return;
+                    inc_->fsm.on_deadline(waiter, std::max(at, local_now()));
+                    step();
+                });
+        });
+    }
     if (s_.faults_on && s_.w.chance(0.1)) {
         auto waiter = k.waiter;
         s_.w.after(s_.w.ms(0, 300), [this, waiter, g = generation_] {
