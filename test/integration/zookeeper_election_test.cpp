@@ -8,6 +8,8 @@
 #include "integration/election_scenarios.hpp"
 #include "integration/support.hpp"
 
+#include <sys/wait.h>
+
 
 using namespace dlock::test;  // its asio alias and chrono literals too
 
@@ -109,5 +111,45 @@ BOOST_AUTO_TEST_CASE(interop_with_curators_leader_latch)
         120s);
     BOOST_TEST(java.wait() == 0);
 }
+
+#ifdef DLOCK_CLI_PATH
+// The tool on ZooKeeper: `dlock elect` runs its command while leading and an observer prints
+// it; meanwhile the name refuses `dlock run` (an election's, status 65) and status calls it
+// an election; the command's end resigns.
+BOOST_AUTO_TEST_CASE(the_tool_elects_and_observes)
+{
+    zk_ensemble z(1);
+    auto url = z.url("?session_timeout=4s");
+    auto tool = [&](std::vector<std::string> args, std::string& out) {
+        std::vector<std::string> argv{"/bin/sh", "-c", "exec timeout -s KILL 60 \"$0\" \"$@\" 2>&1", DLOCK_CLI_PATH};
+        argv.insert(argv.end(), args.begin(), args.end());
+        int status = -1;
+        out = run_capture(argv, &status);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    };
+    child observer({DLOCK_CLI_PATH, "elect", "--url", url, "--observe", "sched"});
+    BOOST_TEST(observer.read_line(30s).value_or("<eof>") == "no leader");
+    child leader({DLOCK_CLI_PATH, "elect", "--url", url, "--value", "node-a", "sched", "--", "/bin/sh", "-c",
+                  "trap 'exit 0' TERM; echo \"led $DLOCK_LEADER_VALUE\"; while :; do sleep 0.05; done"});
+    BOOST_TEST(leader.read_line(30s).value_or("<eof>") == "led node-a");
+    std::string line;
+    for (int i = 0; i < 4 && line.rfind("leader ", 0) != 0; ++i)
+        line = observer.read_line(30s).value_or("<eof>");
+    BOOST_TEST(line.size() > 7u);
+    BOOST_TEST(line.substr(line.size() - 7) == " node-a", line);
+    std::string out;
+    BOOST_TEST(tool({"run", "--url", url, "sched", "--", "true"}, out) == 65, out);
+    BOOST_TEST(out.find("an election") != std::string::npos, out);
+    BOOST_TEST(tool({"status", "--url", url, "--json", "sched"}, out) == 0, out);
+    BOOST_TEST(out.find("\"kind\":\"election\"") != std::string::npos, out);
+    leader.signal(SIGTERM);  // to its command, which exits 0; the tool resigns
+    BOOST_TEST(leader.wait(30s) == 0);
+    for (int i = 0; i < 4 && line != "no leader"; ++i)
+        line = observer.read_line(30s).value_or("<eof>");
+    BOOST_TEST(line == "no leader");
+    observer.signal(SIGINT);
+    BOOST_TEST(observer.wait(30s) == 0);
+}
+#endif
 
 BOOST_AUTO_TEST_SUITE_END()
