@@ -11,19 +11,19 @@ using boost::system::error_code;
 using detail::fsm_action;
 
 struct process::incarnation {
-    incarnation(const sim_settings& cfg, std::uint64_t seed, std::string prefix)
-        : rng(static_cast<std::uint32_t>(seed)), ctx{config(cfg), stats, rng, std::move(prefix), token_seq}, fsm(ctx)
+    incarnation(const sim_settings& cfg, const recipe& r, std::uint64_t seed, std::string prefix)
+        : rng(static_cast<std::uint32_t>(seed)), ctx{config(cfg, r), stats, rng, std::move(prefix), token_seq}, fsm(ctx)
     {
     }
-    static detail::fsm_config config(const sim_settings& cfg)
+    static detail::fsm_config config(const sim_settings& cfg, const recipe& r)
     {
-        detail::fsm_config f;  // as lock_driver derives it for a store like redis_store without hand-off
+        detail::fsm_config f;  // as lock_driver derives it from lock_config and the store's traits
         f.lease = cfg.lease;
         f.drift = cfg.no_drift_margin ? milliseconds(0) : cfg.lease / 100 + milliseconds(2);
         f.renew_every = cfg.lease / 3;
         f.backoff_min = milliseconds(5);
         f.backoff_max = milliseconds(1000);
-        f.direct_handoff = cfg.handoff;
+        r.configure(f);
         return f;
     }
 
@@ -37,10 +37,10 @@ struct process::incarnation {
     // The connection: its number at the server, whether it is up, the requests in flight
     // (each with what to do if it fails), the delivery times that keep each way in order.
     int epoch = 0;
-    bool up = false, watching = false;
-    std::string watch_token;  // the watch's grant channel (direct hand-off), if any
+    bool up = false;
     std::map<std::uint64_t, std::function<void(error_code)>> in_flight;
-    real_time to_server{0}, to_client{0}, to_subscriber{0};  // the subscriber: a connection of its own
+    real_time to_server{0}, to_client{0}, pushed{0};  // pushed messages: a way of their own
+    std::unique_ptr<recipe> store;                    // the store's recipe
 };
 
 process::process(shared_state& s, int id) : s_(s), id_(id)
@@ -72,7 +72,9 @@ void process::start()
 {
     crashed_ = false;
     ++generation_;
-    inc_ = std::make_unique<incarnation>(s_.cfg, s_.w.draw(), name() + "-");
+    auto r = s_.make_recipe(*this);
+    inc_ = std::make_unique<incarnation>(s_.cfg, *r, s_.w.draw(), name() + "-");
+    inc_->store = std::move(r);
     for (int i = 0; i < s_.cfg.workers; ++i)
         inc_->workers.push_back(worker{i});
     connect();
@@ -118,7 +120,7 @@ void process::crash(real_time restart_after)
     paused_ = false;
     deferred_.clear();
     if (inc_)
-        s_.srv.unsubscribe_all(id_ * 1000 + inc_->epoch);
+        inc_->store->crashed(conn());
     inc_.reset();
     s_.w.after(restart_after, [this] { start(); });
 }
@@ -152,8 +154,7 @@ void process::connect()
                 connect();
         });
     inc_->up = true;
-    if (inc_->watching)
-        subscribe(true);
+    inc_->store->connected();
 }
 
 void process::drop_connection()
@@ -161,7 +162,7 @@ void process::drop_connection()
     if (!inc_ || !inc_->up)
         return;
     ++s_.faults.drops;
-    s_.srv.unsubscribe_all(id_ * 1000 + inc_->epoch);
+    inc_->store->disconnected(conn());
     ++inc_->epoch;
     inc_->up = false;
     fail_in_flight(error::connection_lost);
@@ -228,61 +229,43 @@ void process::request(std::function<std::function<void()>()> apply, std::functio
     });
 }
 
-void process::subscribe(bool resync)
+void process::push(int conn, std::function<void(recipe&)> f)
 {
-    auto conn = id_ * 1000 + inc_->epoch;
-    request(
-        [this, conn, resync]() -> std::function<void()> {
-            if (inc_ && inc_->watching) {  // an UNSUBSCRIBE sent after it would come after it
-                s_.srv.subscribers().insert(conn);
-                if (!inc_->watch_token.empty())
-                    s_.srv.grant_subscribers(inc_->watch_token).insert(conn);
-            }
-            return [this, resync] {
-                if (inc_ && inc_->watching) {
-                    inc_->fsm.on_watch(resync ? watch_event::resync : watch_event::ready, {}, local_now());
-                    step();
-                }
-            };
-        },
-        [](error_code) {});  // a lost subscription comes back with the connection (resync)
-}
-
-void process::to_subscriber(int conn, std::function<void()> f)
-{
-    if (!inc_ || conn != id_ * 1000 + inc_->epoch)
+    if (!inc_ || conn != this->conn())
         return;
     auto& c = *inc_;
     auto g = generation_, epoch = c.epoch;
-    c.to_subscriber = std::max(c.to_subscriber, s_.w.now() + delay());
-    s_.w.at(c.to_subscriber, [this, g, epoch, f] {
+    c.pushed = std::max(c.pushed, s_.w.now() + delay());
+    s_.w.at(c.pushed, [this, g, epoch, f] {
         if (g != generation_ || !inc_ || inc_->epoch != epoch || s_.w.now() < partitioned_until_)
             return;
         as_process([this, epoch, f] {
-            if (inc_ && inc_->epoch == epoch && inc_->watching)
-                f();
+            if (inc_ && inc_->epoch == epoch)
+                f(*inc_->store);
         });
     });
 }
 
-void process::publish(int conn)
+int process::conn() const
 {
-    to_subscriber(conn, [this] {
-        inc_->fsm.on_watch(watch_event::released, {}, local_now());
-        step();
-    });
+    return inc_ ? id_ * 1000 + inc_->epoch : -1;
 }
 
-void process::grant(int conn, const std::string& token, std::uint64_t fence, milliseconds ttl)
+bool process::up() const
 {
-    to_subscriber(conn, [this, token, fence, ttl] {
-        if (inc_->watch_token != token)
-            return;
-        grant_notice g;
-        g.fencing_token = fence;
-        g.ttl = ttl;
-        inc_->fsm.on_watch(watch_event::granted, g, local_now());
-        step();
+    return inc_ && inc_->up;
+}
+
+detail::lock_fsm& process::fsm()
+{
+    return inc_->fsm;
+}
+
+void process::at_local(detail::time_point at, std::function<void()> f)
+{
+    s_.w.at(real_of(at), [this, g = generation_, f] {
+        if (g == generation_)
+            as_process(f);
     });
 }
 
@@ -302,79 +285,12 @@ void process::step()
 void process::perform(const fsm_action& a)
 {
     auto& c = *inc_;
-    auto ttl = s_.cfg.lease;
-    auto fsm_input = [this](auto f) {
-        return [this, f](auto&&... args) {
-            if (!inc_)
-                return;
-            f(inc_->fsm, args...);
-            step();
-        };
-    };
     switch (a.t) {
-    case fsm_action::type::attempt: {
-        auto token = a.token;
-        auto queue = a.queue;
-        auto done = fsm_input(
-            [this](detail::lock_fsm& m, error_code ec, acquire_result r) { m.on_attempt_done(ec, r, local_now()); });
-        request(
-            [this, token, ttl, queue, done]() -> std::function<void()> {
-                auto r = s_.srv.acquire(token, ttl, queue, s_.w.now());
-                if (!s_.cfg.setnx_then_expire || !r.acquired)
-                    return [done, r] { done(error_code(), r); };
-                // The broken two-step acquire: EXPIRE sent once SETNX has answered.
-                return [this, token, ttl, done, r] {
-                    request(
-                        [this, token, ttl, done, r]() -> std::function<void()> {
-                            s_.srv.expire(token, ttl, s_.w.now());
-                            return [done, r] { done(error_code(), r); };
-                        },
-                        [done](error_code ec) { done(ec, acquire_result{}); });
-                };
-            },
-            [done](error_code ec) { done(ec, acquire_result{}); });
-        break;
-    }
-    case fsm_action::type::renew: {
-        auto token = a.token;
-        auto done = fsm_input(
-            [this](detail::lock_fsm& m, error_code ec, renew_result r) { m.on_renew_done(ec, r, local_now()); });
-        request(
-            [this, token, ttl, done]() -> std::function<void()> {
-                auto r = s_.srv.renew(token, ttl, s_.w.now());
-                return [done, r] { done(error_code(), r); };
-            },
-            [done](error_code ec) { done(ec, renew_result{}); });
-        break;
-    }
-    case fsm_action::type::release: {
-        auto token = a.token;
-        auto id = a.id;
-        auto done = fsm_input([this, id](detail::lock_fsm& m, error_code ec, bool owned) {
-            m.on_release_done(id, ec, owned, local_now());
-        });
-        request(
-            [this, token, done]() -> std::function<void()> {
-                bool owned = s_.srv.release(token, s_.w.now());
-                return [done, owned] { done(error_code(), owned); };
-            },
-            [done](error_code ec) { done(ec, false); });
-        break;
-    }
-    case fsm_action::type::watch:
-        c.watching = true;
-        c.watch_token = a.token;
-        if (c.up)
-            subscribe(false);
-        break;
-    case fsm_action::type::unwatch:
-        c.watching = false;
-        // UNSUBSCRIBE, answered before any later publish.
-        s_.srv.subscribers().erase(id_ * 1000 + c.epoch);
-        if (!c.watch_token.empty())
-            s_.srv.grant_subscribers(c.watch_token).erase(id_ * 1000 + c.epoch);
-        c.watch_token.clear();
-        break;
+    case fsm_action::type::attempt: c.store->attempt(a); break;
+    case fsm_action::type::renew: c.store->renew(a); break;
+    case fsm_action::type::release: c.store->release(a); break;
+    case fsm_action::type::watch: c.store->watch(a); break;
+    case fsm_action::type::unwatch: c.store->unwatch(); break;
     case fsm_action::type::set_timer: {
         auto gen = ++c.timer_gen;
         auto g = generation_;
@@ -535,7 +451,7 @@ bool process::quiet() const
     for (auto& k : inc_->workers)
         if (k.ph != worker::phase::idle)
             return false;
-    return inc_->fsm.idle();
+    return inc_->fsm.idle() && inc_->store->idle();
 }
 
 }  // namespace dlock::sim

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 // One simulated client process: the real lock_fsm (src/core/lock_fsm.hpp) driven as
-// lock_driver drives it, against the Redis model over one simulated connection (requests and
-// replies each in order, with delays, lost replies, timeouts, drops and partitions), on a
+// lock_driver drives it, its store actions carried out by the store's recipe (recipe.hpp)
+// over one simulated connection (requests and replies each in order, with delays, lost
+// replies, timeouts, drops and partitions; pushed messages on a way of their own), on a
 // local clock that runs at its own rate. Its workers take the lock, write to the fenced
 // resource while they believe the lease valid, and release it. Pauses defer everything the
 // process would do; a crash loses it all (the lease is left to expire at the server).
@@ -9,7 +10,7 @@
 
 #include "checks.hpp"
 #include "core/lock_fsm.hpp"
-#include "redis_model.hpp"
+#include "recipe.hpp"
 #include "world.hpp"
 
 #include <map>
@@ -24,8 +25,6 @@ struct sim_settings {
     milliseconds lease{1000};
     int workers = 2;
     bool no_drift_margin = false;  ///< broken: the machine takes no margin off its leases
-    bool setnx_then_expire = false;
-    bool handoff = true;  ///< redis_store's direct hand-off (false: woken by releases, as cluster_store)
     real_time request_timeout = milliseconds(200);
 };
 
@@ -33,9 +32,11 @@ struct fault_counts {
     std::uint64_t lost_replies = 0, drops = 0, partitions = 0, pauses = 0, crashes = 0, restarts = 0, cancels = 0;
 };
 
+class process;
+
 struct shared_state {
     world& w;
-    redis_model& srv;
+    std::function<std::unique_ptr<recipe>(process&)> make_recipe;
     checks& chk;
     fault_counts& faults;
     const sim_settings& cfg;
@@ -57,15 +58,33 @@ public:
     void partition(real_time d);
     /// The connection breaks (a reset, or the server restarting).
     void drop_connection();
-    /// A publish on the release channel reaches the connection `conn` (if it is still ours).
-    void publish(int conn);
-    /// A hand-off's publish on `token`'s grant channel reaches `conn`.
-    void grant(int conn, const std::string& token, std::uint64_t fence, milliseconds ttl);
+    /// A message the server pushes to the connection `conn` (a publish, a watch event): on
+    /// the pushed way, then `f` with the recipe, if `conn` is still the process's.
+    void push(int conn, std::function<void(recipe&)> f);
     /// No new acquires from now on (the drain phase).
     void drain() { draining_ = true; }
     /// Nothing waiting, held or in flight, and the machine idle.
     bool quiet() const;
     std::string name() const;
+
+    // ---- for the recipes ----
+    shared_state& shared() noexcept { return s_; }
+    world& w() noexcept { return s_.w; }
+    detail::lock_fsm& fsm();
+    /// The connection's number at the server (the process and its epoch), and whether it is up.
+    int conn() const;
+    bool up() const;
+    // The local clock, and real time from a local time point.
+    detail::time_point local_now() const;
+    real_time real_of(detail::time_point t) const;
+    // Runs `f` as the process (deferred while paused, dropped after a crash of its incarnation).
+    void as_process(std::function<void()> f);
+    /// Runs `f` as the process when its clock reaches `at`, unless it crashed meanwhile.
+    void at_local(detail::time_point at, std::function<void()> f);
+    void step();  // performs the machine's actions
+    /// Sends a request: `apply` runs at the server when it arrives and returns what the
+    /// process does with the reply; `failed` is told the error if it fails.
+    void request(std::function<std::function<void()>()> apply, std::function<void(boost::system::error_code)> failed);
 
 private:
     struct incarnation;
@@ -81,23 +100,13 @@ private:
         real_time hold_until{0};
     };
 
-    // The local clock, and real time from a local time point.
-    detail::time_point local_now() const;
-    real_time real_of(detail::time_point t) const;
-    // Runs `f` as the process (deferred while paused, dropped after a crash of its incarnation).
-    void as_process(std::function<void()> f);
-    void step();  // performs the machine's actions
     void perform(const detail::fsm_action& a);
 
     // The connection. A message's delay: mostly under a millisecond, sometimes long (a
     // stalled network or server), each way kept in order.
     real_time delay();
-    void request(std::function<std::function<void()>()> apply, std::function<void(boost::system::error_code)> failed);
     void connect();
     void fail_in_flight(boost::system::error_code ec);
-    void subscribe(bool resync);
-    // Delivers `f` on the subscriber's way of the connection `conn`, if it is still ours.
-    void to_subscriber(int conn, std::function<void()> f);
 
     // The workers.
     void think(worker& k);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #include "schedule.hpp"
 
+#include "redis_recipe.hpp"
+
 #include <memory>
 
 namespace dlock::sim {
@@ -80,30 +82,37 @@ std::vector<fault_event> minimize(const std::string& store, std::uint64_t seed, 
     return plan;
 }
 
-schedule_result run_schedule(const std::string& store, std::uint64_t seed, const broken_recipe& recipe,
+schedule_result run_schedule(const std::string& store, std::uint64_t seed, const broken_recipe& bad,
                              const std::vector<fault_event>* plan)
 {
     constexpr int processes = 3;
     const real_time fault_end = milliseconds(8000), bound = milliseconds(20000);
     world w(seed);
-    redis_model srv(recipe.server);
+    redis_model srv(bad.server);
     checks chk(w);
     fault_counts faults;
     sim_settings cfg;
-    cfg.no_drift_margin = recipe.no_drift_margin;
-    cfg.setnx_then_expire = recipe.setnx_then_expire;
-    cfg.handoff = store == "redis";
-    shared_state shared{w, srv, chk, faults, cfg};
+    cfg.no_drift_margin = bad.no_drift_margin;
+
+    bool handoff = store == "redis";
+    shared_state shared{w,
+                        [&](process& p) -> std::unique_ptr<recipe> {
+                            return std::make_unique<redis_recipe>(p, srv, handoff, bad.setnx_then_expire);
+                        },
+                        chk, faults, cfg};
     std::vector<std::unique_ptr<process>> ps;
     for (int i = 0; i < processes; ++i)
         ps.push_back(std::make_unique<process>(shared, i));
     srv.on_publish = [&] {
         for (int conn : srv.subscribers())
-            ps[static_cast<std::size_t>(conn / 1000)]->publish(conn);
+            ps[static_cast<std::size_t>(conn / 1000)]->push(
+                conn, [](sim::recipe& r) { static_cast<redis_recipe&>(r).released(); });
     };
     srv.on_grant = [&](const std::string& token, std::uint64_t fence, milliseconds ttl) {
         for (int conn : srv.grant_subscribers(token))
-            ps[static_cast<std::size_t>(conn / 1000)]->grant(conn, token, fence, ttl);
+            ps[static_cast<std::size_t>(conn / 1000)]->push(conn, [token, fence, ttl](sim::recipe& r) {
+                static_cast<redis_recipe&>(r).granted(token, fence, ttl);
+            });
     };
     for (auto& p : ps)
         p->start();
