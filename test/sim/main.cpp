@@ -20,7 +20,7 @@ namespace {
 
 int usage(int status)
 {
-    std::printf("usage: dlock_sim [--store redis|redis-nohandoff|all] [--seeds N] [--first S] [--seconds N]\n"
+    std::printf("usage: dlock_sim [--store redis|redis-nohandoff|etcd|all] [--seeds N] [--first S] [--seconds N]\n"
                 "                 [--seed S] [--broken NAME [--expect-caught]] [--list-broken] [--trace] [--json]\n"
                 "  --seeds N         schedules per store (default 200): seeds S, S+1, ... from --first (1)\n"
                 "  --seconds N       instead, run each store for N seconds of wall time (a long run)\n"
@@ -177,9 +177,10 @@ int main(int argc, char** argv)
     }
     const auto& models = store_models();
     if (o.stores[0] == "all")
-        o.stores = o.one || !o.broken.empty() ? std::vector<std::string>{"redis"} : models;
+        o.stores = o.one ? std::vector<std::string>{"redis"} : models;
     else if (std::find(models.begin(), models.end(), o.stores[0]) == models.end()) {
-        std::fprintf(stderr, "dlock_sim: no model of '%s' (models: redis, redis-nohandoff)\n", o.stores[0].c_str());
+        std::fprintf(stderr, "dlock_sim: no model of '%s' (models: redis, redis-nohandoff, etcd)\n",
+                     o.stores[0].c_str());
         return 2;
     }
     broken_recipe recipe;
@@ -191,6 +192,8 @@ int main(int argc, char** argv)
             return 2;
         }
         recipe = *it;
+        if (o.stores.size() > 1 || o.stores[0] != recipe.store)
+            o.stores = {recipe.store};  // a broken recipe runs on the store it breaks
     }
     if (o.one) {
         auto r = run_schedule(o.stores[0], *o.one, recipe);

@@ -248,7 +248,8 @@ void process::push(int conn, std::function<void(recipe&)> f)
 
 int process::conn() const
 {
-    return inc_ ? id_ * 1000 + inc_->epoch : -1;
+    // Unique across incarnations; the process is its last digit (schedule.cpp finds it so).
+    return inc_ ? id_ + 10 * (generation_ * 10000 + inc_->epoch) : -1;
 }
 
 bool process::up() const
@@ -259,6 +260,14 @@ bool process::up() const
 detail::lock_fsm& process::fsm()
 {
     return inc_->fsm;
+}
+
+void process::later(real_time d, std::function<void()> f)
+{
+    s_.w.after(d, [this, g = generation_, f] {
+        if (g == generation_)
+            as_process(f);
+    });
 }
 
 void process::at_local(detail::time_point at, std::function<void()> f)
@@ -442,6 +451,19 @@ void process::end_hold(worker& k)
     k.release_id = ++inc_->next_id;
     inc_->fsm.on_release(k.hold, k.release_id, local_now());
     step();
+}
+
+std::string process::state() const
+{
+    if (!inc_)
+        return "crashed";
+    static const char* phases[] = {"idle", "waiting", "holding", "releasing"};
+    std::string s = "fsm state " + std::to_string(static_cast<int>(inc_->fsm.state())) +
+                    (inc_->fsm.idle() ? " idle" : " busy") + ", in flight " + std::to_string(inc_->fsm.in_flight()) +
+                    ", waiters " + std::to_string(inc_->fsm.waiters()) + ", holds " + std::to_string(inc_->fsm.holds());
+    for (auto& k : inc_->workers)
+        s += std::string(", w") + std::to_string(k.index) + " " + phases[static_cast<int>(k.ph)];
+    return s + "; " + inc_->store->state();
 }
 
 bool process::quiet() const

@@ -66,6 +66,8 @@ public:
     /// Nothing waiting, held or in flight, and the machine idle.
     bool quiet() const;
     std::string name() const;
+    /// The workers', the machine's and the recipe's state, for a liveness report.
+    std::string state() const;
 
     // ---- for the recipes ----
     shared_state& shared() noexcept { return s_; }
@@ -79,8 +81,10 @@ public:
     real_time real_of(detail::time_point t) const;
     // Runs `f` as the process (deferred while paused, dropped after a crash of its incarnation).
     void as_process(std::function<void()> f);
-    /// Runs `f` as the process when its clock reaches `at`, unless it crashed meanwhile.
+    /// Runs `f` as the process when its clock reaches `at`, or after `d`, unless it crashed
+    /// meanwhile (this incarnation's recipe is gone then).
     void at_local(detail::time_point at, std::function<void()> f);
+    void later(real_time d, std::function<void()> f);
     void step();  // performs the machine's actions
     /// Sends a request: `apply` runs at the server when it arrives and returns what the
     /// process does with the reply; `failed` is told the error if it fails.

@@ -6,6 +6,8 @@
 
 #include "core/lock_fsm.hpp"
 
+#include <string>
+
 namespace dlock::sim {
 
 class recipe {
@@ -26,6 +28,8 @@ public:
     virtual void crashed(int conn) = 0;
     /// Nothing of its own is still going on (a session, a wait).
     virtual bool idle() const = 0;
+    /// What is still going on, for a liveness report.
+    virtual std::string state() const { return {}; }
 };
 
 }  // namespace dlock::sim

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #include "schedule.hpp"
 
+#include "etcd_recipe.hpp"
 #include "redis_recipe.hpp"
 
 #include <memory>
@@ -22,6 +23,9 @@ const std::vector<broken_recipe>& broken_recipes()
         v.back().server.counter_not_durable = true;
         v.push_back({"handoff_reuses_fence", "a direct hand-off gives the waiter the holder's fencing token"});
         v.back().server.handoff_reuses_fence = true;
+        v.push_back({"keepalive_from_reply", "etcd: a keep-alive moves the session's deadline from its reply"});
+        v.back().store = "etcd";
+        v.back().keepalive_from_reply = true;
         return v;
     }();
     return all;
@@ -29,7 +33,7 @@ const std::vector<broken_recipe>& broken_recipes()
 
 const std::vector<std::string>& store_models()
 {
-    static const std::vector<std::string> all{"redis", "redis-nohandoff"};
+    static const std::vector<std::string> all{"redis", "redis-nohandoff", "etcd"};
     return all;
 }
 
@@ -89,14 +93,17 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
     const real_time fault_end = milliseconds(8000), bound = milliseconds(20000);
     world w(seed);
     redis_model srv(bad.server);
+    etcd_model etcd(w);
+    const bool on_etcd = store == "etcd";
     checks chk(w);
     fault_counts faults;
     sim_settings cfg;
     cfg.no_drift_margin = bad.no_drift_margin;
-
     bool handoff = store == "redis";
     shared_state shared{w,
                         [&](process& p) -> std::unique_ptr<recipe> {
+                            if (on_etcd)
+                                return std::make_unique<etcd_recipe>(p, etcd, bad.keepalive_from_reply);
                             return std::make_unique<redis_recipe>(p, srv, handoff, bad.setnx_then_expire);
                         },
                         chk, faults, cfg};
@@ -105,14 +112,18 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
         ps.push_back(std::make_unique<process>(shared, i));
     srv.on_publish = [&] {
         for (int conn : srv.subscribers())
-            ps[static_cast<std::size_t>(conn / 1000)]->push(
+            ps[static_cast<std::size_t>(conn % 10)]->push(
                 conn, [](sim::recipe& r) { static_cast<redis_recipe&>(r).released(); });
     };
     srv.on_grant = [&](const std::string& token, std::uint64_t fence, milliseconds ttl) {
         for (int conn : srv.grant_subscribers(token))
-            ps[static_cast<std::size_t>(conn / 1000)]->push(conn, [token, fence, ttl](sim::recipe& r) {
+            ps[static_cast<std::size_t>(conn % 10)]->push(conn, [token, fence, ttl](sim::recipe& r) {
                 static_cast<redis_recipe&>(r).granted(token, fence, ttl);
             });
+    };
+    etcd.on_deleted = [&](int conn, const std::string& key) {
+        ps[static_cast<std::size_t>(conn % 10)]->push(
+            conn, [key](sim::recipe& r) { static_cast<etcd_recipe&>(r).deleted(key); });
     };
     for (auto& p : ps)
         p->start();
@@ -129,8 +140,13 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
             case fault_event::kind::drop: p.drop_connection(); break;
             case fault_event::kind::restart:
                 ++faults.restarts;
-                w.log("server restarted");
-                srv.restart();
+                // Redis: a restart with its data (AOF). etcd: a member restart that moves
+                // the leader, which starts every lease's TTL again.
+                w.log(on_etcd ? "etcd leader changed" : "server restarted");
+                if (on_etcd)
+                    etcd.leader_change();
+                else
+                    srv.restart();
                 shared.server_down_until = w.now() + f.length;
                 for (auto& q : ps)
                     q->drop_connection();
@@ -148,10 +164,11 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
     for (auto& p : ps)
         if (!p->quiet())
             chk.violation("liveness: " + p->name() + " still waits, holds or talks to the store " +
-                          std::to_string(bound.count() / 1'000'000) + " ms after the faults stopped");
+                          std::to_string(bound.count() / 1'000'000) + " ms after the faults stopped (" + p->state() +
+                          ")");
     if (auto h = srv.holder(w.now()))
         chk.violation("left behind: the lock is still held by " + *h);
-    if (auto left = srv.leftovers(w.now()); !left.empty())
+    if (auto left = on_etcd ? etcd.leftovers() : srv.leftovers(w.now()); !left.empty())
         chk.violation("left behind: " + left);
 
     schedule_result r;

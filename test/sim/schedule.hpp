@@ -15,9 +15,11 @@ namespace dlock::sim {
 /// A deliberately broken recipe the checks must catch (empty name: the real one).
 struct broken_recipe {
     std::string name, what;
+    std::string store = "redis";  ///< the store model it is run on
     redis_faults server{};
     bool no_drift_margin = false;
     bool setnx_then_expire = false;
+    bool keepalive_from_reply = false;  ///< etcd: a keep-alive's deadline counted from its reply
 };
 
 /// The stores the simulator models: redis (redis_store, with its direct hand-off) and
