@@ -24,6 +24,7 @@ int usage(int status)
                 "                 [--seed S] [--broken NAME [--expect-caught]] [--list-broken] [--trace] [--json]\n"
                 "  --seeds N         schedules per store (default 200): seeds S, S+1, ... from --first (1)\n"
                 "  --seconds N       instead, run each store for N seconds of wall time (a long run)\n"
+                "  --hours N         the same in hours (before a release)\n"
                 "  --seed S          replay one schedule of --store (default redis) and print its trace\n"
                 "  --broken NAME     run a deliberately broken recipe (--list-broken lists them)\n"
                 "  --expect-caught   with --broken: succeed only if some schedule catches it\n"
@@ -156,6 +157,8 @@ int main(int argc, char** argv)
             ;
         else if (a == "--seconds" && value(o.seconds))
             ;
+        else if (a == "--hours" && value(v))
+            o.seconds = v * 3600;
         else if (a == "--seed" && value(v))
             o.one = v;
         else if (a == "--broken" && i + 1 < argc)
