@@ -20,16 +20,18 @@ namespace {
 
 int usage(int status)
 {
-    std::printf("usage: dlock_sim [--store redis|redis-nohandoff|etcd|all] [--seeds N] [--first S] [--seconds N]\n"
-                "                 [--seed S] [--broken NAME [--expect-caught]] [--list-broken] [--trace] [--json]\n"
-                "  --seeds N         schedules per store (default 200): seeds S, S+1, ... from --first (1)\n"
-                "  --seconds N       instead, run each store for N seconds of wall time (a long run)\n"
-                "  --hours N         the same in hours (before a release)\n"
-                "  --seed S          replay one schedule of --store (default redis) and print its trace\n"
-                "  --broken NAME     run a deliberately broken recipe (--list-broken lists them)\n"
-                "  --expect-caught   with --broken: succeed only if some schedule catches it\n"
-                "  --minimize        on a failure, the fewest of its faults that still fail (always for the\n"
-                "                    real recipe)\n");
+    std::printf(
+        "usage: dlock_sim [--store redis|redis-nohandoff|etcd|zookeeper|all] [--seeds N] [--first S] [--seconds N]\n"
+        "                 [--seed S] [--broken NAME [--expect-caught]] [--list-broken] [--trace] [--json]\n"
+        "  --seeds N         schedules per store (default 200): seeds S, S+1, ... from --first (1)\n"
+        "  --seconds N       instead, run each store for N seconds of wall time (a long run)\n"
+        "  --hours N         the same in hours (before a release)\n"
+        "  --seed S          replay one schedule of --store (default redis) and print its trace\n"
+        "                    (--verbose: every action of the lock machines too)\n"
+        "  --broken NAME     run a deliberately broken recipe (--list-broken lists them)\n"
+        "  --expect-caught   with --broken: succeed only if some schedule catches it\n"
+        "  --minimize        on a failure, the fewest of its faults that still fail (always for the\n"
+        "                    real recipe)\n");
     return status;
 }
 
@@ -45,7 +47,7 @@ struct options {
     std::string broken;
     std::uint64_t seeds = 200, first = 1, seconds = 0;
     std::optional<std::uint64_t> one;
-    bool json = false, trace = false, expect_caught = false, minimize = false;
+    bool json = false, trace = false, expect_caught = false, minimize = false, verbose = false;
 };
 
 struct store_report {
@@ -165,6 +167,8 @@ int main(int argc, char** argv)
             o.broken = argv[++i];
         else if (a == "--expect-caught")
             o.expect_caught = true;
+        else if (a == "--verbose")
+            o.verbose = true;
         else if (a == "--minimize")
             o.minimize = true;
         else if (a == "--trace")
@@ -182,7 +186,7 @@ int main(int argc, char** argv)
     if (o.stores[0] == "all")
         o.stores = o.one ? std::vector<std::string>{"redis"} : models;
     else if (std::find(models.begin(), models.end(), o.stores[0]) == models.end()) {
-        std::fprintf(stderr, "dlock_sim: no model of '%s' (models: redis, redis-nohandoff, etcd)\n",
+        std::fprintf(stderr, "dlock_sim: no model of '%s' (models: redis, redis-nohandoff, etcd, zookeeper)\n",
                      o.stores[0].c_str());
         return 2;
     }
@@ -199,7 +203,7 @@ int main(int argc, char** argv)
             o.stores = {recipe.store};  // a broken recipe runs on the store it breaks
     }
     if (o.one) {
-        auto r = run_schedule(o.stores[0], *o.one, recipe);
+        auto r = run_schedule(o.stores[0], *o.one, recipe, nullptr, o.verbose);
         for (auto& line : r.trace)
             std::printf("%s\n", line.c_str());
         std::printf("%s seed %llu: %s\n", o.stores[0].c_str(), (unsigned long long)*o.one,

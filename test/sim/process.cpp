@@ -293,6 +293,14 @@ void process::step()
 
 void process::perform(const fsm_action& a)
 {
+    if (s_.w.verbose) {
+        static const char* names[] = {"attempt",          "watch", "unwatch", "set_timer",
+                                      "cancel_timer",     "renew", "release", "complete_waiter",
+                                      "complete_release", "lost",  "event"};
+        s_.w.log(name() + " action " + names[static_cast<int>(a.t)] + " " + a.token + (a.queue ? " queue" : "") +
+                 (a.ec ? " ec=" + a.ec.message() : "") + " id=" + std::to_string(a.id) +
+                 " state=" + std::to_string(static_cast<int>(inc_->fsm.state())));
+    }
     auto& c = *inc_;
     switch (a.t) {
     case fsm_action::type::attempt: c.store->attempt(a); break;

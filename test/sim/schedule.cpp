@@ -3,6 +3,7 @@
 
 #include "etcd_recipe.hpp"
 #include "redis_recipe.hpp"
+#include "zk_recipe.hpp"
 
 #include <memory>
 
@@ -33,7 +34,7 @@ const std::vector<broken_recipe>& broken_recipes()
 
 const std::vector<std::string>& store_models()
 {
-    static const std::vector<std::string> all{"redis", "redis-nohandoff", "etcd"};
+    static const std::vector<std::string> all{"redis", "redis-nohandoff", "etcd", "zookeeper"};
     return all;
 }
 
@@ -87,14 +88,16 @@ std::vector<fault_event> minimize(const std::string& store, std::uint64_t seed, 
 }
 
 schedule_result run_schedule(const std::string& store, std::uint64_t seed, const broken_recipe& bad,
-                             const std::vector<fault_event>* plan)
+                             const std::vector<fault_event>* plan, bool verbose)
 {
     constexpr int processes = 3;
     const real_time fault_end = milliseconds(8000), bound = milliseconds(20000);
     world w(seed);
+    w.verbose = verbose;
     redis_model srv(bad.server);
     etcd_model etcd(w);
-    const bool on_etcd = store == "etcd";
+    zk_model zk(w);
+    const bool on_etcd = store == "etcd", on_zk = store == "zookeeper";
     checks chk(w);
     fault_counts faults;
     sim_settings cfg;
@@ -102,6 +105,8 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
     bool handoff = store == "redis";
     shared_state shared{w,
                         [&](process& p) -> std::unique_ptr<recipe> {
+                            if (on_zk)
+                                return std::make_unique<zk_recipe>(p, zk);
                             if (on_etcd)
                                 return std::make_unique<etcd_recipe>(p, etcd, bad.keepalive_from_reply);
                             return std::make_unique<redis_recipe>(p, srv, handoff, bad.setnx_then_expire);
@@ -120,6 +125,10 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
             ps[static_cast<std::size_t>(conn % 10)]->push(conn, [token, fence, ttl](sim::recipe& r) {
                 static_cast<redis_recipe&>(r).granted(token, fence, ttl);
             });
+    };
+    zk.on_deleted = [&](int conn, const std::string& name) {
+        ps[static_cast<std::size_t>(conn % 10)]->push(
+            conn, [name](sim::recipe& r) { static_cast<zk_recipe&>(r).deleted(name); });
     };
     etcd.on_deleted = [&](int conn, const std::string& key) {
         ps[static_cast<std::size_t>(conn % 10)]->push(
@@ -142,10 +151,10 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
                 ++faults.restarts;
                 // Redis: a restart with its data (AOF). etcd: a member restart that moves
                 // the leader, which starts every lease's TTL again.
-                w.log(on_etcd ? "etcd leader changed" : "server restarted");
+                w.log(on_etcd ? "etcd leader changed" : on_zk ? "zookeeper server restarted" : "server restarted");
                 if (on_etcd)
                     etcd.leader_change();
-                else
+                else if (!on_zk)  // ZooKeeper's sessions and nodes live in the ensemble
                     srv.restart();
                 shared.server_down_until = w.now() + f.length;
                 for (auto& q : ps)
@@ -168,7 +177,7 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
                           ")");
     if (auto h = srv.holder(w.now()))
         chk.violation("left behind: the lock is still held by " + *h);
-    if (auto left = on_etcd ? etcd.leftovers() : srv.leftovers(w.now()); !left.empty())
+    if (auto left = on_zk ? zk.leftovers() : on_etcd ? etcd.leftovers() : srv.leftovers(w.now()); !left.empty())
         chk.violation("left behind: " + left);
 
     schedule_result r;

@@ -57,7 +57,7 @@ struct schedule_result {
 /// 8 s of simulated time, then a drain in which every waiter must be served and nothing left.
 /// `plan`: the faults to inject (default: fault_plan(seed)).
 schedule_result run_schedule(const std::string& store, std::uint64_t seed, const broken_recipe& recipe,
-                             const std::vector<fault_event>* plan = nullptr);
+                             const std::vector<fault_event>* plan = nullptr, bool verbose = false);
 /// The fewest of `seed`'s faults (a subset of its plan) with which the schedule still
 /// fails: each fault is left out in turn and stays out if the schedule still fails.
 std::vector<fault_event> minimize(const std::string& store, std::uint64_t seed, const broken_recipe& recipe);

@@ -56,6 +56,8 @@ public:
                          line);
     }
     const std::vector<std::string>& trace() const noexcept { return trace_; }
+    /// Every machine action in the trace too (a replay with --verbose).
+    bool verbose = false;
 
 private:
     struct event {
