@@ -27,6 +27,9 @@ const std::vector<broken_recipe>& broken_recipes()
         v.push_back({"keepalive_from_reply", "etcd: a keep-alive moves the session's deadline from its reply"});
         v.back().store = "etcd";
         v.back().keepalive_from_reply = true;
+        v.push_back({"zk_session_from_reply", "ZooKeeper: an answer dates the session from its arrival, not its send"});
+        v.back().store = "zookeeper";
+        v.back().keepalive_from_reply = true;
         return v;
     }();
     return all;
@@ -106,7 +109,7 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
     shared_state shared{w,
                         [&](process& p) -> std::unique_ptr<recipe> {
                             if (on_zk)
-                                return std::make_unique<zk_recipe>(p, zk);
+                                return std::make_unique<zk_recipe>(p, zk, bad.keepalive_from_reply);
                             if (on_etcd)
                                 return std::make_unique<etcd_recipe>(p, etcd, bad.keepalive_from_reply);
                             return std::make_unique<redis_recipe>(p, srv, handoff, bad.setnx_then_expire);

@@ -19,7 +19,7 @@ struct broken_recipe {
     redis_faults server{};
     bool no_drift_margin = false;
     bool setnx_then_expire = false;
-    bool keepalive_from_reply = false;  ///< etcd: a keep-alive's deadline counted from its reply
+    bool keepalive_from_reply = false;  ///< etcd, ZooKeeper: the session dated from a reply's arrival
 };
 
 /// The stores the simulator models: redis (redis_store, with its direct hand-off) and

@@ -38,7 +38,7 @@ void zk_recipe::zk_request(std::function<std::function<void()>()> apply, reply_f
             auto then = apply();
             return [this, sid, sent, then] {
                 if (sid && sid_ == sid)
-                    life_.heard(sent);  // any answer dates the session
+                    life_.heard(from_reply_ ? p_.local_now() : sent);  // any answer dates the session
                 then();
             };
         },
@@ -97,7 +97,7 @@ void zk_recipe::arm_ping()
                 return [this, sid, sent] {
                     if (sid_ != sid)
                         return;
-                    auto ev = life_.confirmed(sent);
+                    auto ev = life_.confirmed(from_reply_ ? p_.local_now() : sent);
                     arm_deadline();
                     arm_ping();
                     if (ev)

@@ -25,7 +25,8 @@ namespace dlock::sim {
 
 class zk_recipe final : public recipe {
 public:
-    zk_recipe(process& p, zk_model& srv) : p_(p), srv_(srv) {}
+    /// `from_reply`: broken, an answer dates the session from its arrival, not its send.
+    zk_recipe(process& p, zk_model& srv, bool from_reply = false) : p_(p), srv_(srv), from_reply_(from_reply) {}
 
     void configure(detail::fsm_config& f) const override
     {
@@ -87,6 +88,7 @@ private:
 
     process& p_;
     zk_model& srv_;
+    bool from_reply_;
     const std::string name_ = "n";
     std::int64_t sid_ = 0;
     detail::session_life life_;
