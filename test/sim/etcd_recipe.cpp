@@ -23,23 +23,14 @@ void etcd_recipe::ensure_session(std::function<void(error_code)> cont)
 {
     if (lease_)
         return cont({});
-    gate_.push_back(std::move(cont));
-    if (!granting_)
-        grant();
+    wait_session(std::move(cont), [this] { grant(); });
 }
 
 void etcd_recipe::grant()
 {
-    granting_ = true;
     auto ttl = p_.shared().cfg.lease;
     auto sent = p_.local_now();
-    auto open = [this](error_code ec) {
-        granting_ = false;
-        auto waiting = std::move(gate_);
-        gate_.clear();
-        for (auto& f : waiting)
-            f(ec);
-    };
+    auto open = [this](error_code ec) { opened(ec); };
     p_.request(
         [this, ttl, sent, open]() -> std::function<void()> {
             auto id = srv_.grant(ttl);
@@ -120,15 +111,8 @@ void etcd_recipe::session_gone()
             return [] {};
         },
         [](error_code) {});
-    p_.fsm().on_session(session_event::lost, old, p_.local_now());
-    p_.step();
+    session_recipe::tell(session_event::lost, old);
     waits_.end_all(true);
-}
-
-void etcd_recipe::tell(session_event ev)
-{
-    p_.fsm().on_session(ev, life_.info(), p_.local_now());
-    p_.step();
 }
 
 // ---- acquires and releases (src/etcd/acquire.cpp) ----
@@ -144,7 +128,7 @@ std::string etcd_recipe::key_for(const std::string& token) const
 
 void etcd_recipe::attempt(const detail::fsm_action& a)
 {
-    after_acquire_[a.token];  // releases of this token wait for it (token_order)
+    begin(a.token);
     ensure_session([this, a](error_code ec) {
         if (ec)
             return acquired(a.token, ec, {});
@@ -209,19 +193,6 @@ void etcd_recipe::send_acquire(const detail::fsm_action& a, bool retried)
         [this, a](error_code ec) { acquired(a.token, ec, {}); });
 }
 
-void etcd_recipe::acquired(const std::string& token, error_code ec, acquire_result r)
-{
-    p_.fsm().on_attempt_done(ec, r, p_.local_now());
-    p_.step();
-    auto it = after_acquire_.find(token);
-    if (it == after_acquire_.end())
-        return;
-    auto later = std::move(it->second);
-    after_acquire_.erase(it);
-    for (auto& f : later)
-        f();
-}
-
 void etcd_recipe::renew(const detail::fsm_action& a)
 {
     auto key = a.ref.empty() ? key_for(a.token) : a.ref;
@@ -246,24 +217,12 @@ void etcd_recipe::renew(const detail::fsm_action& a)
         [done](error_code ec) { done(ec, {}); });
 }
 
-void etcd_recipe::release(const detail::fsm_action& a)
-{
-    waits_.drop(name_, a.token);
-    ++pending_releases_;
-    if (auto it = after_acquire_.find(a.token); it != after_acquire_.end())
-        return it->second.push_back([this, a] { send_release(a.token, a.ref, a.id); });
-    send_release(a.token, a.ref, a.id);
-}
-
 // `again`: asked again after a failure (the first try may have run).
-void etcd_recipe::send_release(std::string token, std::string ref, std::uint64_t id, bool again)
+void etcd_recipe::send_release(const detail::fsm_action& a, bool again)
 {
-    auto done = [this, id](error_code ec, bool held) {
-        --pending_releases_;
-        p_.fsm().on_release_done(id, ec, held, p_.local_now());
-        p_.step();
-    };
-    auto key = ref.empty() ? key_for(token) : ref;
+    auto done = [this, id = a.id](error_code ec, bool held) { released(id, ec, held); };
+    const auto& token = a.token;
+    auto key = a.ref.empty() ? key_for(token) : a.ref;
     if (key.empty())
         return done({}, false);
     auto created = slots_.created(name_, token);
@@ -277,35 +236,15 @@ void etcd_recipe::send_release(std::string token, std::string ref, std::uint64_t
                 done({}, held);
             };
         },
-        [this, token, ref, id, l, done](error_code ec) {
+        [this, a, l, done](error_code ec) {
             // Not answered: asked once more while the lease lives (its end deletes the key).
             if (l != 0 && lease_ == l)
-                return p_.later(milliseconds(50), [this, token, ref, id] { send_release(token, ref, id, true); });
+                return p_.later(milliseconds(50), [this, a] { send_release(a, true); });
             done(ec, false);
         });
 }
 
 // ---- watches and queued waits (src/etcd/queue.cpp) ----
-
-void etcd_recipe::watch(const detail::fsm_action& a)
-{
-    watching_ = true;
-    watch_token_ = a.token;
-    // A tokened watch is ready at once: the queued attempt's revision anchors the wait.
-    p_.later(real_time(0), [this] {
-        if (watching_) {
-            p_.fsm().on_watch(watch_event::ready, {}, p_.local_now());
-            p_.step();
-        }
-    });
-}
-
-void etcd_recipe::unwatch()
-{
-    watching_ = false;
-    waits_.drop(name_, watch_token_);
-    watch_token_.clear();
-}
 
 void etcd_recipe::perform(const queued_ptr& q, const wait_action& a)
 {
@@ -350,24 +289,15 @@ void etcd_recipe::perform(const queued_ptr& q, const wait_action& a)
         grant_notice g{static_cast<std::uint64_t>(q->mine),
                        std::min(q->ttl, ms_until(life_.raw_deadline(), q->first_send)), q->key,
                        static_cast<std::uint64_t>(lease_)};
-        if (watching_ && watch_token_ == q->token) {
-            p_.fsm().on_watch(watch_event::granted, g, p_.local_now());
-            p_.step();
-        }
-        return;
+        return tell_watch(q->token, watch_event::granted, g);
     }
-    case type::resync:
-        if (watching_ && watch_token_ == q->token) {
-            p_.fsm().on_watch(watch_event::resync, {}, p_.local_now());
-            p_.step();
-        }
-        return;
+    case type::resync: return tell_watch(q->token, watch_event::resync);
     }
 }
 
 void etcd_recipe::check_place(const queued_ptr& q)
 {
-    if (!watching_ || watch_token_ != q->token)
+    if (!watching(q->token))
         return waits_.feed(q, [](detail::predecessor_wait& w) { w.on_abandon(); });  // nobody listens
     p_.request(
         [this, q]() -> std::function<void()> {

@@ -51,23 +51,14 @@ void zk_recipe::ensure_session(reply_fn cont)
 {
     if (sid_)
         return cont({});
-    gate_.push_back(std::move(cont));
-    if (!opening_)
-        open();
+    wait_session(std::move(cont), [this] { open(); });
 }
 
 void zk_recipe::open()
 {
-    opening_ = true;
     auto timeout = p_.shared().cfg.lease;
     auto sent = p_.local_now();
-    auto done = [this](error_code ec) {
-        opening_ = false;
-        auto waiting = std::move(gate_);
-        gate_.clear();
-        for (auto& f : waiting)
-            f(ec);
-    };
+    auto done = [this](error_code ec) { opened(ec); };
     p_.request(
         [this, timeout, sent, done]() -> std::function<void()> {
             auto id = srv_.open_session(timeout);
@@ -159,40 +150,20 @@ void zk_recipe::session_gone()
             return [] {};
         },
         [](error_code) {});
-    p_.fsm().on_session(session_event::lost, old, p_.local_now());
-    p_.step();
+    session_recipe::tell(session_event::lost, old);
     waits_.end_all(true);
-}
-
-void zk_recipe::tell(session_event ev)
-{
-    p_.fsm().on_session(ev, life_.info(), p_.local_now());
-    p_.step();
 }
 
 // ---- acquires (src/zookeeper/acquire.cpp) ----
 
 void zk_recipe::attempt(const detail::fsm_action& a)
 {
-    after_acquire_[a.token];  // releases of this token wait for it (token_order)
+    begin(a.token);
     ensure_session([this, a](error_code ec) {
         if (ec)
             return acquired(a.token, ec, {});
         round(a, false);
     });
-}
-
-void zk_recipe::acquired(const std::string& token, error_code ec, acquire_result r)
-{
-    p_.fsm().on_attempt_done(ec, r, p_.local_now());
-    p_.step();
-    auto it = after_acquire_.find(token);
-    if (it == after_acquire_.end())
-        return;
-    auto later = std::move(it->second);
-    after_acquire_.erase(it);
-    for (auto& f : later)
-        f();
 }
 
 // A create whose reply was lost may have made a node: found by its guid.
@@ -364,22 +335,9 @@ void zk_recipe::renew(const detail::fsm_action& a)
         [done](error_code ec) { done(ec, {}); });
 }
 
-void zk_recipe::release(const detail::fsm_action& a)
-{
-    waits_.drop(name_, a.token);
-    ++pending_;
-    if (auto it = after_acquire_.find(a.token); it != after_acquire_.end())
-        return it->second.push_back([this, a] { send_release(a, false); });
-    send_release(a, false);
-}
-
 void zk_recipe::send_release(const detail::fsm_action& a, bool again)
 {
-    auto done = [this, id = a.id](error_code ec, bool was) {
-        --pending_;
-        p_.fsm().on_release_done(id, ec, was, p_.local_now());
-        p_.step();
-    };
+    auto done = [this, id = a.id](error_code ec, bool was) { released(id, ec, was); };
     // The connection went under it while the session lives: asked again (release_later).
     auto sid = sid_;
     auto later = [this, a, sid, done](error_code ec) {
@@ -412,25 +370,6 @@ void zk_recipe::send_release(const detail::fsm_action& a, bool again)
 
 // ---- watches and queued waits (src/zookeeper/queue.cpp) ----
 
-void zk_recipe::watch(const detail::fsm_action& a)
-{
-    watching_ = true;
-    watch_token_ = a.token;
-    p_.later(real_time(0), [this] {
-        if (watching_) {
-            p_.fsm().on_watch(watch_event::ready, {}, p_.local_now());
-            p_.step();
-        }
-    });
-}
-
-void zk_recipe::unwatch()
-{
-    watching_ = false;
-    waits_.drop(name_, watch_token_);
-    watch_token_.clear();
-}
-
 void zk_recipe::perform(const queued_ptr& q, const wait_action& a)
 {
     using type = wait_action::type;
@@ -456,28 +395,14 @@ void zk_recipe::perform(const queued_ptr& q, const wait_action& a)
     case type::grant: {
         auto& ns = nodes_[q->token];
         ns.held = true;
-        if (!ns.czxid) {
-            if (watching_ && watch_token_ == q->token) {
-                p_.fsm().on_watch(watch_event::resync, {}, p_.local_now());
-                p_.step();
-            }
-            return;
-        }
+        if (!ns.czxid)  // our node's czxid unknown: ask again
+            return tell_watch(q->token, watch_event::resync);
         grant_notice g{static_cast<std::uint64_t>(ns.czxid),
                        std::min(q->ttl, ms_until(life_.deadline(), p_.local_now())), ns.node,
                        static_cast<std::uint64_t>(q->session)};
-        if (watching_ && watch_token_ == q->token) {
-            p_.fsm().on_watch(watch_event::granted, g, p_.local_now());
-            p_.step();
-        }
-        return;
+        return tell_watch(q->token, watch_event::granted, g);
     }
-    case type::resync:
-        if (watching_ && watch_token_ == q->token) {
-            p_.fsm().on_watch(watch_event::resync, {}, p_.local_now());
-            p_.step();
-        }
-        return;
+    case type::resync: return tell_watch(q->token, watch_event::resync);
     case type::cancel_watch:  // one-shot: it fires once more, into a key no longer watched
     case type::set_timer:     // never asked: without retries a failure ends the wait
     case type::cancel_timer: return;
@@ -486,7 +411,7 @@ void zk_recipe::perform(const queued_ptr& q, const wait_action& a)
 
 void zk_recipe::read_place(const queued_ptr& q)
 {
-    if (!watching_ || watch_token_ != q->token)
+    if (!watching(q->token))
         return waits_.feed(q, [](detail::predecessor_wait& w) { w.on_abandon(); });
     if (!sid_ || sid_ != q->session)
         return waits_.feed(q, [](detail::predecessor_wait& w) { w.on_lost(); });

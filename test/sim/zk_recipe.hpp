@@ -10,8 +10,7 @@
 
 #include "common/predecessor_wait.hpp"
 #include "common/session_life.hpp"
-#include "process.hpp"
-#include "recipe.hpp"
+#include "session_recipe.hpp"
 #include "zk_model.hpp"
 #include "zookeeper/acquire_round.hpp"
 
@@ -23,31 +22,22 @@
 
 namespace dlock::sim {
 
-class zk_recipe final : public recipe {
+class zk_recipe final : public session_recipe {
 public:
     /// `from_reply`: broken, an answer dates the session from its arrival, not its send.
-    zk_recipe(process& p, zk_model& srv, bool from_reply = false) : p_(p), srv_(srv), from_reply_(from_reply) {}
-
-    void configure(detail::fsm_config& f) const override
+    zk_recipe(process& p, zk_model& srv, bool from_reply = false)
+        : session_recipe(p), srv_(srv), from_reply_(from_reply)
     {
-        f.direct_handoff = true;
-        f.inherent_queue = true;
-        f.per_session = true;
-        f.confirms = true;
     }
+
     void attempt(const detail::fsm_action& a) override;
     void renew(const detail::fsm_action& a) override;
-    void release(const detail::fsm_action& a) override;
-    void watch(const detail::fsm_action& a) override;
-    void unwatch() override;
     void connected() override;
     void disconnected(int conn) override { srv_.unwatch_all(conn); }
     void crashed(int conn) override { srv_.unwatch_all(conn); }
-    bool idle() const override { return pending_ == 0 && gate_.empty() && after_acquire_.empty(); }
     std::string state() const override
     {
-        return "session " + std::to_string(sid_) + ", " + std::to_string(pending_) + " releases, " +
-               std::to_string(after_acquire_.size()) + " acquires in flight";
+        return "session " + std::to_string(sid_) + ", " + std::to_string(pending_) + " releases";
     }
 
     /// The watched child `name` was deleted (a watch event).
@@ -66,7 +56,6 @@ private:
         detail::predecessor_wait wait{};
     };
     using queued_ptr = std::shared_ptr<queued>;
-    using reply_fn = std::function<void(boost::system::error_code)>;
 
     // A request of the session `sid_`: an answer dates the session (heard), a failure is `failed`.
     void zk_request(std::function<std::function<void()>()> apply, reply_fn failed);
@@ -76,31 +65,23 @@ private:
     void arm_ping();
     void arm_deadline();
     void session_gone();
-    void tell(session_event ev);
+    void tell(session_event ev) { session_recipe::tell(ev, life_.info()); }
     // Acquires and releases.
     void round(const detail::fsm_action& a, bool retried);
-    void acquired(const std::string& token, boost::system::error_code ec, acquire_result r);
     void find_lost(const std::string& token, std::function<void()> then, reply_fn failed);
-    void send_release(const detail::fsm_action& a, bool again);
+    void send_release(const detail::fsm_action& a, bool again) override;
+    void dropped(const std::string& token) override { waits_.drop(name_, token); }
     // Queued waits.
     void perform(const queued_ptr& q, const detail::wait_action& a);
     void read_place(const queued_ptr& q);
 
-    process& p_;
     zk_model& srv_;
     bool from_reply_;
-    const std::string name_ = "n";
     std::int64_t sid_ = 0;
     detail::session_life life_;
     std::uint64_t ping_gen_ = 0, deadline_gen_ = 0;
-    std::vector<reply_fn> gate_;
-    bool opening_ = false;
     std::map<std::string, node_state> nodes_;  // per token
     bool contended_ = false;
-    std::map<std::string, std::vector<std::function<void()>>> after_acquire_;
-    std::string watch_token_;
-    bool watching_ = false;
-    int pending_ = 0;  // releases in flight
     detail::wait_queue<queued> waits_{[this](const queued_ptr& q, const detail::wait_action& a) { perform(q, a); }};
     std::map<std::string, queued_ptr> watched_;  // a predecessor's name -> the wait watching it
 };
