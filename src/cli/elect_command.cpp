@@ -80,6 +80,8 @@ asio::awaitable<int> observe(const options& o, store& st, election& e, superviso
 {
     auto obs = e.observe();
     for (;;) {
+        if (s.early_signal)  // it came before this wait was bound to the signal's cancellation
+            co_return exit_status::ok;
         auto [ec, info] = co_await obs.async_next(asio::bind_cancellation_slot(s.cancel_acquire.slot(), use_tuple));
         if (s.early_signal)
             co_return exit_status::ok;  // the way an observer is stopped

@@ -314,6 +314,8 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
             return fail(err, "elect --observe runs no COMMAND: it prints each change of leader");
         if (out.observe && out.value)
             return fail(err, "elect --observe proclaims nothing: --value is a candidate's");
+        if (!out.observe && set.count("--json"))
+            return fail(err, "elect: --json is for --observe's lines");
         if (!out.observe && out.argv.empty())
             return fail(err, "elect: missing COMMAND after '--' (usage: dlock elect NAME [--value V] -- COMMAND "
                              "[ARGS...], or dlock elect --observe NAME)");

@@ -349,6 +349,7 @@ BOOST_AUTO_TEST_CASE(elect_candidates_and_observers)
     BOOST_TEST(has(bad({"elect", "sched"}), "elect: missing COMMAND"));
     BOOST_TEST(has(bad({"elect", "--observe", "sched", "--", "job"}), "runs no COMMAND"));
     BOOST_TEST(has(bad({"elect", "--observe", "--value", "v", "sched"}), "--value is a candidate's"));
+    BOOST_TEST(has(bad({"elect", "--json", "sched", "--", "job"}), "--json is for --observe"));
     BOOST_TEST(has(bad({"elect", "--wait", "1s", "sched", "--", "job"}), "'--wait' does not apply"));
     BOOST_TEST(has(bad({"elect", "--shared", "sched", "--", "job"}), "'--shared' does not apply"));
     BOOST_TEST(has(bad({"run", "--value", "v", "job", "--", "true"}), "'--value' does not apply"));
