@@ -238,7 +238,7 @@ void etcd_recipe::send_release(const detail::fsm_action& a, bool again)
         },
         [this, a, l, done](error_code ec) {
             // Not answered: asked once more while the lease lives (its end deletes the key).
-            if (l != 0 && lease_ == l)
+            if (l != 0 && lease_ == l && !release_once_)
                 return p_.later(milliseconds(50), [this, a] { send_release(a, true); });
             done(ec, false);
         });

@@ -22,9 +22,11 @@ namespace dlock::sim {
 
 class etcd_recipe final : public session_recipe {
 public:
-    /// `from_reply`: broken, a keep-alive's deadline counted from its reply, not its send.
-    etcd_recipe(process& p, etcd_model& srv, bool from_reply = false)
-        : session_recipe(p), srv_(srv), rng_(static_cast<std::uint32_t>(p.w().draw())), from_reply_(from_reply)
+    /// Broken variants. `from_reply`: a keep-alive's deadline counted from its reply, not its
+    /// send. `release_once`: a release whose reply was lost is not asked again.
+    etcd_recipe(process& p, etcd_model& srv, bool from_reply = false, bool release_once = false)
+        : session_recipe(p), srv_(srv), rng_(static_cast<std::uint32_t>(p.w().draw())), from_reply_(from_reply),
+          release_once_(release_once)
     {
     }
 
@@ -72,7 +74,7 @@ private:
 
     etcd_model& srv_;
     std::minstd_rand rng_;
-    bool from_reply_;
+    bool from_reply_, release_once_;
     std::int64_t lease_ = 0;
     detail::session_life life_;
     std::uint64_t keepalive_gen_ = 0, deadline_gen_ = 0;

@@ -27,6 +27,9 @@ const std::vector<broken_recipe>& broken_recipes()
         v.push_back({"keepalive_from_reply", "etcd: a keep-alive moves the session's deadline from its reply"});
         v.back().store = "etcd";
         v.back().keepalive_from_reply = true;
+        v.push_back({"etcd_release_once", "etcd: a release whose reply was lost is not asked again"});
+        v.back().store = "etcd";
+        v.back().release_once = true;
         v.push_back({"zk_session_from_reply", "ZooKeeper: an answer dates the session from its arrival, not its send"});
         v.back().store = "zookeeper";
         v.back().keepalive_from_reply = true;
@@ -111,7 +114,8 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
                             if (on_zk)
                                 return std::make_unique<zk_recipe>(p, zk, bad.keepalive_from_reply);
                             if (on_etcd)
-                                return std::make_unique<etcd_recipe>(p, etcd, bad.keepalive_from_reply);
+                                return std::make_unique<etcd_recipe>(p, etcd, bad.keepalive_from_reply,
+                                                                     bad.release_once);
                             return std::make_unique<redis_recipe>(p, srv, handoff, bad.setnx_then_expire);
                         },
                         chk, faults, cfg};

@@ -20,6 +20,7 @@ struct broken_recipe {
     bool no_drift_margin = false;
     bool setnx_then_expire = false;
     bool keepalive_from_reply = false;  ///< etcd, ZooKeeper: the session dated from a reply's arrival
+    bool release_once = false;          ///< etcd: a release whose reply was lost is not asked again
 };
 
 /// The stores the simulator models: redis (redis_store, with its direct hand-off) and
