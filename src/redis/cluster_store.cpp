@@ -659,6 +659,23 @@ auto script_result(Decode decode, std::function<void(std::string)> keep)
     };
 }
 
+// A read of the name's lock hash and fence (the status and leader scripts): `decode`'s
+// lock_status, with the lock's key for operators.
+template <class Decode>
+auto name_read_op(script_id sid, const redis::detail::keys& k, Decode decode,
+                  asio::any_completion_handler<void(error_code, lock_status)> h, std::function<void(std::string)> keep)
+{
+    std::vector<std::string> keys{k.lock(), k.fence()};
+    auto slot = key_slot(keys[0]);
+    auto with_key = [key = keys[0], decode](const reply& r, lock_status& st) {
+        auto ec = decode(r, st);
+        st.key = key;
+        return ec;
+    };
+    return make_op(sid, slot, std::move(keys), {}, std::move(h),
+                   script_result<lock_status, void(error_code, lock_status)>(with_key, std::move(keep)));
+}
+
 }  // namespace
 
 store_traits cluster_store::traits() const noexcept
@@ -729,16 +746,7 @@ void cluster_store::do_force_release(const std::string& name, asio::any_completi
 
 void cluster_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
 {
-    auto k = impl_->names(name);
-    std::vector<std::string> keys{k.lock(), k.fence()};
-    auto slot = key_slot(keys[0]);
-    auto decode = [key = keys[0]](const reply& r, lock_status& st) {
-        auto ec = detail::decode_status(r, st);
-        st.key = key;
-        return ec;
-    };
-    impl_->start(make_op(s_status, slot, std::move(keys), {}, std::move(h),
-                         script_result<lock_status, status_signature>(decode, text_keeper())));
+    impl_->start(name_read_op(s_status, impl_->names(name), detail::decode_status, std::move(h), text_keeper()));
 }
 
 // ---- count-down latches and elections: redis_store's scripts, routed to the name's slot ----
@@ -792,16 +800,7 @@ void cluster_store::do_proclaim(const lease_key& key, const std::string& value,
 
 void cluster_store::do_leader(const std::string& name, asio::any_completion_handler<leader_signature> h)
 {
-    auto k = impl_->names(name);
-    std::vector<std::string> keys{k.lock(), k.fence()};
-    auto slot = key_slot(keys[0]);
-    auto decode = [key = keys[0]](const reply& r, lock_status& st) {
-        auto ec = detail::decode_leader(r, st);
-        st.key = key;
-        return ec;
-    };
-    impl_->start(make_op(s_leader, slot, std::move(keys), {}, std::move(h),
-                         script_result<lock_status, leader_signature>(decode, text_keeper())));
+    impl_->start(name_read_op(s_leader, impl_->names(name), detail::decode_leader, std::move(h), text_keeper()));
 }
 
 // Callbacks run only from tell() and the posted `ready`, and both look the watch up
