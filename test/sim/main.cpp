@@ -20,18 +20,18 @@ namespace {
 
 int usage(int status)
 {
-    std::printf(
-        "usage: dlock_sim [--store redis|redis-nohandoff|etcd|zookeeper|all] [--seeds N] [--first S] [--seconds N]\n"
-        "                 [--seed S] [--broken NAME [--expect-caught]] [--list-broken] [--trace] [--json]\n"
-        "  --seeds N         schedules per store (default 200): seeds S, S+1, ... from --first (1)\n"
-        "  --seconds N       instead, run each store for N seconds of wall time (a long run)\n"
-        "  --hours N         the same in hours (before a release)\n"
-        "  --seed S          replay one schedule of --store (default redis) and print its trace\n"
-        "                    (--verbose: every action of the lock machines too)\n"
-        "  --broken NAME     run a deliberately broken recipe (--list-broken lists them)\n"
-        "  --expect-caught   with --broken: succeed only if some schedule catches it\n"
-        "  --minimize        on a failure, the fewest of its faults that still fail (always for the\n"
-        "                    real recipe)\n");
+    std::printf("usage: dlock_sim [--store redis|redis-nohandoff|etcd|zookeeper|postgresql|all] [--seeds N] [--first "
+                "S] [--seconds N]\n"
+                "                 [--seed S] [--broken NAME [--expect-caught]] [--list-broken] [--trace] [--json]\n"
+                "  --seeds N         schedules per store (default 200): seeds S, S+1, ... from --first (1)\n"
+                "  --seconds N       instead, run each store for N seconds of wall time (a long run)\n"
+                "  --hours N         the same in hours (before a release)\n"
+                "  --seed S          replay one schedule of --store (default redis) and print its trace\n"
+                "                    (--verbose: every action of the lock machines too)\n"
+                "  --broken NAME     run a deliberately broken recipe (--list-broken lists them)\n"
+                "  --expect-caught   with --broken: succeed only if some schedule catches it\n"
+                "  --minimize        on a failure, the fewest of its faults that still fail (always for the\n"
+                "                    real recipe)\n");
     return status;
 }
 
@@ -72,6 +72,7 @@ store_report run_store(const std::string& store, const options& o, const broken_
         f.lost_replies += r.faults.lost_replies;
         f.drops += r.faults.drops;
         f.partitions += r.faults.partitions;
+        f.stalls += r.faults.stalls;
         f.pauses += r.faults.pauses;
         f.crashes += r.faults.crashes;
         f.restarts += r.faults.restarts;
@@ -94,6 +95,7 @@ void print(const std::string& store, const options& o, const store_report& r)
         boost::json::object faults{{"lost_replies", f.lost_replies},
                                    {"drops", f.drops},
                                    {"partitions", f.partitions},
+                                   {"stalls", f.stalls},
                                    {"pauses", f.pauses},
                                    {"crashes", f.crashes},
                                    {"restarts", f.restarts},
@@ -111,13 +113,14 @@ void print(const std::string& store, const options& o, const store_report& r)
             j["seed"] = *r.failing;
         std::printf("%s\n", boost::json::serialize(j).c_str());
     } else {
-        std::printf("%s: %llu schedules in %.1f s (%.0f/s), %llu grants, %llu writes; faults: %llu lost replies, "
-                    "%llu drops, %llu partitions, %llu pauses, %llu crashes, %llu server restarts, %llu cancels\n",
-                    label.c_str(), (unsigned long long)r.schedules, r.seconds,
-                    double(r.schedules) / std::max(r.seconds, 1e-9), (unsigned long long)r.grants,
-                    (unsigned long long)r.writes, (unsigned long long)f.lost_replies, (unsigned long long)f.drops,
-                    (unsigned long long)f.partitions, (unsigned long long)f.pauses, (unsigned long long)f.crashes,
-                    (unsigned long long)f.restarts, (unsigned long long)f.cancels);
+        std::printf(
+            "%s: %llu schedules in %.1f s (%.0f/s), %llu grants, %llu writes; faults: %llu lost replies, "
+            "%llu drops, %llu partitions, %llu stalls, %llu pauses, %llu crashes, %llu server restarts, %llu cancels\n",
+            label.c_str(), (unsigned long long)r.schedules, r.seconds, double(r.schedules) / std::max(r.seconds, 1e-9),
+            (unsigned long long)r.grants, (unsigned long long)r.writes, (unsigned long long)f.lost_replies,
+            (unsigned long long)f.drops, (unsigned long long)f.partitions, (unsigned long long)f.stalls,
+            (unsigned long long)f.pauses, (unsigned long long)f.crashes, (unsigned long long)f.restarts,
+            (unsigned long long)f.cancels);
     }
     if (!r.failing)
         return;
@@ -186,7 +189,8 @@ int main(int argc, char** argv)
     if (o.stores[0] == "all")
         o.stores = o.one ? std::vector<std::string>{"redis"} : models;
     else if (std::find(models.begin(), models.end(), o.stores[0]) == models.end()) {
-        std::fprintf(stderr, "dlock_sim: no model of '%s' (models: redis, redis-nohandoff, etcd, zookeeper)\n",
+        std::fprintf(stderr,
+                     "dlock_sim: no model of '%s' (models: redis, redis-nohandoff, etcd, zookeeper, postgresql)\n",
                      o.stores[0].c_str());
         return 2;
     }

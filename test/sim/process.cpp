@@ -133,6 +133,13 @@ void process::partition(real_time d)
     drop_connection();
 }
 
+void process::stall_replies(real_time d)
+{
+    ++s_.faults.stalls;
+    s_.w.log(name() + " replies stalled");
+    stalled_until_ = std::max(stalled_until_, s_.w.now() + d);
+}
+
 // ---- the connection ----
 
 real_time process::delay()
@@ -146,7 +153,9 @@ void process::connect()
 {
     if (!inc_ || inc_->up)
         return;
-    bool reachable = s_.w.now() >= partitioned_until_ && s_.w.now() >= s_.server_down_until;
+    // A connection needs a reply to its handshake: none comes through a stall.
+    bool reachable =
+        s_.w.now() >= partitioned_until_ && s_.w.now() >= s_.server_down_until && s_.w.now() >= stalled_until_;
     auto g = generation_;
     if (!reachable)
         return s_.w.after(milliseconds(20), [this, g] {
@@ -185,6 +194,12 @@ void process::fail_in_flight(error_code ec)
 // the reply; `failed` is told the error if the request fails (timeout, lost connection).
 void process::request(std::function<std::function<void()>()> apply, std::function<void(error_code)> failed)
 {
+    request(nullptr, std::move(apply), std::move(failed), real_time(0));
+}
+
+void process::request(std::function<void()> arrived, std::function<std::function<void()>()> apply,
+                      std::function<void(error_code)> failed, real_time stall)
+{
     auto& c = *inc_;
     if (!c.up) {
         auto g = generation_;
@@ -197,11 +212,12 @@ void process::request(std::function<std::function<void()>()> apply, std::functio
     c.in_flight[id] = std::move(failed);
     auto g = generation_, epoch = c.epoch;
     c.to_server = std::max(c.to_server, s_.w.now() + delay());
-    s_.w.at(c.to_server, [this, g, epoch, id, apply] {
-        bool gone = g != generation_ || crashed_ || !inc_ || inc_->epoch != epoch;
-        if (gone || s_.w.now() < partitioned_until_ || s_.w.now() < s_.server_down_until)
-            return;  // lost on the way: the client's timeout tells
+    // The server's side: the request applied (after a stall, if any, whatever became of the
+    // client meanwhile), then its reply on the way back.
+    auto serve = [this, g, epoch, id, apply] {
         auto on_reply = apply();
+        if (g != generation_ || !inc_ || inc_->epoch != epoch)
+            return;
         if (s_.faults_on && s_.w.chance(0.01)) {
             ++s_.faults.lost_replies;
             return;  // applied, the reply lost
@@ -209,13 +225,28 @@ void process::request(std::function<std::function<void()>()> apply, std::functio
         auto& c = *inc_;
         c.to_client = std::max(c.to_client, s_.w.now() + delay());
         s_.w.at(c.to_client, [this, g, epoch, id, on_reply] {
-            if (g != generation_ || !inc_ || inc_->epoch != epoch || s_.w.now() < partitioned_until_)
+            if (g != generation_ || !inc_ || inc_->epoch != epoch || s_.w.now() < partitioned_until_ ||
+                s_.w.now() < stalled_until_)
                 return;
             as_process([this, epoch, id, on_reply] {
                 if (!inc_ || inc_->epoch != epoch || !inc_->in_flight.erase(id))
                     return;
                 on_reply();
             });
+        });
+    };
+    s_.w.at(c.to_server, [this, g, epoch, arrived, serve, stall] {
+        bool gone = g != generation_ || crashed_ || !inc_ || inc_->epoch != epoch;
+        if (gone || s_.w.now() < partitioned_until_ || s_.w.now() < s_.server_down_until)
+            return;  // lost on the way: the client's timeout tells
+        if (arrived)
+            arrived();
+        if (stall == real_time(0))
+            return serve();
+        auto down = s_.server_down_until;
+        s_.w.after(stall, [this, serve, down] {
+            if (s_.server_down_until == down)  // a restart meanwhile ended the statement
+                serve();
         });
     });
     // No reply in time: the connection is reset, and everything in flight on it fails.
@@ -237,7 +268,8 @@ void process::push(int conn, std::function<void(recipe&)> f)
     auto g = generation_, epoch = c.epoch;
     c.pushed = std::max(c.pushed, s_.w.now() + delay());
     s_.w.at(c.pushed, [this, g, epoch, f] {
-        if (g != generation_ || !inc_ || inc_->epoch != epoch || s_.w.now() < partitioned_until_)
+        if (g != generation_ || !inc_ || inc_->epoch != epoch || s_.w.now() < partitioned_until_ ||
+            s_.w.now() < stalled_until_)
             return;
         as_process([this, epoch, f] {
             if (inc_ && inc_->epoch == epoch)

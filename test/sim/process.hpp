@@ -29,7 +29,8 @@ struct sim_settings {
 };
 
 struct fault_counts {
-    std::uint64_t lost_replies = 0, drops = 0, partitions = 0, pauses = 0, crashes = 0, restarts = 0, cancels = 0;
+    std::uint64_t lost_replies = 0, drops = 0, partitions = 0, stalls = 0, pauses = 0, crashes = 0, restarts = 0,
+                  cancels = 0;
 };
 
 class process;
@@ -56,6 +57,9 @@ public:
     void crash(real_time restart_after);
     /// Cuts its connection both ways for `d` (requests and replies in flight are lost).
     void partition(real_time d);
+    /// For `d`, requests still reach the server but nothing comes back (a proxy or a
+    /// half-broken route holding the replies back): the server hears the process, it does not.
+    void stall_replies(real_time d);
     /// The connection breaks (a reset, or the server restarting).
     void drop_connection();
     /// A message the server pushes to the connection `conn` (a publish, a watch event): on
@@ -89,6 +93,10 @@ public:
     /// Sends a request: `apply` runs at the server when it arrives and returns what the
     /// process does with the reply; `failed` is told the error if it fails.
     void request(std::function<std::function<void()>()> apply, std::function<void(boost::system::error_code)> failed);
+    /// The same with the server stalled for `stall` between the request's arrival (`arrived`
+    /// runs then) and its application (a backend stopped mid-statement).
+    void request(std::function<void()> arrived, std::function<std::function<void()>()> apply,
+                 std::function<void(boost::system::error_code)> failed, real_time stall);
 
 private:
     struct incarnation;
@@ -126,7 +134,7 @@ private:
     double rate_ = 1.0;
     std::int64_t offset_ns_ = 0;
     bool paused_ = false, crashed_ = false, draining_ = false;
-    real_time partitioned_until_{0};
+    real_time partitioned_until_{0}, stalled_until_{0};
     std::vector<std::function<void()>> deferred_;
     std::unique_ptr<incarnation> inc_;
 };

@@ -2,6 +2,7 @@
 #include "schedule.hpp"
 
 #include "etcd_recipe.hpp"
+#include "pg_recipe.hpp"
 #include "redis_recipe.hpp"
 #include "zk_recipe.hpp"
 
@@ -33,6 +34,10 @@ const std::vector<broken_recipe>& broken_recipes()
         v.push_back({"zk_session_from_reply", "ZooKeeper: an answer dates the session from its arrival, not its send"});
         v.back().store = "zookeeper";
         v.back().keepalive_from_reply = true;
+        v.push_back({"pg_fence_before_row",
+                     "PostgreSQL: the acquire draws its fence when the statement starts, before the name's turn"});
+        v.back().store = "postgresql";
+        v.back().fence_before_row = true;
         return v;
     }();
     return all;
@@ -40,13 +45,13 @@ const std::vector<broken_recipe>& broken_recipes()
 
 const std::vector<std::string>& store_models()
 {
-    static const std::vector<std::string> all{"redis", "redis-nohandoff", "etcd", "zookeeper"};
+    static const std::vector<std::string> all{"redis", "redis-nohandoff", "etcd", "zookeeper", "postgresql"};
     return all;
 }
 
 std::string fault_event::describe() const
 {
-    static const char* names[] = {"pause", "crash", "partition", "drop connection", "server restart"};
+    static const char* names[] = {"pause", "crash", "partition", "reply stall", "drop connection", "server restart"};
     auto ms = [](real_time t) { return std::to_string(std::chrono::duration_cast<milliseconds>(t).count()); };
     std::string s = "at " + ms(at) + " ms: " + names[static_cast<int>(what)];
     if (what != kind::restart)
@@ -74,6 +79,8 @@ std::vector<fault_event> fault_plan(std::uint64_t seed)
             f = {fault_event::kind::drop, t, f.process};
         else if (pick < 0.60)
             f = {fault_event::kind::restart, t, 0, w.ms(10, 50)};
+        else if (pick < 0.68)
+            f = {fault_event::kind::stall, t, f.process, w.ms(100, 3000)};
         else
             continue;
         plan.push_back(f);
@@ -103,7 +110,8 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
     redis_model srv(bad.server);
     etcd_model etcd(w);
     zk_model zk(w);
-    const bool on_etcd = store == "etcd", on_zk = store == "zookeeper";
+    pg_model pg;
+    const bool on_etcd = store == "etcd", on_zk = store == "zookeeper", on_pg = store == "postgresql";
     checks chk(w);
     fault_counts faults;
     sim_settings cfg;
@@ -111,6 +119,8 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
     bool handoff = store == "redis";
     shared_state shared{w,
                         [&](process& p) -> std::unique_ptr<recipe> {
+                            if (on_pg)
+                                return std::make_unique<pg_recipe>(p, pg, bad.fence_before_row);
                             if (on_zk)
                                 return std::make_unique<zk_recipe>(p, zk, bad.keepalive_from_reply);
                             if (on_etcd)
@@ -137,6 +147,16 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
         ps[static_cast<std::size_t>(conn % 10)]->push(
             conn, [name](sim::recipe& r) { static_cast<zk_recipe&>(r).deleted(name); });
     };
+    pg.on_release = [&] {
+        for (int conn : pg.listeners())
+            ps[static_cast<std::size_t>(conn % 10)]->push(
+                conn, [](sim::recipe& r) { static_cast<pg_recipe&>(r).released(); });
+    };
+    pg.on_grant = [&](const std::string& token, std::uint64_t fence, milliseconds ttl) {
+        for (int conn : pg.listeners())
+            ps[static_cast<std::size_t>(conn % 10)]->push(
+                conn, [token, fence, ttl](sim::recipe& r) { static_cast<pg_recipe&>(r).granted(token, fence, ttl); });
+    };
     etcd.on_deleted = [&](int conn, const std::string& key) {
         ps[static_cast<std::size_t>(conn % 10)]->push(
             conn, [key](sim::recipe& r) { static_cast<etcd_recipe&>(r).deleted(key); });
@@ -153,6 +173,7 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
             case fault_event::kind::pause: p.pause(f.length); break;
             case fault_event::kind::crash: p.crash(f.length); break;
             case fault_event::kind::partition: p.partition(f.length); break;
+            case fault_event::kind::stall: p.stall_replies(f.length); break;
             case fault_event::kind::drop: p.drop_connection(); break;
             case fault_event::kind::restart:
                 ++faults.restarts;
@@ -161,7 +182,7 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
                 w.log(on_etcd ? "etcd leader changed" : on_zk ? "zookeeper server restarted" : "server restarted");
                 if (on_etcd)
                     etcd.leader_change();
-                else if (!on_zk)  // ZooKeeper's sessions and nodes live in the ensemble
+                else if (!on_zk && !on_pg)  // ZooKeeper's ensemble and PostgreSQL's WAL keep it all
                     srv.restart();
                 shared.server_down_until = w.now() + f.length;
                 for (auto& q : ps)
@@ -182,9 +203,13 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
             chk.violation("liveness: " + p->name() + " still waits, holds or talks to the store " +
                           std::to_string(bound.count() / 1'000'000) + " ms after the faults stopped (" + p->state() +
                           ")");
-    if (auto h = srv.holder(w.now()))
+    if (auto h = on_pg ? pg.holder(w.now()) : srv.holder(w.now()))
         chk.violation("left behind: the lock is still held by " + *h);
-    if (auto left = on_zk ? zk.leftovers() : on_etcd ? etcd.leftovers() : srv.leftovers(w.now()); !left.empty())
+    auto left = on_pg     ? pg.leftovers(w.now())
+                : on_zk   ? zk.leftovers()
+                : on_etcd ? etcd.leftovers()
+                          : srv.leftovers(w.now());
+    if (!left.empty())
         chk.violation("left behind: " + left);
 
     schedule_result r;

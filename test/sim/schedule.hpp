@@ -21,10 +21,12 @@ struct broken_recipe {
     bool setnx_then_expire = false;
     bool keepalive_from_reply = false;  ///< etcd, ZooKeeper: the session dated from a reply's arrival
     bool release_once = false;          ///< etcd: a release whose reply was lost is not asked again
+    bool fence_before_row = false;      ///< PostgreSQL: the acquire draws its fence before the name's turn
 };
 
-/// The stores the simulator models: redis (redis_store, with its direct hand-off) and
-/// redis-nohandoff (waiters woken by releases, as cluster_store and Redlock's nodes).
+/// The stores the simulator models: redis (redis_store, with its direct hand-off),
+/// redis-nohandoff (waiters woken by releases, as cluster_store and Redlock's nodes), etcd,
+/// zookeeper and postgresql.
 const std::vector<std::string>& store_models();
 const std::vector<broken_recipe>& broken_recipes();
 
@@ -35,12 +37,13 @@ struct fault_event {
         pause,
         crash,
         partition,
+        stall,
         drop,
         restart
     } what;
     real_time at;
     int process = 0;
-    real_time length{0};  ///< pause, partition: how long; crash: until the restart; restart: downtime
+    real_time length{0};  ///< pause, partition, stall: how long; crash: until the restart; restart: downtime
     std::string describe() const;
 };
 /// The faults of `seed`'s schedule: one every 50 to 400 ms of its first 8 s.
