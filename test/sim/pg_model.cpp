@@ -24,10 +24,10 @@ acquire_result pg_model::acquire(const std::string& token, milliseconds ttl, int
     const auto fence = drawn ? *drawn : nextval();
     acquire_result r;
     bool ours = true;
-    if (!row_ || row_->expires <= now)
+    if (row_ && row_->owner == token)
+        row_->expires = now + ttl;  // ours already (a retry, even past its end): its fence kept
+    else if (!row_ || row_->expires <= now)
         row_ = lock_row{token, fence, now + ttl, false};
-    else if (row_->owner == token)
-        row_->expires = now + ttl;  // a retry: ours already, its fence kept
     else {
         row_->contended = true;
         ours = false;
