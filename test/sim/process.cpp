@@ -40,6 +40,7 @@ struct process::incarnation {
     bool up = false;
     std::map<std::uint64_t, std::function<void(error_code)>> in_flight;
     real_time to_server{0}, to_client{0}, pushed{0};  // pushed messages: a way of their own
+    real_time server_busy{0};                         // the server is busy with this connection until then
     std::unique_ptr<recipe> store;                    // the store's recipe
 };
 
@@ -174,6 +175,7 @@ void process::drop_connection()
     inc_->store->disconnected(conn());
     ++inc_->epoch;
     inc_->up = false;
+    inc_->server_busy = real_time(0);  // a new connection, a new backend
     fail_in_flight(error::connection_lost);
     auto g = generation_;
     s_.w.after(milliseconds(10), [this, g] {
@@ -197,8 +199,44 @@ void process::request(std::function<std::function<void()>()> apply, std::functio
     request(nullptr, std::move(apply), std::move(failed), real_time(0));
 }
 
+// The server takes a connection's requests one at a time, in order: one that stalls holds
+// back those behind it on the connection (not a new connection's, nor the wait connections').
 void process::request(std::function<void()> arrived, std::function<std::function<void()>()> apply,
                       std::function<void(error_code)> failed, real_time stall)
+{
+    send(
+        [this, arrived, apply, stall](const reply_fn& reply) {
+            auto& c = *inc_;  // the request arrived: its incarnation is alive
+            if (stall == real_time(0) && c.server_busy <= s_.w.now()) {
+                if (arrived)
+                    arrived();
+                return reply(apply());
+            }
+            auto start = std::max(s_.w.now(), c.server_busy);
+            c.server_busy = start + stall;
+            auto down = s_.server_down_until;
+            s_.w.at(start, [this, arrived, apply, reply, stall, down] {
+                if (s_.server_down_until != down)  // a restart meanwhile ended the statement
+                    return;
+                if (arrived)
+                    arrived();
+                s_.w.after(stall, [this, apply, reply, down] {
+                    if (s_.server_down_until == down)
+                        reply(apply());
+                });
+            });
+        },
+        std::move(failed), s_.cfg.request_timeout);
+}
+
+void process::request_deferred(std::function<void(const reply_fn&)> arrive, std::function<void(error_code)> failed,
+                               real_time timeout)
+{
+    send(std::move(arrive), std::move(failed), timeout);
+}
+
+void process::send(std::function<void(const reply_fn&)> arrive, std::function<void(error_code)> failed,
+                   real_time timeout)
 {
     auto& c = *inc_;
     if (!c.up) {
@@ -212,10 +250,8 @@ void process::request(std::function<void()> arrived, std::function<std::function
     c.in_flight[id] = std::move(failed);
     auto g = generation_, epoch = c.epoch;
     c.to_server = std::max(c.to_server, s_.w.now() + delay());
-    // The server's side: the request applied (after a stall, if any, whatever became of the
-    // client meanwhile), then its reply on the way back.
-    auto serve = [this, g, epoch, id, apply] {
-        auto on_reply = apply();
+    // The server's reply, whenever it has one (whatever became of the client meanwhile).
+    reply_fn reply = [this, g, epoch, id](std::function<void()> on_reply) {
         if (g != generation_ || !inc_ || inc_->epoch != epoch)
             return;
         if (s_.faults_on && s_.w.chance(0.01)) {
@@ -235,22 +271,14 @@ void process::request(std::function<void()> arrived, std::function<std::function
             });
         });
     };
-    s_.w.at(c.to_server, [this, g, epoch, arrived, serve, stall] {
+    s_.w.at(c.to_server, [this, g, epoch, arrive, reply] {
         bool gone = g != generation_ || crashed_ || !inc_ || inc_->epoch != epoch;
         if (gone || s_.w.now() < partitioned_until_ || s_.w.now() < s_.server_down_until)
             return;  // lost on the way: the client's timeout tells
-        if (arrived)
-            arrived();
-        if (stall == real_time(0))
-            return serve();
-        auto down = s_.server_down_until;
-        s_.w.after(stall, [this, serve, down] {
-            if (s_.server_down_until == down)  // a restart meanwhile ended the statement
-                serve();
-        });
+        arrive(reply);
     });
     // No reply in time: the connection is reset, and everything in flight on it fails.
-    s_.w.after(s_.cfg.request_timeout, [this, g, epoch, id] {
+    s_.w.after(timeout, [this, g, epoch, id] {
         if (g != generation_ || !inc_ || inc_->epoch != epoch || !inc_->in_flight.count(id))
             return;
         auto f = std::move(inc_->in_flight[id]);

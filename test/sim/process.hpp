@@ -97,6 +97,12 @@ public:
     /// runs then) and its application (a backend stopped mid-statement).
     void request(std::function<void()> arrived, std::function<std::function<void()>()> apply,
                  std::function<void(boost::system::error_code)> failed, real_time stall);
+    /// What the server calls with what the client does with its reply.
+    using reply_fn = std::function<void(std::function<void()>)>;
+    /// A request the server answers when it can (a blocking GET_LOCK): `arrive` runs when it
+    /// arrives and calls `reply` then or later; no reply within `timeout` fails it.
+    void request_deferred(std::function<void(const reply_fn&)> arrive,
+                          std::function<void(boost::system::error_code)> failed, real_time timeout);
 
 private:
     struct incarnation;
@@ -118,6 +124,8 @@ private:
     // stalled network or server), each way kept in order.
     real_time delay();
     void connect();
+    void send(std::function<void(const reply_fn&)> arrive, std::function<void(boost::system::error_code)> failed,
+              real_time timeout);
     void fail_in_flight(boost::system::error_code ec);
 
     // The workers.

@@ -2,6 +2,9 @@
 #include "schedule.hpp"
 
 #include "etcd_recipe.hpp"
+#if DLOCK_SIM_MARIADB
+#include "maria_recipe.hpp"
+#endif
 #include "pg_recipe.hpp"
 #include "redis_recipe.hpp"
 #include "zk_recipe.hpp"
@@ -38,6 +41,12 @@ const std::vector<broken_recipe>& broken_recipes()
                      "PostgreSQL: the acquire draws its fence when the statement starts, before the name's turn"});
         v.back().store = "postgresql";
         v.back().fence_before_row = true;
+#if DLOCK_SIM_MARIADB
+        v.push_back({"maria_fence_before_row",
+                     "MariaDB: the acquire draws its fence in VALUES, before it waits for the name's row"});
+        v.back().store = "mariadb";
+        v.back().fence_before_row = true;
+#endif
         return v;
     }();
     return all;
@@ -45,7 +54,13 @@ const std::vector<broken_recipe>& broken_recipes()
 
 const std::vector<std::string>& store_models()
 {
-    static const std::vector<std::string> all{"redis", "redis-nohandoff", "etcd", "zookeeper", "postgresql"};
+    static const std::vector<std::string> all
+    {
+        "redis", "redis-nohandoff", "etcd", "zookeeper", "postgresql",
+#if DLOCK_SIM_MARIADB
+            "mariadb"
+#endif
+    };
     return all;
 }
 
@@ -112,6 +127,12 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
     zk_model zk(w);
     pg_model pg;
     const bool on_etcd = store == "etcd", on_zk = store == "zookeeper", on_pg = store == "postgresql";
+#if DLOCK_SIM_MARIADB
+    maria_model maria(w);
+    const bool on_maria = store == "mariadb";
+#else
+    const bool on_maria = false;
+#endif
     checks chk(w);
     fault_counts faults;
     sim_settings cfg;
@@ -121,6 +142,10 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
                         [&](process& p) -> std::unique_ptr<recipe> {
                             if (on_pg)
                                 return std::make_unique<pg_recipe>(p, pg, bad.fence_before_row);
+#if DLOCK_SIM_MARIADB
+                            if (on_maria)
+                                return std::make_unique<maria_recipe>(p, maria, bad.fence_before_row);
+#endif
                             if (on_zk)
                                 return std::make_unique<zk_recipe>(p, zk, bad.keepalive_from_reply);
                             if (on_etcd)
@@ -182,7 +207,7 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
                 w.log(on_etcd ? "etcd leader changed" : on_zk ? "zookeeper server restarted" : "server restarted");
                 if (on_etcd)
                     etcd.leader_change();
-                else if (!on_zk && !on_pg)  // ZooKeeper's ensemble and PostgreSQL's WAL keep it all
+                else if (!on_zk && !on_pg && !on_maria)  // the ensemble, the WALs keep it all
                     srv.restart();
                 shared.server_down_until = w.now() + f.length;
                 for (auto& q : ps)
@@ -203,12 +228,19 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
             chk.violation("liveness: " + p->name() + " still waits, holds or talks to the store " +
                           std::to_string(bound.count() / 1'000'000) + " ms after the faults stopped (" + p->state() +
                           ")");
-    if (auto h = on_pg ? pg.holder(w.now()) : srv.holder(w.now()))
-        chk.violation("left behind: the lock is still held by " + *h);
+    auto holder = on_pg ? pg.holder(w.now()) : srv.holder(w.now());
     auto left = on_pg     ? pg.leftovers(w.now())
                 : on_zk   ? zk.leftovers()
                 : on_etcd ? etcd.leftovers()
                           : srv.leftovers(w.now());
+#if DLOCK_SIM_MARIADB
+    if (on_maria) {
+        holder = maria.holder(w.now());
+        left = maria.leftovers(w.now());
+    }
+#endif
+    if (auto h = holder)
+        chk.violation("left behind: the lock is still held by " + *h);
     if (!left.empty())
         chk.violation("left behind: " + left);
 
