@@ -126,6 +126,24 @@ void redis_model::restart()
     grants_.clear();
 }
 
+void redis_model::restart_losing_data()
+{
+    restart();
+    row_.reset();
+    counter_ = 0;
+    queue_.clear();
+    queue_ttl_.clear();
+}
+
+bool redis_model::raise_fence(std::uint64_t fence, const std::string& token, real_time now)
+{
+    counter_ = std::max(counter_, fence);
+    if (!live(now) || row_->owner != token)
+        return false;
+    row_->fence = fence;
+    return true;
+}
+
 std::optional<std::string> redis_model::holder(real_time now) const
 {
     if (!live(now))

@@ -44,6 +44,11 @@ public:
     bool release(const std::string& token, real_time now);
     /// A restart with the data kept (AOF): only a broken counter is lost.
     void restart();
+    /// A restart that loses the data (no AOF, or its last second): the lock and the counter.
+    void restart_losing_data();
+    /// Redlock's counter update (scripts::raise_fence): the counter raised to at least
+    /// `fence`, and if `token` holds here, `fence` recorded as its lease's. True if it holds.
+    bool raise_fence(std::uint64_t fence, const std::string& token, real_time now);
 
     /// The connections subscribed to the name's release channel, and `token`'s grant channel.
     std::set<int>& subscribers() noexcept { return subscribers_; }

@@ -7,6 +7,7 @@
 #endif
 #include "pg_recipe.hpp"
 #include "redis_recipe.hpp"
+#include "redlock_recipe.hpp"
 #include "zk_recipe.hpp"
 
 #include <memory>
@@ -41,6 +42,10 @@ const std::vector<broken_recipe>& broken_recipes()
                      "PostgreSQL: the acquire draws its fence when the statement starts, before the name's turn"});
         v.back().store = "postgresql";
         v.back().fence_before_row = true;
+        v.push_back({"redlock_restart_loses_data",
+                     "Redlock: a node restarts at once without its data (no AOF, no delayed restart)"});
+        v.back().store = "redlock";
+        v.back().node_loses_data = true;
 #if DLOCK_SIM_MARIADB
         v.push_back({"maria_fence_before_row",
                      "MariaDB: the acquire draws its fence in VALUES, before it waits for the name's row"});
@@ -54,13 +59,13 @@ const std::vector<broken_recipe>& broken_recipes()
 
 const std::vector<std::string>& store_models()
 {
-    static const std::vector<std::string> all
-    {
-        "redis", "redis-nohandoff", "etcd", "zookeeper", "postgresql",
+    static const std::vector<std::string> all = [] {
+        std::vector<std::string> v{"redis", "redis-nohandoff", "redlock", "etcd", "zookeeper", "postgresql"};
 #if DLOCK_SIM_MARIADB
-            "mariadb"
+        v.push_back("mariadb");
 #endif
-    };
+        return v;
+    }();
     return all;
 }
 
@@ -126,7 +131,9 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
     etcd_model etcd(w);
     zk_model zk(w);
     pg_model pg;
-    const bool on_etcd = store == "etcd", on_zk = store == "zookeeper", on_pg = store == "postgresql";
+    redlock_nodes rl{std::vector<redis_model>(3, redis_model(bad.server)), std::vector<real_time>(3)};
+    const bool on_etcd = store == "etcd", on_zk = store == "zookeeper", on_pg = store == "postgresql",
+               on_redlock = store == "redlock";
 #if DLOCK_SIM_MARIADB
     maria_model maria(w);
     const bool on_maria = store == "mariadb";
@@ -142,6 +149,8 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
                         [&](process& p) -> std::unique_ptr<recipe> {
                             if (on_pg)
                                 return std::make_unique<pg_recipe>(p, pg, bad.fence_before_row);
+                            if (on_redlock)
+                                return std::make_unique<redlock_recipe>(p, rl);
 #if DLOCK_SIM_MARIADB
                             if (on_maria)
                                 return std::make_unique<maria_recipe>(p, maria, bad.fence_before_row);
@@ -172,6 +181,12 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
         ps[static_cast<std::size_t>(conn % 10)]->push(
             conn, [name](sim::recipe& r) { static_cast<zk_recipe&>(r).deleted(name); });
     };
+    for (std::size_t i = 0; i < rl.nodes.size(); ++i)
+        rl.nodes[i].on_publish = [&, i] {
+            for (int conn : rl.nodes[i].subscribers())
+                ps[static_cast<std::size_t>(conn % 10)]->push(
+                    conn, [i](sim::recipe& r) { static_cast<redlock_recipe&>(r).released(i); });
+        };
     pg.on_release = [&] {
         for (int conn : pg.listeners())
             ps[static_cast<std::size_t>(conn % 10)]->push(
@@ -202,6 +217,23 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
             case fault_event::kind::drop: p.drop_connection(); break;
             case fault_event::kind::restart:
                 ++faults.restarts;
+                if (on_redlock) {  // one node restarts; the others run on
+                    auto k = static_cast<std::size_t>(f.process) % rl.nodes.size();
+                    w.log("redlock node " + std::to_string(k) + " restarted" +
+                          (bad.node_loses_data ? " without its data" : ""));
+                    if (bad.node_loses_data)
+                        rl.nodes[k].restart_losing_data();
+                    else
+                        rl.nodes[k].restart();
+                    rl.down_until[k] = w.now() + f.length;
+                    w.after(f.length, [&, k] {
+                        for (auto& q : ps)
+                            if (q->up())
+                                q->push(q->conn(),
+                                        [k](sim::recipe& r) { static_cast<redlock_recipe&>(r).node_back(k); });
+                    });
+                    break;
+                }
                 // Redis: a restart with its data (AOF). etcd: a member restart that moves
                 // the leader, which starts every lease's TTL again.
                 w.log(on_etcd ? "etcd leader changed" : on_zk ? "zookeeper server restarted" : "server restarted");
@@ -233,6 +265,14 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
                 : on_zk   ? zk.leftovers()
                 : on_etcd ? etcd.leftovers()
                           : srv.leftovers(w.now());
+    if (on_redlock) {
+        for (auto& m : rl.nodes)
+            if (auto h = m.holder(w.now()); h && !holder)
+                holder = h;
+        for (auto& m : rl.nodes)
+            if (auto l = m.leftovers(w.now()); !l.empty() && left.empty())
+                left = l;
+    }
 #if DLOCK_SIM_MARIADB
     if (on_maria) {
         holder = maria.holder(w.now());

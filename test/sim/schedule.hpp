@@ -21,12 +21,13 @@ struct broken_recipe {
     bool setnx_then_expire = false;
     bool keepalive_from_reply = false;  ///< etcd, ZooKeeper: the session dated from a reply's arrival
     bool release_once = false;          ///< etcd: a release whose reply was lost is not asked again
-    bool fence_before_row = false;      ///< PostgreSQL: the acquire draws its fence before the name's turn
+    bool fence_before_row = false;      ///< PostgreSQL, MariaDB: the acquire draws its fence before the row
+    bool node_loses_data = false;       ///< Redlock: a node restarts at once without its data
 };
 
 /// The stores the simulator models: redis (redis_store, with its direct hand-off),
-/// redis-nohandoff (waiters woken by releases, as cluster_store and Redlock's nodes), etcd,
-/// zookeeper and postgresql.
+/// redis-nohandoff (waiters woken by releases, as cluster_store), redlock (3 nodes), etcd,
+/// zookeeper, postgresql and mariadb.
 const std::vector<std::string>& store_models();
 const std::vector<broken_recipe>& broken_recipes();
 
