@@ -149,23 +149,47 @@ std::string setup_sql(const std::string& t, const std::string& s, const std::str
            "END $dlock$";
 }
 
+// The CTEs before the acquire's INSERT: the name's turn; `cur`, its row (read and locked
+// once the turn is ours: a one-time filter); `nxt`, the first live waiter queued before the
+// caller's place if the row is free or expired and not the caller's; `who` takes the name
+// (`nxt`'s token and lease, else the caller's); `f`, the fence, drawn once in the turn.
+std::string acquire_ctes(const std::string& t, const std::string& s, const std::string& q)
+{
+    const std::string in_turn = "(SELECT NOT k FROM turn)";
+    return "WITH " + turn(t) + ", cur AS (SELECT t.owner, t.expires_at > clock_timestamp() AS live FROM " + t +
+           " AS t WHERE " + in_turn + " AND t.name = $1 FOR UPDATE OF t), nxt AS (SELECT w.token, w.ttl_ms FROM " + q +
+           " AS w WHERE " + in_turn +
+           " AND w.name = $1 AND w.token <> $2 AND w.expires_at > clock_timestamp()"
+           " AND EXISTS (SELECT 1 FROM pg_stat_get_activity(w.listener))"
+           " AND NOT EXISTS (SELECT 1 FROM cur WHERE cur.live OR cur.owner = $2)"
+           " AND w.seq < COALESCE((SELECT m.seq FROM " +
+           q +
+           " AS m WHERE m.name = $1 AND m.token = $2), 9223372036854775807) ORDER BY w.seq LIMIT 1),"
+           " who AS (SELECT COALESCE((SELECT n.token FROM nxt AS n), $2) AS owner,"
+           " COALESCE((SELECT n.ttl_ms FROM nxt AS n), $3::bigint) AS ttl),"
+           " f AS (SELECT nextval('" +
+           s + "') AS v FROM turn)";
+}
+
 // One clock reading (`now`) judges the row: free, expired or ours is taken (ours again, a
 // retry, keeps its fence); held by another is marked contended and, when asked, the token
 // queued behind it until one waiter lease after the holder's end (a live waiter re-queues
 // by then). Taking the name withdraws the token's own queue row. The fence is drawn in the
 // name's turn (from `turn`): never before a wait for the row that a later draw could pass.
+// A name free or expired while live waiters queued before us (a holder that crashed or
+// paused) goes to the first of them, as a release hands it on (`handed`, with a grant
+// NOTIFY), and we are refused and queued behind it: FIFO holds past an expiry too.
 std::string acquire_sql(const std::string& t, const std::string& s, const std::string& q)
 {
     const std::string ms(millis);
-    const std::string ttl = lease_end();
     const std::string rem(remaining);
-    const std::string now = "(EXCLUDED.expires_at - $3::bigint" + ms + ")";
+    const std::string now = "(EXCLUDED.expires_at - (SELECT h.ttl FROM who AS h)" + ms + ")";
     const std::string take = "t.owner = EXCLUDED.owner OR t.expires_at <= " + now;
-    return "WITH " + turn(t) + ", a AS (INSERT INTO " + t +
+    return acquire_ctes(t, s, q) + ", a AS (INSERT INTO " + t +
            " AS t (name, owner, fence, expires_at, contended)"
-           " VALUES ($1, $2, (SELECT nextval('" +
-           s + "') FROM turn), " + ttl +
-           ", false)"
+           " SELECT $1, h.owner, (SELECT f.v FROM f), clock_timestamp() + h.ttl" +
+           ms +
+           ", EXISTS (SELECT 1 FROM nxt) FROM who AS h"
            " ON CONFLICT (name) DO UPDATE SET"
            " owner = CASE WHEN " +
            take +
@@ -178,10 +202,14 @@ std::string acquire_sql(const std::string& t, const std::string& s, const std::s
            " THEN EXCLUDED.expires_at ELSE t.expires_at END,"
            " contended = CASE WHEN t.owner = EXCLUDED.owner THEN t.contended WHEN t.expires_at <= " +
            now +
-           " THEN false ELSE true END"
-           " RETURNING t.owner = $2 AS ours, t.fence, " +
+           " THEN EXCLUDED.contended ELSE true END"
+           " RETURNING t.owner = $2 AS ours, t.owner, t.fence, t.fence = (SELECT f.v FROM f) AS fresh, " +
            rem +
            " AS rem),"
+           " handed AS (SELECT a.owner, a.fence, n.ttl_ms FROM a, nxt AS n WHERE a.owner = n.token AND a.fresh),"
+           " g AS (SELECT pg_notify('" +
+           std::string(grant_channel) +
+           "', format('%s %s %s %s%s', x.fence, x.ttl_ms, octet_length(x.owner), x.owner, $1::text)) FROM handed AS x),"
            " q AS (INSERT INTO " +
            q +
            " AS q (name, token, seq, ttl_ms, listener, expires_at)"
@@ -192,8 +220,9 @@ std::string acquire_sql(const std::string& t, const std::string& s, const std::s
            " expires_at = GREATEST(q.expires_at, EXCLUDED.expires_at) RETURNING q.token),"
            " d AS (DELETE FROM " +
            q +
-           " AS q USING a WHERE a.ours AND q.name = $1 AND q.token = $2 RETURNING q.token)"
-           " SELECT a.ours, a.fence, a.rem FROM a";
+           " AS q USING a WHERE q.name = $1 AND ((a.ours AND q.token = $2) OR q.token IN (SELECT x.owner FROM handed "
+           "AS x)) RETURNING q.token)"
+           " SELECT a.ours, a.fence, a.rem FROM a WHERE (SELECT count(*) FROM g) >= 0";
 }
 
 }  // namespace

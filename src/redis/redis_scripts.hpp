@@ -4,10 +4,14 @@
 
 namespace dlock::scripts {
 
-// KEYS: lock, fence[, queue, queue_ttls]. ARGV: token, ttl_ms[, "1" to queue].
-// Free -> take it with a new fencing token. Ours already (a retry after a lost reply, or a
+// KEYS: lock, fence[, queue, queue_ttls]. ARGV: token, ttl_ms[, "1" to queue or "0",
+// grant channel prefix] (the queue keys and the prefix: a store with the direct hand-off).
+// Free -> take it with a new fencing token, unless waiters queued before us are still
+// there: a holder whose lease ran out (crashed, paused) leaves the name to them in order, so
+// the first whose grant channel has a listener is handed it, as a release hands it, and we
+// are refused (and queued) behind it. Ours already (a retry after a lost reply, or a
 // hand-off) -> refresh and return the same token. Else -> report the holder's remaining
-// lease, and with ARGV[3] queue the token for a direct hand-off at the holder's release.
+// lease, and with "1" queue the token for a direct hand-off at the holder's release.
 // The queue outlives the holder's lease by one waiter lease: a live waiter retries (and
 // re-queues) by then, so only a dead one's entry can vanish. A name held or queued as a
 // read-write lock or a semaphore has the field `set` in this hash (set_scripts.hpp):
@@ -19,11 +23,34 @@ local owner = v[1]
 if v[2] then
   return {-1, tonumber(v[2])}
 end
+local queue = ARGV[3] == '1'
+if not owner and KEYS[3] then
+  while true do
+    local w = redis.call('LINDEX', KEYS[3], 0)
+    if not w or w == ARGV[1] then break end
+    redis.call('LPOP', KEYS[3])
+    local ttl = redis.call('HGET', KEYS[4], w)
+    redis.call('HDEL', KEYS[4], w)
+    local ch = ARGV[4] .. w
+    local n = ttl and redis.pcall('PUBSUB', 'NUMSUB', ch)
+    if n and (n.err or n[2] > 0) then
+      local fence = redis.call('INCR', KEYS[2])
+      redis.call('HSET', KEYS[1], 'owner', w, 'fence', fence)
+      if redis.call('EXISTS', KEYS[3]) == 1 then
+        redis.call('HSET', KEYS[1], 'queued', '1')
+      end
+      redis.call('PEXPIRE', KEYS[1], ttl)
+      redis.call('PUBLISH', ch, string.format('%d', fence) .. ' ' .. ttl)
+      owner = w
+      break
+    end
+  end
+end
 if not owner then
   local fence = redis.call('INCR', KEYS[2])
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'fence', fence)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  if ARGV[3] and redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then
+  if KEYS[3] and redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then
     redis.call('LREM', KEYS[3], 0, ARGV[1])
   end
   return {1, fence}
@@ -33,7 +60,7 @@ if owner == ARGV[1] then
   return {1, tonumber(redis.call('HGET', KEYS[1], 'fence'))}
 end
 local pttl = redis.call('PTTL', KEYS[1])
-if not ARGV[3] then
+if not queue then
   -- Tell the holder that another owner wants the name, so it stops handing off locally.
   redis.call('HSET', KEYS[1], 'contended', '1')
   return {0, pttl}

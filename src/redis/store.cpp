@@ -297,15 +297,17 @@ void redis_store::do_try_acquire(const lease_request& req, asio::any_completion_
     const auto& name = req.name;
     const auto& token = req.token;
     auto ttl = req.ttl;
-    bool queue = req.queue && traits().direct_handoff;
+    // With the direct hand-off every attempt sees the queue: a free name goes to the waiters
+    // queued before it first (scripts::acquire).
+    bool handoff = traits().direct_handoff;
     auto k = impl_->names(name);
-    redis::script_args args(queue ? 4 : 2);
+    redis::script_args args(handoff ? 4 : 2);
     args.add(k.lock_parts()).add(k.fence_parts());
-    if (queue)
+    if (handoff)
         args.add(k.queue_parts()).add(k.queue_ttl_parts());
     args.add(token).add(static_cast<long long>(ttl.count()));
-    if (queue)
-        args.add("1");
+    if (handoff)
+        args.add(req.queue ? "1" : "0").add(k.grant_prefix_parts());
     auto decode = [ttl](const reply& r, acquire_result& out, auto& keep) -> error_code {
         return detail::decode_acquire(r, ttl, out, keep);
     };

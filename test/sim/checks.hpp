@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 // What every schedule must keep, checked as it runs: a fenced resource that takes each
 // holder's writes (a write older than one already taken is a stale write: two holders both
-// believed their lease valid), fencing tokens increasing in grant order, every waiter served
+// believed their lease valid), no lost update of a counter holders read and write back,
+// fencing tokens increasing in grant order, every waiter served
 // within a bound once the faults stop, and nothing left at the server when everyone has gone.
 #pragma once
 
@@ -36,6 +37,17 @@ public:
         last_holder_ = incarnation;
         ++grants_;
     }
+    /// A holder reads the shared counter when granted, and writes back one more when it ends
+    /// its hold while it still believes its lease valid: an increment made in between by
+    /// someone else would be lost.
+    std::uint64_t read_counter() const noexcept { return counter_; }
+    void write_counter(const std::string& who, std::uint64_t read)
+    {
+        if (counter_ != read)
+            violation("lost update: " + who + " read the counter at " + std::to_string(read) +
+                      " and wrote it back over " + std::to_string(counter_));
+        counter_ = read + 1;
+    }
     void violation(const std::string& what)
     {
         w_.log("VIOLATION " + what);
@@ -51,7 +63,7 @@ public:
 
 private:
     world& w_;
-    std::uint64_t max_written_ = 0, last_fence_ = 0, grants_ = 0, writes_ = 0;
+    std::uint64_t max_written_ = 0, last_fence_ = 0, grants_ = 0, writes_ = 0, counter_ = 0;
     std::string last_holder_, first_;
     std::vector<std::string> violations_;
 };

@@ -13,6 +13,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <map>
 #include <random>
 
 namespace asio = boost::asio;
@@ -99,6 +100,89 @@ BOOST_AUTO_TEST_CASE(the_model_answers_as_the_scripts_do)
     if (failure)
         std::rethrow_exception(failure);
     BOOST_TEST(steps == 400);
+}
+
+// A holder whose lease runs out leaves the name to its waiters in the order they queued:
+// the next attempt, whoever makes it, hands the name to the first live waiter (here the key
+// is deleted, as its expiry would). Before, the first to ask took it.
+BOOST_AUTO_TEST_CASE(an_expired_holders_waiters_keep_their_order)
+{
+    dlock::test::redis_server srv;
+    asio::io_context io;
+    dlock::redis_store st(io.get_executor(), srv.config());
+    dlock::sim::redis_model model;
+    const std::string name = "expiry";
+    const std::vector<std::string> tokens{"h", "a", "b", "c"};
+    int ready = 0;
+    std::map<std::string, std::uint64_t> granted;
+    std::vector<dlock::store::watch_id> ids;
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        auto tok = tokens[i];
+        ids.push_back(st.watch(name, tok, [&, tok](dlock::watch_event ev, const dlock::grant_notice& g) {
+            if (ev == dlock::watch_event::ready)
+                ++ready;
+            if (ev == dlock::watch_event::granted)
+                granted[tok] = g.fencing_token;
+        }));
+        model.grant_subscribers(tok).insert(static_cast<int>(i));
+    }
+    std::map<std::string, std::uint64_t> model_granted;
+    model.on_grant = [&](const std::string& tok, std::uint64_t fence, std::chrono::milliseconds) {
+        model_granted[tok] = fence;
+    };
+    std::exception_ptr failure;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            asio::steady_timer t(io);
+            for (int i = 0; i < 500 && ready < int(tokens.size()); ++i) {
+                t.expires_after(10ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            BOOST_TEST_REQUIRE(ready == int(tokens.size()));
+            real_time now{1'000'000};
+            auto attempt = [&](const std::string& tok, bool queue) -> asio::awaitable<bool> {
+                dlock::lease_request req{name, tok, 60s, dlock::lease_kind::mutex, 1, queue};
+                auto real = co_await st.async_try_acquire(req, asio::use_awaitable);
+                auto mine = model.acquire(tok, 60s, queue, now);
+                BOOST_TEST(real.acquired == mine.acquired, tok);
+                co_return real.acquired;
+            };
+            BOOST_TEST(co_await attempt("h", false));
+            BOOST_TEST(!co_await attempt("a", true));
+            BOOST_TEST(!co_await attempt("b", true));
+            // h's lease runs out: the key goes, and the model's time passes its end.
+            srv.cli({"DEL", st.lock_key(name)});
+            now += 61s;
+            BOOST_TEST(!co_await attempt("c", false));  // a try: a is handed the name first
+            BOOST_TEST(!co_await attempt("b", true));   // b keeps its place behind a
+            for (int i = 0; i < 500 && !granted.count("a"); ++i) {
+                t.expires_after(10ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            BOOST_TEST(granted.count("a") == 1);
+            BOOST_TEST(model_granted.count("a") == 1);
+            BOOST_TEST(granted["a"] == model_granted["a"]);
+            auto s = co_await st.async_status(name, asio::use_awaitable);
+            BOOST_TEST(s.holder == "a");
+            BOOST_TEST(model.holder(now).value_or("") == "a");
+            BOOST_TEST(s.queued == 1u);  // b
+            // a releases: b, not c, is next.
+            dlock::lease_key ka{name, "a"};
+            BOOST_TEST(co_await st.async_release(ka, asio::use_awaitable));
+            BOOST_TEST(model.release("a", now));
+            s = co_await st.async_status(name, asio::use_awaitable);
+            BOOST_TEST(s.holder == "b");
+            BOOST_TEST(model.holder(now).value_or("") == "b");
+            for (auto id : ids)
+                st.unwatch(id);
+            st.close();
+        },
+        [&](std::exception_ptr e) { failure = e; });
+    io.run_for(60s);
+    if (failure)
+        std::rethrow_exception(failure);
+    BOOST_TEST(granted.count("b") == 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -14,6 +14,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <map>
 #include <random>
 
 namespace asio = boost::asio;
@@ -105,6 +106,90 @@ BOOST_AUTO_TEST_CASE(the_model_answers_as_the_statements_do)
         std::rethrow_exception(failure);
     BOOST_TEST(steps == 300);
     BOOST_TEST(handoffs > 0);  // the sequence went through hand-offs, not only frees
+}
+
+// A holder whose lease runs out leaves the name to its waiters in the order they queued:
+// the next acquire, whoever sends it, hands the name to the first live waiter (here the row's
+// end is moved into the past, as time would). Before, the first to ask took it.
+BOOST_AUTO_TEST_CASE(an_expired_holders_waiters_keep_their_order)
+{
+    dlock::test::postgres_server srv;
+    asio::io_context io;
+    auto cfg = srv.config();
+    cfg.table = "sim_expiry";
+    dlock::postgres_store st(io.get_executor(), cfg);
+    dlock::sim::pg_model model;
+    model.listen(1);
+    const std::string name = "expiry";
+    const std::vector<std::string> tokens{"h", "a", "b", "c"};
+    int ready = 0;
+    std::map<std::string, std::uint64_t> granted, model_granted;
+    std::vector<dlock::store::watch_id> ids;
+    for (const auto& tok : tokens)
+        ids.push_back(st.watch(name, tok, [&, tok](dlock::watch_event ev, const dlock::grant_notice& g) {
+            if (ev == dlock::watch_event::ready)
+                ++ready;
+            if (ev == dlock::watch_event::granted)
+                granted[tok] = g.fencing_token;
+        }));
+    model.on_grant = [&](const std::string& tok, std::uint64_t fence, std::chrono::milliseconds) {
+        model_granted[tok] = fence;
+    };
+    std::exception_ptr failure;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            asio::steady_timer t(io);
+            for (int i = 0; i < 500 && ready < int(tokens.size()); ++i) {
+                t.expires_after(10ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            BOOST_TEST_REQUIRE(ready == int(tokens.size()));
+            real_time now{1'000'000};
+            auto attempt = [&](const std::string& tok, bool queue) -> asio::awaitable<bool> {
+                dlock::lease_request req{name, tok, 60s, dlock::lease_kind::mutex, 1, queue};
+                auto real = co_await st.async_try_acquire(req, asio::use_awaitable);
+                auto mine = model.acquire(tok, 60s, queue ? 1 : 0, now);
+                BOOST_TEST(real.acquired == mine.acquired, tok);
+                co_return real.acquired;
+            };
+            BOOST_TEST(co_await attempt("h", false));
+            BOOST_TEST(!co_await attempt("a", true));
+            BOOST_TEST(!co_await attempt("b", true));
+            // h's lease runs out: its end moves into the past, and the model's time past it.
+            srv.psql(
+                "UPDATE sim_expiry SET expires_at = clock_timestamp() - interval '1 second' WHERE name = 'expiry'");
+            now += 61s;
+            BOOST_TEST(!co_await attempt("c", false));  // a try: a is handed the name first
+            BOOST_TEST(!co_await attempt("b", true));   // b keeps its place behind a
+            for (int i = 0; i < 500 && !granted.count("a"); ++i) {
+                t.expires_after(10ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            BOOST_TEST(granted.count("a") == 1);
+            BOOST_TEST(model_granted.count("a") == 1);
+            BOOST_TEST(granted["a"] == model_granted["a"]);
+            auto s = co_await st.async_status(name, asio::use_awaitable);
+            BOOST_TEST(s.holder == "a");
+            BOOST_TEST(model.holder(now).value_or("") == "a");
+            BOOST_TEST(s.fencing_token == model.fence());
+            BOOST_TEST(s.queued == model.queued(now));
+            // a releases: b, not c, is next.
+            dlock::lease_key ka{name, "a"};
+            BOOST_TEST(co_await st.async_release(ka, asio::use_awaitable));
+            BOOST_TEST(model.release("a", now).held);
+            s = co_await st.async_status(name, asio::use_awaitable);
+            BOOST_TEST(s.holder == "b");
+            BOOST_TEST(model.holder(now).value_or("") == "b");
+            for (auto id : ids)
+                st.unwatch(id);
+            st.close();
+        },
+        [&](std::exception_ptr e) { failure = e; });
+    io.run_for(60s);
+    if (failure)
+        std::rethrow_exception(failure);
+    BOOST_TEST(granted.count("b") == 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

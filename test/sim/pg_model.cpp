@@ -20,15 +20,29 @@ milliseconds remaining(real_time expires, real_time now)
 acquire_result pg_model::acquire(const std::string& token, milliseconds ttl, int listener, real_time now,
                                  std::optional<std::uint64_t> drawn)
 {
-    // VALUES draws the fence whatever the row turns out to be.
+    // The fence is drawn whatever the row turns out to be.
     const auto fence = drawn ? *drawn : nextval();
     acquire_result r;
     bool ours = true;
     if (row_ && row_->owner == token)
         row_->expires = now + ttl;  // ours already (a retry, even past its end): its fence kept
-    else if (!row_ || row_->expires <= now)
-        row_ = lock_row{token, fence, now + ttl, false};
-    else {
+    else if (!row_ || row_->expires <= now) {
+        if (auto next = first_waiter_before(token, now)) {
+            // A holder's lease ran out with waiters queued before us: the first is handed it.
+            auto w = *next;
+            auto wttl = queue_[w].ttl;
+            queue_.erase(w);
+            row_ = lock_row{w, fence, now + wttl, true};
+            if (on_grant)
+                on_grant(w, fence, wttl);
+            ours = false;
+        } else {
+            row_ = lock_row{token, fence, now + ttl, false};
+        }
+        if (on_barge && row_->owner == token)  // FIFO: nobody live was queued before us
+            if (auto before = first_waiter_before(token, now))
+                on_barge(token, *before);
+    } else {
         row_->contended = true;
         ours = false;
     }
@@ -53,6 +67,18 @@ acquire_result pg_model::acquire(const std::string& token, milliseconds ttl, int
         }
     }
     return r;
+}
+
+std::optional<std::string> pg_model::first_waiter_before(const std::string& token, real_time now) const
+{
+    auto mine = queue_.find(token);
+    const queue_row* best = nullptr;
+    std::optional<std::string> out;
+    for (const auto& [t, q] : queue_)
+        if (t != token && q.expires > now && listeners_.count(q.listener) &&
+            (mine == queue_.end() || q.seq < mine->second.seq) && (!best || q.seq < best->seq))
+            best = &q, out = t;
+    return out;
 }
 
 renew_result pg_model::renew(const std::string& token, milliseconds ttl, real_time now)

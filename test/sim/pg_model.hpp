@@ -29,9 +29,10 @@ public:
 
     /// nextval() on the table's sequence.
     std::uint64_t nextval() noexcept { return ++sequence_; }
-    /// The acquire statement: free, expired or ours is taken (ours keeps its fence); held by
-    /// another is marked contended and, with a listener (a backend's connection, 0: none),
-    /// the token queued until one waiter lease after the holder's end. `drawn`: a fence
+    /// The acquire statement: free, expired or ours is taken (ours keeps its fence), unless
+    /// live waiters queued before us: the first is handed it (a grant NOTIFY) and we are
+    /// refused; held by another is marked contended and, with a listener (a backend's
+    /// connection, 0: none), the token queued until one waiter lease after the holder's end. `drawn`: a fence
     /// drawn before the statement's turn (the broken recipe); else drawn in it.
     acquire_result acquire(const std::string& token, milliseconds ttl, int listener, real_time now,
                            std::optional<std::uint64_t> drawn = std::nullopt);
@@ -50,6 +51,9 @@ public:
     /// A NOTIFY on the release channel, and on the grant channel.
     std::function<void()> on_release;
     std::function<void(const std::string& token, std::uint64_t fence, milliseconds ttl)> on_grant;
+    /// Called when an acquire takes the name while `waiter`, queued before `taker` (or at
+    /// all), is still queued live with its listener: FIFO broken.
+    std::function<void(const std::string& taker, const std::string& waiter)> on_barge;
 
     /// Who holds the name at `now` (an expired row holds nothing, though it stays until the
     /// name is taken or released again).
@@ -73,6 +77,9 @@ private:
         int listener = 0;
         real_time expires{0};
     };
+
+    // The first live queued token, its listener alive, queued before `token` (or at all).
+    std::optional<std::string> first_waiter_before(const std::string& token, real_time now) const;
 
     std::uint64_t sequence_ = 0;
     std::optional<lock_row> row_;

@@ -393,9 +393,18 @@ void process::perform(const fsm_action& a)
             think(*k);
             break;
         }
+        // No other process may believe a lease of its own valid now (whether it can act or not).
+        for (auto* q : s_.processes)
+            if (auto other = q != this ? q->believed_lease() : std::nullopt)
+                s_.chk.violation("exclusion: " + name() + " was granted fence " + std::to_string(a.fence) +
+                                 " while " + q->name() + " believed its lease (fence " +
+                                 std::to_string(other->first) + ") valid for " +
+                                 std::to_string(std::chrono::duration_cast<milliseconds>(other->second).count()) +
+                                 " ms more by its own clock");
         k->ph = worker::phase::holding;
         k->hold = a.hold;
         k->fence = a.fence;
+        k->counter_read = s_.chk.read_counter();
         s_.chk.grant(name(), a.fence);
         s_.w.log(name() + " w" + std::to_string(k->index) + " holds fence " + std::to_string(a.fence));
         auto d = draining_ || s_.w.chance(0.7) ? s_.w.ms(0, 50)
@@ -515,10 +524,22 @@ void process::tick(worker& k, std::uint64_t hold)
 
 void process::end_hold(worker& k)
 {
+    if (local_now() < inc_->fsm.valid_until())
+        s_.chk.write_counter(name(), k.counter_read);
     k.ph = worker::phase::releasing;
     k.release_id = ++inc_->next_id;
     inc_->fsm.on_release(k.hold, k.release_id, local_now());
     step();
+}
+
+std::optional<std::pair<std::uint64_t, real_time>> process::believed_lease() const
+{
+    if (!inc_ || crashed_)
+        return std::nullopt;
+    for (const auto& k : inc_->workers)
+        if (k.ph == worker::phase::holding && local_now() < inc_->fsm.valid_until())
+            return std::pair{k.fence, real_of(inc_->fsm.valid_until()) - s_.w.now()};
+    return std::nullopt;
 }
 
 std::string process::state() const

@@ -15,6 +15,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,8 @@ struct shared_state {
     checks& chk;
     fault_counts& faults;
     const sim_settings& cfg;
-    bool faults_on = true;           ///< lost replies and cancellations happen (the fault phase)
+    std::vector<process*> processes;  ///< every process of the schedule, for the exclusion check
+    bool faults_on = true;            ///< lost replies and cancellations happen (the fault phase)
     real_time server_down_until{0};  ///< a restarting server takes no request before this
 };
 
@@ -72,6 +74,9 @@ public:
     std::string name() const;
     /// The workers', the machine's and the recipe's state, for a liveness report.
     std::string state() const;
+    /// A worker holds and the lease is valid by this process's own clock: the fence, and how
+    /// long it still believes it valid (nothing if it holds nothing it believes valid).
+    std::optional<std::pair<std::uint64_t, real_time>> believed_lease() const;
 
     // ---- for the recipes ----
     shared_state& shared() noexcept { return s_; }
@@ -114,7 +119,7 @@ private:
             holding,
             releasing
         } ph = phase::idle;
-        std::uint64_t waiter = 0, hold = 0, fence = 0, release_id = 0;
+        std::uint64_t waiter = 0, hold = 0, fence = 0, release_id = 0, counter_read = 0;
         real_time hold_until{0};
     };
 

@@ -27,6 +27,8 @@ acquire_result redis_model::acquire(const std::string& token, milliseconds ttl, 
 {
     purge_queue(now);
     acquire_result r;
+    if (handoff_ && !live(now))
+        hand_on_free(token, now);
     if (live(now) && row_->owner != token) {
         auto pttl = row_->expires ? std::chrono::duration_cast<milliseconds>(*row_->expires - now) : milliseconds(-1);
         r.holder_ttl = pttl;
@@ -42,6 +44,15 @@ acquire_result redis_model::acquire(const std::string& token, milliseconds ttl, 
         return r;
     }
     if (!live(now)) {
+        if (on_barge)  // queue_ is in queueing order: any listened-for token before ours
+            for (const auto& t : queue_) {
+                if (t == token)
+                    break;
+                if (!grants_[t].empty()) {
+                    on_barge(token, t);
+                    break;
+                }
+            }
         row_ = lock_row{token, ++counter_, std::nullopt};
         if (queue && queue_ttl_.erase(token))
             erase_value(queue_, token);
@@ -52,6 +63,24 @@ acquire_result redis_model::acquire(const std::string& token, milliseconds ttl, 
     r.fencing_token = row_->fence;
     r.granted_ttl = ttl;
     return r;
+}
+
+// A free name and waiters queued before `token`: the first listened-for one is handed it.
+void redis_model::hand_on_free(const std::string& token, real_time now)
+{
+    while (!queue_.empty() && queue_.front() != token) {
+        auto w = queue_.front();
+        queue_.erase(queue_.begin());
+        auto ttl = queue_ttl_[w];
+        queue_ttl_.erase(w);
+        if (grants_[w].empty())
+            continue;  // a dead waiter: nobody listens on its grant channel
+        auto fence = ++counter_;
+        row_ = lock_row{w, fence, now + ttl, false, !queue_.empty()};
+        if (on_grant)
+            on_grant(w, fence, ttl);
+        return;
+    }
 }
 
 void redis_model::expire(const std::string& token, milliseconds ttl, real_time now)

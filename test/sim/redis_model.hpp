@@ -29,11 +29,13 @@ struct redis_faults {
 
 class redis_model {
 public:
-    explicit redis_model(redis_faults f = {}) : faults_(f) {}
+    /// `handoff`: redis_store's direct hand-off (its attempts pass the queue to the scripts).
+    explicit redis_model(redis_faults f = {}, bool handoff = true) : faults_(f), handoff_(handoff) {}
 
     /// The acquire script: ours if free (or expired) or already ours; else the holder's PTTL,
-    /// and with `queue` the token queued for a hand-off. With setnx_then_expire the lock has
-    /// no expiry until expire() comes.
+    /// and with `queue` the token queued for a hand-off. With the hand-off, a free name goes
+    /// first to the first listened-for token queued before ours (the caller is then refused
+    /// behind it). With setnx_then_expire the lock has no expiry until expire() comes.
     acquire_result acquire(const std::string& token, milliseconds ttl, bool queue, real_time now);
     /// The second request of the broken two-step acquire.
     void expire(const std::string& token, milliseconds ttl, real_time now);
@@ -62,6 +64,9 @@ public:
     /// Called for each publish on the release channel, and on a grant channel.
     std::function<void()> on_publish;
     std::function<void(const std::string& token, std::uint64_t fence, milliseconds ttl)> on_grant;
+    /// Called when an acquire takes the name while `waiter`, queued before `taker` (or at
+    /// all, if `taker` was not queued), is still queued and listened for: FIFO broken.
+    std::function<void(const std::string& taker, const std::string& waiter)> on_barge;
 
 private:
     struct lock_row {
@@ -71,15 +76,17 @@ private:
         bool contended = false, queued = false;
     };
     void purge_queue(real_time now);
+    void hand_on_free(const std::string& token, real_time now);
     bool live(real_time now) const { return row_ && (!row_->expires || *row_->expires > now); }
 
     redis_faults faults_;
+    bool handoff_;
     std::optional<lock_row> row_;
     std::uint64_t counter_ = 0;
     std::set<int> subscribers_;
     std::map<std::string, std::set<int>> grants_;
     std::vector<std::string> queue_;
-    std::map<std::string, milliseconds> queue_ttl_;
+    std::map<std::string, milliseconds> queue_ttl_;  // the queue_'s tokens, with their leases
     real_time queue_expires_{0};
 };
 

@@ -127,11 +127,11 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
     const real_time fault_end = milliseconds(8000), bound = milliseconds(20000);
     world w(seed);
     w.verbose = verbose;
-    redis_model srv(bad.server);
+    redis_model srv(bad.server, store == "redis");
     etcd_model etcd(w);
     zk_model zk(w);
     pg_model pg;
-    redlock_nodes rl{std::vector<redis_model>(3, redis_model(bad.server)), std::vector<real_time>(3)};
+    redlock_nodes rl{std::vector<redis_model>(3, redis_model(bad.server, false)), std::vector<real_time>(3)};
     const bool on_etcd = store == "etcd", on_zk = store == "zookeeper", on_pg = store == "postgresql",
                on_redlock = store == "redlock";
 #if DLOCK_SIM_MARIADB
@@ -164,8 +164,10 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
                         },
                         chk, faults, cfg};
     std::vector<std::unique_ptr<process>> ps;
-    for (int i = 0; i < processes; ++i)
+    for (int i = 0; i < processes; ++i) {
         ps.push_back(std::make_unique<process>(shared, i));
+        shared.processes.push_back(ps.back().get());
+    }
     srv.on_publish = [&] {
         for (int conn : srv.subscribers())
             ps[static_cast<std::size_t>(conn % 10)]->push(
@@ -252,6 +254,14 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
     // The drain: no more faults or new acquires; every waiter must be served in time.
     shared.faults_on = false;
     w.log("faults stop; draining");
+    // FIFO where the store promises it (a direct hand-off's queue): from now on no acquire
+    // takes the name ahead of a waiter queued before it.
+    auto barge = [&](const std::string& taker, const std::string& waiter) {
+        chk.violation("FIFO: " + taker + " took the name while " + waiter + ", queued before it, still waited");
+    };
+    if (store == "redis")
+        srv.on_barge = barge;
+    pg.on_barge = barge;
     for (auto& p : ps)
         p->drain();
     w.run_until(fault_end + bound);

@@ -84,8 +84,14 @@ BOOST_AUTO_TEST_CASE(statements_bind_names_and_quote_the_table)
         BOOST_TEST(turn != std::string::npos);
         BOOST_TEST(turn < s->find("nextval("));
     }
-    BOOST_TEST(st.acquire.find("VALUES ($1, $2, (SELECT nextval('\"app\".\"leases_fence\"') FROM turn)") !=
+    BOOST_TEST(st.acquire.find("f AS (SELECT nextval('\"app\".\"leases_fence\"') AS v FROM turn)") !=
                std::string::npos);
+    // Its rows are read (and locked) only once the turn is ours; a free name goes to the
+    // first live waiter queued before the caller (FIFO past an expiry), told by a grant NOTIFY.
+    BOOST_TEST(st.acquire.find("AS t WHERE (SELECT NOT k FROM turn) AND t.name = $1 FOR UPDATE OF t") !=
+               std::string::npos);
+    BOOST_TEST(st.acquire.find("pg_stat_get_activity(w.listener)") != std::string::npos);
+    BOOST_TEST(st.acquire.find("pg_notify('dlock_grant'") != std::string::npos);
     BOOST_TEST(st.release.find("FROM turn, \"app\".\"leases\" AS t WHERE t.name = $1") != std::string::npos);
     BOOST_TEST(st.acquire.find("ON CONFLICT (name, token) DO UPDATE") != std::string::npos);  // queues once
     BOOST_TEST(st.acquire.find("\"app\".\"leases_queue\"") != std::string::npos);
