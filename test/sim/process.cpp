@@ -396,9 +396,9 @@ void process::perform(const fsm_action& a)
         // No other process may believe a lease of its own valid now (whether it can act or not).
         for (auto* q : s_.processes)
             if (auto other = q != this ? q->believed_lease() : std::nullopt)
-                s_.chk.violation("exclusion: " + name() + " was granted fence " + std::to_string(a.fence) +
-                                 " while " + q->name() + " believed its lease (fence " +
-                                 std::to_string(other->first) + ") valid for " +
+                s_.chk.violation("exclusion: " + name() + " was granted fence " + std::to_string(a.fence) + " while " +
+                                 q->name() + " believed its lease (fence " + std::to_string(other->first) +
+                                 ") valid for " +
                                  std::to_string(std::chrono::duration_cast<milliseconds>(other->second).count()) +
                                  " ms more by its own clock");
         k->ph = worker::phase::holding;

@@ -44,7 +44,7 @@ struct shared_state {
     const sim_settings& cfg;
     std::vector<process*> processes;  ///< every process of the schedule, for the exclusion check
     bool faults_on = true;            ///< lost replies and cancellations happen (the fault phase)
-    real_time server_down_until{0};  ///< a restarting server takes no request before this
+    real_time server_down_until{0};   ///< a restarting server takes no request before this
 };
 
 class process {
