@@ -17,10 +17,13 @@ std::string acquire_steps::bytes() const
 {
     switch (step_) {
     case step::read: return proto::mg(keys_.lock, "v c t");
-    case step::next_fence: return proto::ma(keys_.fence, "N0 J1 v");
     case step::add:
-        return proto::ms(keys_.lock, recipe::value(token_, fence_), recipe::ttl_flag(ttl_) + " ME") +
+        return proto::ms(keys_.lock, recipe::value(token_, 0), recipe::ttl_flag(ttl_) + " ME c") +
                proto::md(keys_.contended, "");
+    case step::next_fence: return proto::ma(keys_.fence, "N0 J1 v");
+    case step::set_fence:
+        return proto::ms(keys_.lock, recipe::value(token_, fence_),
+                         recipe::ttl_flag(ttl_) + " C" + std::to_string(cas_));
     case step::refresh:
         return proto::ms(keys_.lock, recipe::value(token_, view_.fence),
                          recipe::ttl_flag(ttl_) + " C" + std::to_string(view_.cas));
@@ -53,8 +56,13 @@ acquire_steps::step acquire_steps::after_read(const proto::reply& r)
                             ? "dlock: the key " + keys_.lock_text + " holds something that is not a dlock lock"
                             : r.text);
     if (!view_.present)
-        return step_ = step::next_fence;
-    return step_ = view_.owner == token_ ? step::refresh : step::mark_contended;
+        return step_ = step::add;
+    if (view_.owner != token_)
+        return step_ = step::mark_contended;
+    if (view_.fence != 0)
+        return step_ = step::refresh;
+    cas_ = view_.cas;  // ours, added by an earlier round whose fence was not set yet
+    return step_ = step::next_fence;
 }
 
 acquire_steps::step acquire_steps::on_replies(const std::vector<proto::reply>& rs)
@@ -70,17 +78,26 @@ acquire_steps::step acquire_steps::on_replies(const std::vector<proto::reply>& r
                                            : r.text);
     switch (step_) {
     case step::read: return after_read(rs[0]);
+    case step::add: {
+        auto cas = rs[0].number('c');
+        if (rs[0].k != kind::hd)  // NS: added by another first
+            return raced();
+        if (!cas)
+            return fail(error::protocol_error, "dlock: " + keys_.lock_text + ": the add's reply carries no CAS");
+        cas_ = *cas;
+        return step_ = step::next_fence;
+    }
     case step::next_fence:
         if (auto ec = recipe::read_counter(rs[0], fence_))
             return fail(ec, rs[0].text);
-        return step_ = step::add;
-    case step::add:
+        return step_ = step::set_fence;
+    case step::set_fence:
     case step::refresh:
         if (rs[0].k != kind::hd)  // NS: added by another first; EX / NF: it changed
             return raced();
         out_ = acquire_result{};
         out_.acquired = true;
-        out_.fencing_token = step_ == step::add ? fence_ : view_.fence;
+        out_.fencing_token = step_ == step::set_fence ? fence_ : view_.fence;
         out_.granted_ttl = ttl_;
         return step_ = step::done;
     case step::mark_contended:  // held by another owner: its next renewal reports contended

@@ -2,12 +2,19 @@
 // Sans-io: one memcached acquire as a machine of steps. Each step is one exec() on the
 // name's server (its bytes and how many replies); the replies decide the next step:
 //
-//   step \ replies   EN / VA free      VA ours          VA other        error / not a lock   race lost (NS, EX, NF)
-//   read             next_fence        refresh (CAS)    mark_contended  fail (its text)      -
-//   next_fence       add (VA counter)  -                -               fail                 -
-//   add              done: acquired    -                -               fail                 read again
+//   step \ replies   EN / HD / VA      VA ours          VA other        error / not a lock   race lost (NS, EX, NF)
+//   read             add (EN)          refresh (CAS);   mark_contended  fail (its text)      -
+//                                      fence 0: next_fence
+//   add              next_fence (HD c) -                -               fail                 read again
+//   next_fence       set_fence (VA n)  -                -               fail                 -
+//   set_fence        done: acquired    -                -               fail                 read again
 //   refresh          done: acquired    -                -               fail                 read again
 //   mark_contended   done: refused with the holder's remaining lease    fail                 -
+//
+// The fence is drawn only once the item is ours (added with fence 0, then set to the fence by
+// CAS): a draw made before the add could be granted after a later one (dlock_sim, memcached
+// seed 136: A drew 5, B drew 6, added, released, then A added with 5), one made while holding
+// the item is granted (or dropped, if the CAS finds the item gone) before the next holder's.
 //
 // A race lost max_races times in a row ends with server_busy: contention reported, not spun on.
 // The driver (src/memcached/store.cpp) sends each step and feeds its replies back; an exec()
@@ -39,8 +46,9 @@ class acquire_steps {
 public:
     enum class step : unsigned char {
         read,            ///< mg <lock> v c t
+        add,             ///< ms <lock> ME c (add "<token> 0") + md <contended>
         next_fence,      ///< ma <fence> N0 J1 v
-        add,             ///< ms <lock> ME (add) + md <contended>
+        set_fence,       ///< ms <lock> C<cas> ("<token> <fence>")
         refresh,         ///< ms <lock> C<cas> (ours already: a retry)
         mark_contended,  ///< ms <contended> 1
         done             ///< result() / error() / text() say how it ended
@@ -73,6 +81,7 @@ private:
     step step_ = step::read;
     recipe::lock_view view_;
     std::uint64_t fence_ = 0;
+    long long cas_ = 0;  // our item's, once added (or read back with fence 0)
     int races_ = 0;
     boost::system::error_code ec_;
     std::string text_;

@@ -41,7 +41,8 @@ error_code read_lock(const proto::reply& r, lock_view& out)
     const char* e = r.data.data() + r.data.size();
     auto [p, fec] = std::from_chars(b, e, fence);
     auto cas = r.number('c');
-    if (fec != std::errc() || p != e || fence < 1 || !cas)
+    // Fence 0: an item being taken, its fence not set yet (acquire_steps).
+    if (fec != std::errc() || p != e || !cas)
         return error::invalid_request;
     out.present = true;
     out.owner = r.data.substr(0, sp);

@@ -38,7 +38,8 @@ struct lock_view {
     long long cas = 0;
     long long ttl_s = -1;  ///< remaining seconds as memcached counts them; -1 none/unknown
 };
-/// EN → absent; VA "<token> <fence>" with c and t → present. Anything else is an error.
+/// EN → absent; VA "<token> <fence>" with c and t → present (fence 0: being taken, its
+/// fence not set yet). Anything else is an error.
 boost::system::error_code read_lock(const proto::reply& r, lock_view& out);
 
 /// The holder's remaining lease as a waiter should sleep on it: memcached's remaining

@@ -2,6 +2,7 @@
 #include "schedule.hpp"
 
 #include "etcd_recipe.hpp"
+#include "memcached_recipe.hpp"
 #if DLOCK_SIM_MARIADB
 #include "maria_recipe.hpp"
 #endif
@@ -46,6 +47,12 @@ const std::vector<broken_recipe>& broken_recipes()
                      "Redlock: a node restarts at once without its data (no AOF, no delayed restart)"});
         v.back().store = "redlock";
         v.back().node_loses_data = true;
+        v.push_back({"memcached_restart_loses_items", "memcached: a server restart loses every item (the lock too)"});
+        v.back().store = "memcached";
+        v.back().node_loses_data = true;
+        v.push_back({"memcached_evicts", "memcached: memory pressure evicts the lock item"});
+        v.back().store = "memcached";
+        v.back().evicts = true;
 #if DLOCK_SIM_MARIADB
         v.push_back({"maria_fence_before_row",
                      "MariaDB: the acquire draws its fence in VALUES, before it waits for the name's row"});
@@ -60,7 +67,8 @@ const std::vector<broken_recipe>& broken_recipes()
 const std::vector<std::string>& store_models()
 {
     static const std::vector<std::string> all = [] {
-        std::vector<std::string> v{"redis", "redis-nohandoff", "redlock", "etcd", "zookeeper", "postgresql"};
+        std::vector<std::string> v{"redis",     "redis-nohandoff", "redlock",  "etcd",
+                                   "zookeeper", "postgresql",      "memcached"};
 #if DLOCK_SIM_MARIADB
         v.push_back("mariadb");
 #endif
@@ -133,7 +141,9 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
     pg_model pg;
     redlock_nodes rl{std::vector<redis_model>(3, redis_model(bad.server, false)), std::vector<real_time>(3)};
     const bool on_etcd = store == "etcd", on_zk = store == "zookeeper", on_pg = store == "postgresql",
-               on_redlock = store == "redlock";
+               on_redlock = store == "redlock", on_mc = store == "memcached";
+    // memcached's server clock ticks at its own phase of the second (drawn for it alone).
+    memcached_model mc(on_mc ? w.ms(0, 999) : real_time(0));
 #if DLOCK_SIM_MARIADB
     maria_model maria(w);
     const bool on_maria = store == "mariadb";
@@ -144,6 +154,8 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
     fault_counts faults;
     sim_settings cfg;
     cfg.no_drift_margin = bad.no_drift_margin;
+    if (on_mc)
+        cfg.lease = milliseconds(2000);  // memcached's shortest: whole seconds, 2 s at least
     bool handoff = store == "redis";
     shared_state shared{w,
                         [&](process& p) -> std::unique_ptr<recipe> {
@@ -151,6 +163,8 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
                                 return std::make_unique<pg_recipe>(p, pg, bad.fence_before_row);
                             if (on_redlock)
                                 return std::make_unique<redlock_recipe>(p, rl);
+                            if (on_mc)
+                                return std::make_unique<memcached_recipe>(p, mc);
 #if DLOCK_SIM_MARIADB
                             if (on_maria)
                                 return std::make_unique<maria_recipe>(p, maria, bad.fence_before_row);
@@ -162,7 +176,10 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
                                                                      bad.release_once);
                             return std::make_unique<redis_recipe>(p, srv, handoff, bad.setnx_then_expire);
                         },
-                        chk, faults, cfg};
+                        chk,
+                        faults,
+                        cfg,
+                        {}};
     std::vector<std::unique_ptr<process>> ps;
     for (int i = 0; i < processes; ++i) {
         ps.push_back(std::make_unique<process>(shared, i));
@@ -219,6 +236,15 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
             case fault_event::kind::drop: p.drop_connection(); break;
             case fault_event::kind::restart:
                 ++faults.restarts;
+                if (on_mc && bad.evicts) {  // memory pressure, not a restart: the lock item goes
+                    if (mc.evict(memcached_recipe::keys().lock_text))
+                        w.log("memcached evicted the lock item");
+                    break;
+                }
+                if (on_mc && bad.node_loses_data) {
+                    w.log("memcached restarted without its items");
+                    mc.restart();
+                }
                 if (on_redlock) {  // one node restarts; the others run on
                     auto k = static_cast<std::size_t>(f.process) % rl.nodes.size();
                     w.log("redlock node " + std::to_string(k) + " restarted" +
@@ -241,7 +267,7 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
                 w.log(on_etcd ? "etcd leader changed" : on_zk ? "zookeeper server restarted" : "server restarted");
                 if (on_etcd)
                     etcd.leader_change();
-                else if (!on_zk && !on_pg && !on_maria)  // the ensemble, the WALs keep it all
+                else if (!on_zk && !on_pg && !on_maria && !on_mc)  // the ensemble, the WALs keep it all
                     srv.restart();
                 shared.server_down_until = w.now() + f.length;
                 for (auto& q : ps)
@@ -275,6 +301,13 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
                 : on_zk   ? zk.leftovers()
                 : on_etcd ? etcd.leftovers()
                           : srv.leftovers(w.now());
+    if (on_mc) {
+        if (auto v = mc.value(memcached_recipe::keys().lock_text, w.now()))
+            holder = *v;
+        for (const auto& k : mc.keys(w.now()))
+            if (k != "dlock:fence:x" && k != memcached_recipe::keys().lock_text && left.empty())
+                left = "the item " + k;
+    }
     if (on_redlock) {
         for (auto& m : rl.nodes)
             if (auto h = m.holder(w.now()); h && !holder)

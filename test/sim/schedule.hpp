@@ -22,12 +22,13 @@ struct broken_recipe {
     bool keepalive_from_reply = false;  ///< etcd, ZooKeeper: the session dated from a reply's arrival
     bool release_once = false;          ///< etcd: a release whose reply was lost is not asked again
     bool fence_before_row = false;      ///< PostgreSQL, MariaDB: the acquire draws its fence before the row
-    bool node_loses_data = false;       ///< Redlock: a node restarts at once without its data
+    bool node_loses_data = false;       ///< Redlock, memcached: a restart loses the data
+    bool evicts = false;                ///< memcached: its "restarts" are evictions of the lock item
 };
 
 /// The stores the simulator models: redis (redis_store, with its direct hand-off),
 /// redis-nohandoff (waiters woken by releases, as cluster_store), redlock (3 nodes), etcd,
-/// zookeeper, postgresql and mariadb.
+/// zookeeper, postgresql, mariadb and memcached.
 const std::vector<std::string>& store_models();
 const std::vector<broken_recipe>& broken_recipes();
 

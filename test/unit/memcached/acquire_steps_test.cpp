@@ -43,21 +43,41 @@ acquire_steps machine()
 
 BOOST_AUTO_TEST_SUITE(memcached_acquire_steps)
 
-BOOST_AUTO_TEST_CASE(a_free_name_takes_a_fence_then_adds)
+// The fence is drawn only once the item is ours: added with fence 0, then set by CAS.
+BOOST_AUTO_TEST_CASE(a_free_name_is_added_then_takes_a_fence)
 {
     auto m = machine();
     BOOST_TEST((m.current() == step::read));
     BOOST_TEST(m.bytes() == "mg ns:lock:job v c t\r\n");
-    BOOST_TEST((m.on_replies({en}) == step::next_fence));
-    BOOST_TEST(m.bytes() == "ma ns:fence:job N0 J1 v\r\n");
-    BOOST_TEST((m.on_replies({of(reply::kind::va, "7")}) == step::add));
+    BOOST_TEST((m.on_replies({en}) == step::add));
     BOOST_TEST(m.replies() == 2u);
-    BOOST_TEST(m.bytes() == "ms ns:lock:job 5 T6 ME\r\ntok 7\r\nmd ns:contended:job\r\n");
-    BOOST_TEST((m.on_replies({hd, nf}) == step::done));
+    BOOST_TEST(m.bytes() == "ms ns:lock:job 5 T6 ME c\r\ntok 0\r\nmd ns:contended:job\r\n");
+    auto added = hd;
+    added.flags.emplace_back('c', "77");
+    BOOST_TEST((m.on_replies({added, nf}) == step::next_fence));
+    BOOST_TEST(m.bytes() == "ma ns:fence:job N0 J1 v\r\n");
+    BOOST_TEST((m.on_replies({of(reply::kind::va, "7")}) == step::set_fence));
+    BOOST_TEST(m.bytes() == "ms ns:lock:job 5 T6 C77\r\ntok 7\r\n");
+    BOOST_TEST((m.on_replies({hd}) == step::done));
     BOOST_TEST(!m.error());
     BOOST_TEST(m.result().acquired);
     BOOST_TEST(m.result().fencing_token == 7u);
     BOOST_TEST(m.result().granted_ttl == 5000ms);
+}
+
+// Our item read back with fence 0 (the round that added it lost its reply or stopped): the
+// fence is drawn and set on it now.
+BOOST_AUTO_TEST_CASE(ours_without_a_fence_yet_takes_one)
+{
+    auto m = machine();
+    BOOST_TEST((m.on_replies({item("tok", 0, 555)}) == step::next_fence));
+    BOOST_TEST((m.on_replies({of(reply::kind::va, "12")}) == step::set_fence));
+    BOOST_TEST(m.bytes() == "ms ns:lock:job 6 T6 C555\r\ntok 12\r\n");
+    BOOST_TEST((m.on_replies({hd}) == step::done));
+    BOOST_TEST(m.result().fencing_token == 12u);
+    // Another's item being taken (fence 0) is held: contended.
+    auto other = machine();
+    BOOST_TEST((other.on_replies({item("other", 0)}) == step::mark_contended));
 }
 
 BOOST_AUTO_TEST_CASE(ours_already_is_refreshed_by_cas_with_the_same_fence)
@@ -81,12 +101,17 @@ BOOST_AUTO_TEST_CASE(held_by_another_marks_it_contended_and_reports_the_holders_
     BOOST_TEST(m.result().holder_ttl == 3000ms);  // 4 s as memcached counts, less the extra second
 }
 
-BOOST_AUTO_TEST_CASE(a_lost_race_reads_again_for_add_and_refresh)
+BOOST_AUTO_TEST_CASE(a_lost_race_reads_again_for_add_set_fence_and_refresh)
 {
+    auto added = hd;
+    added.flags.emplace_back('c', "5");
     for (const auto& lost : {ns, ex, nf}) {
         auto m = machine();
         m.on_replies({en});
-        m.on_replies({of(reply::kind::va, "1")});
+        m.on_replies({added, hd});
+        m.on_replies({of(reply::kind::va, "3")});
+        BOOST_TEST((m.on_replies({lost}) == step::read));  // our item expired and changed hands
+        m.on_replies({en});
         BOOST_TEST((m.on_replies({lost, hd}) == step::read));  // added by another first
         BOOST_TEST((m.on_replies({item("tok", 2)}) == step::refresh));
         BOOST_TEST((m.on_replies({lost}) == step::read));  // changed under us
@@ -116,9 +141,13 @@ BOOST_AUTO_TEST_CASE(error_replies_fail_every_step_with_the_servers_words)
     // Each step reached, then answered with each error reply.
     auto at = [](step s) {
         auto m = machine();
-        if (s == step::next_fence || s == step::add)
+        auto added = hd;
+        added.flags.emplace_back('c', "5");
+        if (s == step::add || s == step::next_fence || s == step::set_fence)
             m.on_replies({en});
-        if (s == step::add)
+        if (s == step::next_fence || s == step::set_fence)
+            m.on_replies({added, hd});
+        if (s == step::set_fence)
             m.on_replies({of(reply::kind::va, "1")});
         if (s == step::refresh)
             m.on_replies({item("tok", 1)});
@@ -127,7 +156,7 @@ BOOST_AUTO_TEST_CASE(error_replies_fail_every_step_with_the_servers_words)
         BOOST_TEST_REQUIRE((m.current() == s));
         return m;
     };
-    for (auto s : {step::read, step::next_fence, step::add, step::refresh, step::mark_contended}) {
+    for (auto s : {step::read, step::add, step::next_fence, step::set_fence, step::refresh, step::mark_contended}) {
         auto m = at(s);
         m.on_replies(s == step::add ? replies{hd, server} : replies{server});
         BOOST_TEST((m.error() == error::server_busy));
@@ -150,9 +179,16 @@ BOOST_AUTO_TEST_CASE(what_is_not_a_lock_or_a_counter_is_refused)
     BOOST_TEST((m.error() == error::invalid_request));
     BOOST_TEST(m.text() == "dlock: the key ns:lock:job holds something that is not a dlock lock");
     m = machine();
+    auto added = hd;
+    added.flags.emplace_back('c', "5");
     m.on_replies({en});
+    m.on_replies({added, hd});
     m.on_replies({of(reply::kind::va, "0")});  // a counter starts at 1
     BOOST_TEST((m.error() == error::invalid_request));
+    m = machine();
+    m.on_replies({en});
+    m.on_replies({hd, hd});  // an add whose reply carries no CAS (a server without the c flag)
+    BOOST_TEST((m.error() == error::protocol_error));
     m = machine();
     m.on_replies({hd, hd});  // the wrong number of replies
     BOOST_TEST((m.error() == error::protocol_error));

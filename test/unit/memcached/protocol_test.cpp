@@ -118,6 +118,10 @@ BOOST_AUTO_TEST_CASE(the_lock_item_reads_back)
     BOOST_TEST(!v.present);
     BOOST_TEST(recipe::holder_ttl(v) == -1ms);
     BOOST_TEST(recipe::read_lock(rs[2], v) == dlock::error::invalid_request);  // someone else's item
+    auto taking = parse_all("VA 5 c3 t6\r\ntok 0\r\n", 64, ec);                // being taken: its fence not set yet
+    BOOST_TEST(!recipe::read_lock(taking[0], v));
+    BOOST_TEST(v.present);
+    BOOST_TEST(v.fence == 0u);
     std::uint64_t counter = 0;
     auto cs = parse_all("VA 2\r\n17\r\nVA 1\r\n0\r\n", 64, ec);
     BOOST_TEST(!recipe::read_counter(cs[0], counter));
