@@ -16,9 +16,10 @@ namespace dlock {
 
 /// The store contract over one or more memcached servers (no client library).
 ///
-/// Keys: `<ns>:lock:<name>` holds "<token> <fence>" with the lease as its TTL;
-/// `<ns>:fence:<name>` the fencing counter (`ma`, never expiring); `<ns>:contended:<name>`
-/// set by a refused owner, cleared by the holder's next renewal.
+/// Keys: `<ns>:lock:<name>` holds "<token> <fence>" with the lease as its TTL (added with
+/// fence 0; the fence is drawn only once the item is ours, then set by CAS, so tokens rise
+/// in grant order); `<ns>:fence:<name>` the fencing counter (`ma`, never expiring);
+/// `<ns>:contended:<name>` set by a refused owner, cleared by the holder's next renewal.
 ///
 /// Honest limits (also in traits()):
 /// - Whole-second leases, at least 2 s (memcached's clock ticks once a second: a 1 s TTL may
