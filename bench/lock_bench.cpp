@@ -188,7 +188,9 @@ double raw_lua_ceiling(std::uint16_t port, int cycles)
         dlock::redis::request req;
         for (int i = 0; i < per_batch; ++i) {
             auto n = "dlock:ceiling" + std::to_string(b * per_batch + i);
-            req.push("EVALSHA", acq.sha1(), 2, keys.lock_key(n), keys.fence_key(n), "tok", 30000);
+            // As redis_store sends it: the queue keys too (a free name serves earlier waiters first).
+            req.push("EVALSHA", acq.sha1(), 4, keys.lock_key(n), keys.fence_key(n), keys.queue_key(n),
+                     keys.queue_ttl_key(n), "tok", 30000, 0, keys.grant_channel(n, ""));
             push_release(req, rel, keys, n, "tok");
         }
         batches.push_back(req.payload());
@@ -276,7 +278,8 @@ std::vector<double> raw_uncontended(std::uint16_t port, int warmup, int samples,
     c.next();
     const std::string name = "dlock:bench:raw-solo";
     dlock::redis::request a, r;
-    a.push("EVALSHA", acq.sha1(), 2, keys.lock_key(name), keys.fence_key(name), "tok", 30000);
+    a.push("EVALSHA", acq.sha1(), 4, keys.lock_key(name), keys.fence_key(name), keys.queue_key(name),
+           keys.queue_ttl_key(name), "tok", 30000, 0, keys.grant_channel(name, ""));
     push_release(r, rel, keys, name, "tok");
     return raw_cycles(c, a, r, warmup, samples, cpu_us);
 }
@@ -427,7 +430,7 @@ int raw_pingpong_peer(std::uint16_t port, int rounds)
     cmd.next();
     dlock::redis::request a, r;
     a.push("EVALSHA", acq.sha1(), 4, keys.lock_key(name), keys.fence_key(name), keys.queue_key(name),
-           keys.queue_ttl_key(name), token, 30000, 1);
+           keys.queue_ttl_key(name), token, 30000, 1, keys.grant_channel(name, ""));
     push_release(r, rel, keys, name, token);
     std::ostringstream out;
     for (int i = 0; i < rounds; ++i) {
@@ -474,7 +477,7 @@ int asio_pingpong_peer(std::uint16_t port, int rounds)
             co_await cmd.next();
             co_await cmd.next();
             a.push("EVALSHA", acq.sha1(), 4, keys.lock_key(name), keys.fence_key(name), keys.queue_key(name),
-                   keys.queue_ttl_key(name), token, 30000, 1);
+                   keys.queue_ttl_key(name), token, 30000, 1, keys.grant_channel(name, ""));
             push_release(r, rel, keys, name, token);
             asio::steady_timer t(io);
             for (int i = 0; i < rounds; ++i) {

@@ -28,6 +28,7 @@ std::string acquire_steps::bytes() const
         return proto::ms(keys_.lock, recipe::value(token_, view_.fence),
                          recipe::ttl_flag(ttl_) + " C" + std::to_string(view_.cas));
     case step::mark_contended: return proto::ms(keys_.contended, "1", recipe::ttl_flag(ttl_));
+    case step::withdraw: return proto::md(keys_.lock, "C" + std::to_string(cas_));
     case step::done: return {};
     }
     return {};
@@ -38,7 +39,10 @@ acquire_steps::step acquire_steps::fail(error_code ec, std::string text)
     ec_ = ec;
     text_ = std::move(text);
     out_ = acquire_result{};
-    return step_ = step::done;
+    // Our item added (or found at fence 0) and no fence set: deleted by its CAS before the
+    // error is told, or it would block the name for a whole TTL.
+    bool ours = (step_ == step::next_fence || step_ == step::set_fence) && cas_ != 0;
+    return step_ = ours ? step::withdraw : step::done;
 }
 
 // A CAS or add that lost a race reads again, up to max_races times in a row.
@@ -69,6 +73,8 @@ acquire_steps::step acquire_steps::on_replies(const std::vector<proto::reply>& r
 {
     if (step_ == step::done)
         return step_;
+    if (step_ == step::withdraw)  // whatever it answers, the error stays the one it failed with
+        return step_ = step::done;
     if (rs.size() != replies())
         return fail(error::protocol_error, {});
     for (const auto& r : rs)  // an error reply fails any step, with its text
@@ -104,6 +110,7 @@ acquire_steps::step acquire_steps::on_replies(const std::vector<proto::reply>& r
         out_ = acquire_result{};
         out_.holder_ttl = recipe::holder_ttl(view_);
         return step_ = step::done;
+    case step::withdraw:
     case step::done: break;
     }
     return step_;

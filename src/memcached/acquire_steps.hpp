@@ -10,6 +10,11 @@
 //   set_fence        done: acquired    -                -               fail                 read again
 //   refresh          done: acquired    -                -               fail                 read again
 //   mark_contended   done: refused with the holder's remaining lease    fail                 -
+//   withdraw         done (with the error that led here), whatever it answers
+//
+// A failure after our item was added and before its fence was set (a fence key that is not
+// a counter, an error reply to `ma` or to the CAS set) withdraws the item first; an add
+// answered without its CAS (a server too old for the `c` flag) cannot, and fails at once.
 //
 // The fence is drawn only once the item is ours (added with fence 0, then set to the fence by
 // CAS): a draw made before the add could be granted after a later one (dlock_sim, memcached
@@ -51,6 +56,7 @@ public:
         set_fence,       ///< ms <lock> C<cas> ("<token> <fence>")
         refresh,         ///< ms <lock> C<cas> (ours already: a retry)
         mark_contended,  ///< ms <contended> 1
+        withdraw,        ///< md <lock> C<cas>: our item, after a failure before its fence was set
         done             ///< result() / error() / text() say how it ended
     };
     /// Lost races in a row before the acquire gives up with server_busy.

@@ -151,7 +151,8 @@ std::string setup_sql(const std::string& t, const std::string& s, const std::str
 
 // The CTEs before the acquire's INSERT: the name's turn; `cur`, its row (read and locked
 // once the turn is ours: a one-time filter); `nxt`, the first live waiter queued before the
-// caller's place if the row is free or expired and not the caller's; `who` takes the name
+// caller's place if the row is free or expired and not the caller's (locked too: the
+// snapshot predates the turn, and a queue row withdrawn meanwhile must be passed over); `who` takes the name
 // (`nxt`'s token and lease, else the caller's); `f`, the fence, drawn once in the turn.
 std::string acquire_ctes(const std::string& t, const std::string& s, const std::string& q)
 {
@@ -164,7 +165,8 @@ std::string acquire_ctes(const std::string& t, const std::string& s, const std::
            " AND NOT EXISTS (SELECT 1 FROM cur WHERE cur.live OR cur.owner = $2)"
            " AND w.seq < COALESCE((SELECT m.seq FROM " +
            q +
-           " AS m WHERE m.name = $1 AND m.token = $2), 9223372036854775807) ORDER BY w.seq LIMIT 1),"
+           " AS m WHERE m.name = $1 AND m.token = $2), 9223372036854775807)"
+           " ORDER BY w.seq LIMIT 1 FOR UPDATE OF w SKIP LOCKED),"
            " who AS (SELECT COALESCE((SELECT n.token FROM nxt AS n), $2) AS owner,"
            " COALESCE((SELECT n.ttl_ms FROM nxt AS n), $3::bigint) AS ttl),"
            " f AS (SELECT nextval('" +

@@ -80,6 +80,30 @@ BOOST_AUTO_TEST_CASE(ours_without_a_fence_yet_takes_one)
     BOOST_TEST((other.on_replies({item("other", 0)}) == step::mark_contended));
 }
 
+// A failure once our item is added, before its fence is set, deletes the item by its CAS
+// first (it would block the name for a whole TTL), then reports the failure.
+BOOST_AUTO_TEST_CASE(a_failure_after_the_add_withdraws_the_item)
+{
+    auto added = hd;
+    added.flags.emplace_back('c', "31");
+    auto m = machine();
+    m.on_replies({en});
+    m.on_replies({added, nf});
+    BOOST_TEST((m.on_replies({of(reply::kind::client_error, {}, "non-numeric value")}) == step::withdraw));
+    BOOST_TEST(m.bytes() == "md ns:lock:job C31\r\n");
+    BOOST_TEST((m.on_replies({hd}) == step::done));
+    BOOST_TEST((m.error() == error::invalid_request));
+    BOOST_TEST(m.text() == "non-numeric value");
+    BOOST_TEST(!m.result().acquired);
+    m = machine();  // the same at the CAS set, whatever the delete answers
+    m.on_replies({en});
+    m.on_replies({added, nf});
+    m.on_replies({of(reply::kind::va, "4")});
+    BOOST_TEST((m.on_replies({of(reply::kind::server_error, {}, "out of memory")}) == step::withdraw));
+    BOOST_TEST((m.on_replies({nf}) == step::done));
+    BOOST_TEST((m.error() == error::server_busy));
+}
+
 BOOST_AUTO_TEST_CASE(ours_already_is_refreshed_by_cas_with_the_same_fence)
 {
     auto m = machine();
