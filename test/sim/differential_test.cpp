@@ -5,6 +5,7 @@
 #include <dlock/redis_store.hpp>
 
 #include "common/redis_server.hpp"
+#include "redis/redlock_scripts.hpp"
 #include "redis_model.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -100,6 +101,62 @@ BOOST_AUTO_TEST_CASE(the_model_answers_as_the_scripts_do)
     if (failure)
         std::rethrow_exception(failure);
     BOOST_TEST(steps == 400);
+}
+
+// Redlock's counter update (scripts::raise_fence), run on a real node and on the model: the
+// counter only ever rises, the holder's lease takes the token, anyone else's raise holds
+// nothing; the next lease's fence continues from the raised counter on both.
+BOOST_AUTO_TEST_CASE(redlocks_counter_update_answers_as_the_script_does)
+{
+    dlock::test::redis_server srv;
+    asio::io_context io;
+    dlock::redis_store st(io.get_executor(), srv.config());
+    dlock::sim::redis_model model({}, false);
+    const std::string name = "raise";
+    real_time now{1'000'000};
+    auto raise = [&](std::uint64_t t, const std::string& tok) {
+        auto real = srv.cli(
+            {"EVAL", dlock::scripts::raise_fence, "2", st.fence_key(name), st.lock_key(name), std::to_string(t), tok});
+        bool mine = model.raise_fence(t, tok, now);
+        BOOST_TEST(real == (mine ? "1" : "0"), "raise " << t << " by " << tok);
+        BOOST_TEST(srv.cli({"GET", st.fence_key(name)}) == std::to_string(model.counter()), "counter after " << t);
+    };
+    std::exception_ptr failure;
+    std::vector<std::uint64_t> fences;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto take = [&](const std::string& tok) -> asio::awaitable<void> {
+                dlock::lease_request req{name, tok, 60s, dlock::lease_kind::mutex, 1, false};
+                auto real = co_await st.async_try_acquire(req, asio::use_awaitable);
+                auto mine = model.acquire(tok, 60s, false, now);
+                BOOST_TEST(real.acquired == mine.acquired, tok);
+                BOOST_TEST(real.fencing_token == mine.fencing_token, tok);
+                fences.push_back(real.fencing_token);
+            };
+            auto status = [&]() -> asio::awaitable<void> {
+                auto s = co_await st.async_status(name, asio::use_awaitable);
+                BOOST_TEST(s.held == model.holder(now).has_value());
+                BOOST_TEST(s.last_fencing_token == std::stoull(srv.cli({"GET", st.fence_key(name)})));
+            };
+            co_await take("a");
+            raise(10, "a");  // the holder's lease takes 10, the counter rises to 10
+            raise(7, "a");   // the counter stays; the lease records 7, as the script does
+            raise(12, "b");  // not b's: only the counter rises
+            co_await status();
+            dlock::lease_key ka{name, "a"};
+            BOOST_TEST(co_await st.async_release(ka, asio::use_awaitable));
+            BOOST_TEST(model.release("a", now));
+            co_await take("c");  // continues from 12 on both
+            co_await status();
+            st.close();
+        },
+        [&](std::exception_ptr e) { failure = e; });
+    io.run_for(30s);
+    if (failure)
+        std::rethrow_exception(failure);
+    BOOST_TEST(fences.size() == 2u);
+    BOOST_TEST(fences.back() == 13u);
 }
 
 // A holder whose lease runs out leaves the name to its waiters in the order they queued:

@@ -59,6 +59,8 @@ public:
     void unsubscribe_all(int conn);
     /// Anything subscribed, or a queued token whose entry has not expired.
     std::string leftovers(real_time now);
+    /// The fencing counter's value.
+    std::uint64_t counter() const noexcept { return counter_; }
     /// Who holds the name at `now` (expired leases do not hold).
     std::optional<std::string> holder(real_time now) const;
     /// Called for each publish on the release channel, and on a grant channel.
