@@ -7,6 +7,7 @@
 #include "common/redis_server.hpp"
 #include "redis/redlock_scripts.hpp"
 #include "redis_model.hpp"
+#include "settle.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -48,10 +49,9 @@ BOOST_AUTO_TEST_CASE(the_model_answers_as_the_scripts_do)
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
-            asio::steady_timer t(io);
-            for (int i = 0; i < 500 && ready < int(tokens.size()); ++i) {
-                t.expires_after(10ms);
-                co_await t.async_wait(asio::use_awaitable);
+            {
+                std::function<bool()> done = [&] { return ready >= int(tokens.size()); };
+                co_await dlock::sim::settle(done);
             }
             BOOST_TEST_REQUIRE(ready == int(tokens.size()));
             std::mt19937 rng(20261128);
@@ -191,10 +191,9 @@ BOOST_AUTO_TEST_CASE(an_expired_holders_waiters_keep_their_order)
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
-            asio::steady_timer t(io);
-            for (int i = 0; i < 500 && ready < int(tokens.size()); ++i) {
-                t.expires_after(10ms);
-                co_await t.async_wait(asio::use_awaitable);
+            {
+                std::function<bool()> done = [&] { return ready >= int(tokens.size()); };
+                co_await dlock::sim::settle(done);
             }
             BOOST_TEST_REQUIRE(ready == int(tokens.size()));
             real_time now{1'000'000};
@@ -213,9 +212,9 @@ BOOST_AUTO_TEST_CASE(an_expired_holders_waiters_keep_their_order)
             now += 61s;
             BOOST_TEST(!co_await attempt("c", false));  // a try: a is handed the name first
             BOOST_TEST(!co_await attempt("b", true));   // b keeps its place behind a
-            for (int i = 0; i < 500 && !granted.count("a"); ++i) {
-                t.expires_after(10ms);
-                co_await t.async_wait(asio::use_awaitable);
+            {
+                std::function<bool()> done = [&] { return granted.count("a") != 0; };
+                co_await dlock::sim::settle(done);
             }
             BOOST_TEST(granted.count("a") == 1);
             BOOST_TEST(model_granted.count("a") == 1);
@@ -231,9 +230,9 @@ BOOST_AUTO_TEST_CASE(an_expired_holders_waiters_keep_their_order)
             s = co_await st.async_status(name, asio::use_awaitable);
             BOOST_TEST(s.holder == "b");
             BOOST_TEST(model.holder(now).value_or("") == "b");
-            for (int i = 0; i < 500 && !granted.count("b"); ++i) {  // its grant notice, on the way
-                t.expires_after(10ms);
-                co_await t.async_wait(asio::use_awaitable);
+            {
+                std::function<bool()> done = [&] { return granted.count("b") != 0; };
+                co_await dlock::sim::settle(done);  // its grant notice, on the way
             }
             for (auto id : ids)
                 st.unwatch(id);

@@ -7,15 +7,6 @@ using boost::system::error_code;
 using mariadb::detail::pool_action;
 using mariadb::detail::wait_end;
 
-// A statement stalled at the server now and then, as pg_recipe's (a stalled statement runs
-// even if its process crashed meanwhile: its `apply` touches the model only).
-real_time maria_recipe::stall()
-{
-    if (!p_.shared().faults_on || !p_.w().chance(0.1))
-        return real_time(0);
-    return p_.w().chance(0.8) ? p_.w().ms(10, 180) : p_.w().ms(200, 600);
-}
-
 void maria_recipe::attempt(const detail::fsm_action& a)
 {
     auto token = a.token;
@@ -45,7 +36,7 @@ void maria_recipe::attempt(const detail::fsm_action& a)
             auto r = srv.acquire(token, ttl, conn, w.now(), *drawn);
             return [done, r] { done(error_code(), r); };
         },
-        [done](error_code ec) { done(ec, {}); }, stall());
+        [done](error_code ec) { done(ec, {}); }, p_.statement_stall());
 }
 
 void maria_recipe::renew(const detail::fsm_action& a)
@@ -63,7 +54,7 @@ void maria_recipe::renew(const detail::fsm_action& a)
             auto r = srv.renew(token, ttl, conn, w.now());
             return [done, r] { done(error_code(), r); };
         },
-        [done](error_code ec) { done(ec, renew_result{}); }, stall());
+        [done](error_code ec) { done(ec, renew_result{}); }, p_.statement_stall());
 }
 
 void maria_recipe::release(const detail::fsm_action& a)
@@ -81,7 +72,7 @@ void maria_recipe::release(const detail::fsm_action& a)
             bool held = srv.release(token, conn, w.now());
             return [done, held] { done(error_code(), held); };
         },
-        [done](error_code ec) { done(ec, false); }, stall());
+        [done](error_code ec) { done(ec, false); }, p_.statement_stall());
 }
 
 // A named lock is state: a wait started after the next refused attempt sees any release

@@ -40,7 +40,6 @@ private:
     void perform();
     void start_wait(std::size_t slot, milliseconds timeout);
     void wait_done(std::size_t slot, mariadb::detail::wait_end end);
-    real_time stall();
 
     static inline const std::string name_ = "x";  // the one name of a schedule
     process& p_;

@@ -7,6 +7,7 @@
 
 #include "common/postgres_server.hpp"
 #include "pg_model.hpp"
+#include "settle.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -49,10 +50,9 @@ BOOST_AUTO_TEST_CASE(the_model_answers_as_the_statements_do)
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
-            asio::steady_timer t(io);
-            for (int i = 0; i < 500 && ready < int(tokens.size()); ++i) {
-                t.expires_after(10ms);
-                co_await t.async_wait(asio::use_awaitable);
+            {
+                std::function<bool()> done = [&] { return ready >= int(tokens.size()); };
+                co_await dlock::sim::settle(done);
             }
             BOOST_TEST_REQUIRE(ready == int(tokens.size()));
             std::mt19937 rng(20261128);
@@ -139,10 +139,9 @@ BOOST_AUTO_TEST_CASE(an_expired_holders_waiters_keep_their_order)
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
-            asio::steady_timer t(io);
-            for (int i = 0; i < 500 && ready < int(tokens.size()); ++i) {
-                t.expires_after(10ms);
-                co_await t.async_wait(asio::use_awaitable);
+            {
+                std::function<bool()> done = [&] { return ready >= int(tokens.size()); };
+                co_await dlock::sim::settle(done);
             }
             BOOST_TEST_REQUIRE(ready == int(tokens.size()));
             real_time now{1'000'000};
@@ -162,9 +161,9 @@ BOOST_AUTO_TEST_CASE(an_expired_holders_waiters_keep_their_order)
             now += 61s;
             BOOST_TEST(!co_await attempt("c", false));  // a try: a is handed the name first
             BOOST_TEST(!co_await attempt("b", true));   // b keeps its place behind a
-            for (int i = 0; i < 500 && !granted.count("a"); ++i) {
-                t.expires_after(10ms);
-                co_await t.async_wait(asio::use_awaitable);
+            {
+                std::function<bool()> done = [&] { return granted.count("a") != 0; };
+                co_await dlock::sim::settle(done);
             }
             BOOST_TEST(granted.count("a") == 1);
             BOOST_TEST(model_granted.count("a") == 1);
@@ -181,9 +180,9 @@ BOOST_AUTO_TEST_CASE(an_expired_holders_waiters_keep_their_order)
             s = co_await st.async_status(name, asio::use_awaitable);
             BOOST_TEST(s.holder == "b");
             BOOST_TEST(model.holder(now).value_or("") == "b");
-            for (int i = 0; i < 500 && !granted.count("b"); ++i) {  // its grant notice, on the way
-                t.expires_after(10ms);
-                co_await t.async_wait(asio::use_awaitable);
+            {
+                std::function<bool()> done = [&] { return granted.count("b") != 0; };
+                co_await dlock::sim::settle(done);  // its grant notice, on the way
             }
             for (auto id : ids)
                 st.unwatch(id);

@@ -5,14 +5,6 @@ namespace dlock::sim {
 
 using boost::system::error_code;
 
-real_time pg_recipe::stall()
-{
-    if (!p_.shared().faults_on || !p_.w().chance(0.1))
-        return real_time(0);
-    // Mostly within the request's timeout (the client hears the late reply), else past it.
-    return p_.w().chance(0.8) ? p_.w().ms(10, 180) : p_.w().ms(200, 600);
-}
-
 void pg_recipe::attempt(const detail::fsm_action& a)
 {
     auto token = a.token;
@@ -33,7 +25,7 @@ void pg_recipe::attempt(const detail::fsm_action& a)
             auto r = srv.acquire(token, ttl, listener, w.now(), *drawn);
             return [done, r] { done(error_code(), r); };
         },
-        [done](error_code ec) { done(ec, acquire_result{}); }, stall());
+        [done](error_code ec) { done(ec, acquire_result{}); }, p_.statement_stall());
 }
 
 void pg_recipe::renew(const detail::fsm_action& a)
@@ -50,7 +42,7 @@ void pg_recipe::renew(const detail::fsm_action& a)
             auto r = srv.renew(token, ttl, w.now());
             return [done, r] { done(error_code(), r); };
         },
-        [done](error_code ec) { done(ec, renew_result{}); }, stall());
+        [done](error_code ec) { done(ec, renew_result{}); }, p_.statement_stall());
 }
 
 void pg_recipe::release(const detail::fsm_action& a)
@@ -76,7 +68,7 @@ void pg_recipe::send_release(const std::string& token, std::uint64_t id, int run
                 done(error_code(), out.held);
             };
         },
-        [done](error_code ec) { done(ec, false); }, stall());
+        [done](error_code ec) { done(ec, false); }, p_.statement_stall());
 }
 
 void pg_recipe::watch(const detail::fsm_action& a)

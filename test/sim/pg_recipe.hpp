@@ -38,9 +38,6 @@ public:
 private:
     void listen();
     void send_release(const std::string& token, std::uint64_t id, int run);
-    // A backend stopped mid-statement now and then (the server's side of a stall). A stalled
-    // statement runs even if its process crashed meanwhile: its `apply` touches the model only.
-    real_time stall();
 
     process& p_;
     pg_model& srv_;

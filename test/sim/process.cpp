@@ -194,6 +194,13 @@ void process::fail_in_flight(error_code ec)
 
 // `apply` runs at the server when the request arrives and returns what the client does with
 // the reply; `failed` is told the error if the request fails (timeout, lost connection).
+real_time process::statement_stall()
+{
+    if (!s_.faults_on || !s_.w.chance(0.1))
+        return real_time(0);
+    return s_.w.chance(0.8) ? s_.w.ms(10, 180) : s_.w.ms(200, 600);
+}
+
 void process::request(std::function<std::function<void()>()> apply, std::function<void(error_code)> failed)
 {
     request(nullptr, std::move(apply), std::move(failed), real_time(0));

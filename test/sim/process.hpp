@@ -95,6 +95,9 @@ public:
     void at_local(detail::time_point at, std::function<void()> f);
     void later(real_time d, std::function<void()> f);
     void step();  // performs the machine's actions
+    /// How long the server stalls a SQL statement mid-way (a backend stopped): now and then in
+    /// the fault phase, mostly within the request's timeout (the late reply is heard), else past it.
+    real_time statement_stall();
     /// Sends a request: `apply` runs at the server when it arrives and returns what the
     /// process does with the reply; `failed` is told the error if it fails.
     void request(std::function<std::function<void()>()> apply, std::function<void(boost::system::error_code)> failed);
