@@ -127,8 +127,12 @@ inline void one_leader_at_a_time_by_the_leaders_own_account(const std::string& w
 
 /// The leader process is SIGKILLed: nobody announces it; the store lets its lease (its
 /// session) end, the observer reads "no leader", and a waiting campaigner takes over.
+/// `gap_known` is false where an observer cannot learn another holder's lease end
+/// (ZooKeeper tells no client another session's timeout): the gap is then seen only when
+/// the observer reads before the next candidate proclaims, a race the test must not assert.
 inline void failover_after_the_leader_is_killed_and_observers_see_no_leader(const std::string& where,
-                                                                            const store_factory& make)
+                                                                            const store_factory& make,
+                                                                            bool gap_known = true)
 {
     auto log = temp_log();
     observer_harness h(make);
@@ -149,7 +153,15 @@ inline void failover_after_the_leader_is_killed_and_observers_see_no_leader(cons
     bool gap = false;
     for (auto& i : h.seen)
         gap = gap || (!i.present && &i != &h.seen.front());
-    BOOST_TEST(gap, "no 'no leader' report between the killed leader and the next");
+    if (gap_known)
+        BOOST_TEST(gap, "no 'no leader' report between the killed leader and the next");
+    // Whatever was seen in between, the terms never go back.
+    std::uint64_t last_term = 0;
+    for (auto& i : h.seen)
+        if (i.present) {
+            BOOST_TEST(i.term >= last_term);
+            last_term = i.term;
+        }
     check_log(log);
 }
 

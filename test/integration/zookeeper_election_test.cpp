@@ -34,7 +34,9 @@ BOOST_AUTO_TEST_CASE(one_leader_at_a_time_failover_after_kill_and_pause)
         return std::make_unique<dlock::zookeeper_store>(io.get_executor(), zookeeper_family::config_of(url));
     };
     election_scenarios::one_leader_at_a_time_by_the_leaders_own_account(url);
-    election_scenarios::failover_after_the_leader_is_killed_and_observers_see_no_leader(url, make);
+    // An observer here cannot know when the killed leader's session ran out (the servers
+    // tell no client another session's timeout): "no leader" in between is not promised.
+    election_scenarios::failover_after_the_leader_is_killed_and_observers_see_no_leader(url, make, false);
     election_scenarios::a_paused_leader_learns_on_resume_that_it_lost_with_a_lower_term(url, make);
 }
 
