@@ -37,6 +37,8 @@ public:
         last_holder_ = incarnation;
         ++grants_;
     }
+    /// A shared lease granted (a reader's, a permit's): counted, its fence not ordered.
+    void shared_grant() { ++grants_; }
     /// A holder reads the shared counter when granted, and writes back one more when it ends
     /// its hold while it still believes its lease valid: an increment made in between by
     /// someone else would be lost.

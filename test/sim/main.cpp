@@ -137,7 +137,7 @@ void print(const std::string& store, const options& o, const store_report& r)
         for (auto& b : broken_recipes())
             if (b.name == o.broken)
                 recipe = b;
-        auto all = fault_plan(*r.failing);
+        auto all = fault_plan(*r.failing, processes_of(store));
         auto fewest = minimize(store, *r.failing, recipe);
         std::printf("minimized: %zu of the schedule's %zu faults still fail it:\n", fewest.size(), all.size());
         for (auto& f : fewest)

@@ -11,11 +11,12 @@ using boost::system::error_code;
 using detail::fsm_action;
 
 struct process::incarnation {
-    incarnation(const sim_settings& cfg, const recipe& r, std::uint64_t seed, std::string prefix)
-        : rng(static_cast<std::uint32_t>(seed)), ctx{config(cfg, r), stats, rng, std::move(prefix), token_seq}, fsm(ctx)
+    incarnation(const sim_settings& cfg, const recipe& r, lease_kind kind, std::uint64_t seed, std::string prefix)
+        : rng(static_cast<std::uint32_t>(seed)), ctx{config(cfg, r, kind), stats, rng, std::move(prefix), token_seq},
+          fsm(ctx)
     {
     }
-    static detail::fsm_config config(const sim_settings& cfg, const recipe& r)
+    static detail::fsm_config config(const sim_settings& cfg, const recipe& r, lease_kind kind)
     {
         detail::fsm_config f;  // as lock_driver derives it from lock_config and the store's traits
         f.lease = cfg.lease;
@@ -23,6 +24,7 @@ struct process::incarnation {
         f.renew_every = cfg.lease / 3;
         f.backoff_min = milliseconds(5);
         f.backoff_max = milliseconds(1000);
+        f.shared = kind == lease_kind::read;  // a process's readers share one lease
         r.configure(f);
         return f;
     }
@@ -74,7 +76,7 @@ void process::start()
     crashed_ = false;
     ++generation_;
     auto r = s_.make_recipe(*this);
-    inc_ = std::make_unique<incarnation>(s_.cfg, *r, s_.w.draw(), name() + "-");
+    inc_ = std::make_unique<incarnation>(s_.cfg, *r, kind(), s_.w.draw(), name() + "-");
     inc_->store = std::move(r);
     for (int i = 0; i < s_.cfg.workers; ++i)
         inc_->workers.push_back(worker{i});
@@ -400,19 +402,17 @@ void process::perform(const fsm_action& a)
             think(*k);
             break;
         }
-        // No other process may believe a lease of its own valid now (whether it can act or not).
-        for (auto* q : s_.processes)
-            if (auto other = q != this ? q->believed_lease() : std::nullopt)
-                s_.chk.violation("exclusion: " + name() + " was granted fence " + std::to_string(a.fence) + " while " +
-                                 q->name() + " believed its lease (fence " + std::to_string(other->first) +
-                                 ") valid for " +
-                                 std::to_string(std::chrono::duration_cast<milliseconds>(other->second).count()) +
-                                 " ms more by its own clock");
+        check_exclusion(a.fence);
         k->ph = worker::phase::holding;
         k->hold = a.hold;
         k->fence = a.fence;
         k->counter_read = s_.chk.read_counter();
-        s_.chk.grant(name(), a.fence);
+        // Fences increase in grant order among exclusive leases; shared ones are granted
+        // side by side, and their notices may arrive in any order.
+        if (exclusive())
+            s_.chk.grant(name(), a.fence);
+        else
+            s_.chk.shared_grant();
         s_.w.log(name() + " w" + std::to_string(k->index) + " holds fence " + std::to_string(a.fence));
         auto d = draining_ || s_.w.chance(0.7) ? s_.w.ms(0, 50)
                  : s_.w.chance(0.85)           ? s_.w.ms(100, 600)
@@ -439,6 +439,29 @@ void process::perform(const fsm_action& a)
     }
     case fsm_action::type::lost: s_.w.log(name() + " told of a lost lease"); break;
     case fsm_action::type::event: break;
+    }
+}
+
+// No other process may believe valid now (whether it can act or not) a lease this grant
+// excludes: any, for a mutex or a writer; a writer's, for a reader; for a permit, as many
+// as there are permits.
+void process::check_exclusion(std::uint64_t fence)
+{
+    unsigned permits_believed = 0;
+    for (auto* q : s_.processes) {
+        auto other = q != this ? q->believed_lease() : std::nullopt;
+        if (!other)
+            continue;
+        bool conflict = kind() == lease_kind::read     ? q->kind() != lease_kind::read
+                        : kind() == lease_kind::permit ? ++permits_believed >= s_.cfg.permits
+                                                       : true;
+        if (conflict)
+            s_.chk.violation("exclusion: " + name() + " was granted fence " + std::to_string(fence) + " while " +
+                             q->name() + " believed its lease (fence " + std::to_string(other->first) + ") valid for " +
+                             std::to_string(std::chrono::duration_cast<milliseconds>(other->second).count()) +
+                             " ms more by its own clock" +
+                             (kind() == lease_kind::permit ? " (" + std::to_string(permits_believed) + " others did)"
+                                                           : std::string()));
     }
 }
 
@@ -515,7 +538,7 @@ void process::tick(worker& k, std::uint64_t hold)
     if (k.ph != worker::phase::holding || k.hold != hold)
         return;
     bool valid = local_now() < inc_->fsm.valid_until();
-    if (valid)
+    if (valid && exclusive())
         s_.chk.write(name(), k.fence);
     if (!valid || s_.w.now() >= k.hold_until)
         return end_hold(k);
@@ -531,7 +554,7 @@ void process::tick(worker& k, std::uint64_t hold)
 
 void process::end_hold(worker& k)
 {
-    if (local_now() < inc_->fsm.valid_until())
+    if (local_now() < inc_->fsm.valid_until() && exclusive())
         s_.chk.write_counter(name(), k.counter_read);
     k.ph = worker::phase::releasing;
     k.release_id = ++inc_->next_id;

@@ -27,6 +27,11 @@ struct sim_settings {
     int workers = 2;
     bool no_drift_margin = false;  ///< broken: the machine takes no margin off its leases
     real_time request_timeout = milliseconds(200);
+    /// What each process's lock is (by process number): a mutex, a read-write lock's reader
+    /// or writer, or a semaphore's lane (one permit at a time, as semaphore_state's lanes).
+    std::function<lease_kind(int)> kind_of = [](int) { return lease_kind::mutex; };
+    unsigned permits = 1;           ///< a semaphore's
+    bool writer_as_reader = false;  ///< broken: a writer's acquire asks the store for a read lease
 };
 
 struct fault_counts {
@@ -72,6 +77,11 @@ public:
     /// Nothing waiting, held or in flight, and the machine idle.
     bool quiet() const;
     std::string name() const;
+    /// What this process's lock is (sim_settings::kind_of).
+    lease_kind kind() const { return s_.cfg.kind_of(id_); }
+    /// Its leases exclude every other (a mutex's, a writer's): it writes to the fenced
+    /// resource and the counter. Readers and permits only hold.
+    bool exclusive() const { return kind() == lease_kind::mutex || kind() == lease_kind::write; }
     /// The workers', the machine's and the recipe's state, for a liveness report.
     std::string state() const;
     /// A worker holds and the lease is valid by this process's own clock: the fence, and how
@@ -127,6 +137,8 @@ private:
     };
 
     void perform(const detail::fsm_action& a);
+    // At a grant of `fence`: no other process believes valid a lease this one excludes.
+    void check_exclusion(std::uint64_t fence);
 
     // The connection. A message's delay: mostly under a millisecond, sometimes long (a
     // stalled network or server), each way kept in order.

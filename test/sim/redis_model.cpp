@@ -23,8 +23,56 @@ void redis_model::purge_queue(real_time now)
     }
 }
 
-acquire_result redis_model::acquire(const std::string& token, milliseconds ttl, bool queue, real_time now)
+void redis_model::serve_as_set(lease_kind kind, unsigned permits)
 {
+    set_.emplace(kind, permits);
+    permits_ = kind == lease_kind::permit ? permits : 1;
+}
+
+acquire_result redis_model::set_acquire(const std::string& token, milliseconds ttl, bool queue, real_time now,
+                                        lease_kind kind)
+{
+    lease_request req{"x", token, ttl, kind, permits_, queue};
+    auto r = set_->acquire(
+        req, set_clock(now), counter_, [this](const std::string& t) { return !grants_[t].empty(); },
+        [this](const std::string& t, const grant_notice& g) {
+            if (on_grant)
+                on_grant(t, g.fencing_token, g.ttl);
+        });
+    tidy_set(now);
+    return r;
+}
+
+// A set that holds nothing and queues nobody is forgotten, the time of its last refusal
+// with it: the scripts delete its keys then (keep()), as memory_store forgets it.
+void redis_model::tidy_set(real_time now)
+{
+    if (set_->empty(set_clock(now)))
+        set_.emplace(set_->kind(), set_->capacity());
+}
+
+bool redis_model::set_release(const std::string& token, real_time now)
+{
+    bool wake = false;
+    bool owned = set_->release(
+        token, set_clock(now), counter_, [this](const std::string& t) { return !grants_[t].empty(); },
+        [this](const std::string& t, const grant_notice& g) {
+            if (on_grant)
+                on_grant(t, g.fencing_token, g.ttl);
+        },
+        wake);
+    tidy_set(now);
+    // The release channel is told once nobody queued is left (the waiters that did not queue).
+    if (owned && wake && on_publish)
+        on_publish();
+    return owned;
+}
+
+acquire_result redis_model::acquire(const std::string& token, milliseconds ttl, bool queue, real_time now,
+                                    lease_kind kind)
+{
+    if (set_)
+        return set_acquire(token, ttl, queue, now, kind);
     purge_queue(now);
     acquire_result r;
     if (handoff_ && !live(now))
@@ -91,6 +139,8 @@ void redis_model::expire(const std::string& token, milliseconds ttl, real_time n
 
 renew_result redis_model::renew(const std::string& token, milliseconds ttl, real_time now)
 {
+    if (set_)
+        return set_->renew(token, ttl, set_clock(now));
     if (!live(now) || row_->owner != token)
         return {};
     row_->expires = now + ttl;
@@ -99,6 +149,8 @@ renew_result redis_model::renew(const std::string& token, milliseconds ttl, real
 
 bool redis_model::release(const std::string& token, real_time now)
 {
+    if (set_)
+        return set_release(token, now);
     purge_queue(now);
     if (!live(now) || (row_->owner != token && !faults_.release_without_owner_check)) {
         if (queue_ttl_.erase(token))
@@ -175,6 +227,10 @@ bool redis_model::raise_fence(std::uint64_t fence, const std::string& token, rea
 
 std::optional<std::string> redis_model::holder(real_time now) const
 {
+    if (set_) {
+        auto st = set_->status(set_clock(now));
+        return st.held ? std::optional<std::string>(st.holder) : std::nullopt;
+    }
     if (!live(now))
         return std::nullopt;
     return row_->owner;

@@ -4,11 +4,14 @@
 // queue of tokens with their leases (expiring one waiter lease after the holder's), the
 // name's release channel and each waiter's grant channel. Small on purpose: each operation
 // is one script's effect, applied at the server's time. The broken variants are the classic
-// mistakes the checks must catch.
+// mistakes the checks must catch. A read-write lock's or a semaphore's name is a set of
+// leases instead (src/redis/set_scripts.hpp), which those scripts run step by step as
+// core/lease_set lays it out: the model runs that protocol itself.
 #pragma once
 
 #include <dlock/store.hpp>
 
+#include "core/lease_set.hpp"
 #include "world.hpp"
 
 #include <map>
@@ -36,7 +39,12 @@ public:
     /// and with `queue` the token queued for a hand-off. With the hand-off, a free name goes
     /// first to the first listened-for token queued before ours (the caller is then refused
     /// behind it). With setnx_then_expire the lock has no expiry until expire() comes.
-    acquire_result acquire(const std::string& token, milliseconds ttl, bool queue, real_time now);
+    acquire_result acquire(const std::string& token, milliseconds ttl, bool queue, real_time now,
+                           lease_kind kind = lease_kind::mutex);
+    /// From now on the name is a read-write lock (`kind` read) or a semaphore of `permits`:
+    /// the set scripts' protocol, a waiter live while its grant channel has a subscriber, a
+    /// grant published on it, the release channel told when nobody queued is left.
+    void serve_as_set(lease_kind kind, unsigned permits);
     /// The second request of the broken two-step acquire.
     void expire(const std::string& token, milliseconds ttl, real_time now);
     renew_result renew(const std::string& token, milliseconds ttl, real_time now);
@@ -61,6 +69,8 @@ public:
     std::string leftovers(real_time now);
     /// The fencing counter's value.
     std::uint64_t counter() const noexcept { return counter_; }
+    /// A set's status at `now` (holders, writer, highest fence, queued), as the status script's.
+    lock_status set_status(real_time now) const { return set_->status(set_clock(now)); }
     /// Who holds the name at `now` (expired leases do not hold).
     std::optional<std::string> holder(real_time now) const;
     /// Called for each publish on the release channel, and on a grant channel.
@@ -80,6 +90,15 @@ private:
     void purge_queue(real_time now);
     void hand_on_free(const std::string& token, real_time now);
     bool live(real_time now) const { return row_ && (!row_->expires || *row_->expires > now); }
+    // The set's protocol and its clock (a time point no refusal can be confused with "never").
+    acquire_result set_acquire(const std::string& token, milliseconds ttl, bool queue, real_time now, lease_kind kind);
+    bool set_release(const std::string& token, real_time now);
+    void tidy_set(real_time now);
+    static detail::lease_set::time_point set_clock(real_time now)
+    {
+        return detail::lease_set::time_point(std::chrono::hours(1) +
+                                             std::chrono::duration_cast<detail::lease_set::time_point::duration>(now));
+    }
 
     redis_faults faults_;
     bool handoff_;
@@ -90,6 +109,8 @@ private:
     std::vector<std::string> queue_;
     std::map<std::string, milliseconds> queue_ttl_;  // the queue_'s tokens, with their leases
     real_time queue_expires_{0};
+    mutable std::optional<detail::lease_set> set_;  // a read-write lock's or a semaphore's name
+    unsigned permits_ = 1;
 };
 
 }  // namespace dlock::sim

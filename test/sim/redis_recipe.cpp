@@ -19,11 +19,14 @@ void redis_recipe::attempt(const detail::fsm_action& a)
     auto token = a.token;
     auto queue = a.queue;
     auto ttl = p_.shared().cfg.lease;
+    auto kind = p_.kind();
+    if (kind == lease_kind::write && p_.shared().cfg.writer_as_reader)
+        kind = lease_kind::read;
     auto done = to_machine(
         [this](detail::lock_fsm& m, error_code ec, acquire_result r) { m.on_attempt_done(ec, r, p_.local_now()); });
     p_.request(
-        [this, token, ttl, queue, done]() -> std::function<void()> {
-            auto r = srv_.acquire(token, ttl, queue, p_.w().now());
+        [this, token, ttl, queue, kind, done]() -> std::function<void()> {
+            auto r = srv_.acquire(token, ttl, queue, p_.w().now(), kind);
             if (!setnx_then_expire_ || !r.acquired)
                 return [done, r] { done(error_code(), r); };
             // The broken two-step acquire: EXPIRE sent once SETNX has answered.

@@ -8,6 +8,7 @@
 #include "recipe.hpp"
 #include "redis_model.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace dlock::sim {
@@ -21,7 +22,15 @@ public:
     {
     }
 
-    void configure(detail::fsm_config& f) const override { f.direct_handoff = handoff_; }
+    void configure(detail::fsm_config& f) const override
+    {
+        f.direct_handoff = handoff_;
+        // redis_store batches renewals (store_traits::batches_renewals): each is late by up
+        // to a grid step, as lock_driver sets it.
+        if (handoff_)
+            f.renew_grid =
+                std::max(milliseconds(0), std::min(f.renew_every / 16, (f.lease - f.drift - f.renew_every) / 4));
+    }
     void attempt(const detail::fsm_action& a) override;
     void renew(const detail::fsm_action& a) override;
     void release(const detail::fsm_action& a) override;

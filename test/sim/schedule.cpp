@@ -53,6 +53,12 @@ const std::vector<broken_recipe>& broken_recipes()
         v.push_back({"memcached_evicts", "memcached: memory pressure evicts the lock item"});
         v.back().store = "memcached";
         v.back().evicts = true;
+        v.push_back({"rw_writer_as_reader", "read-write lock: a writer's acquire asks for a read lease"});
+        v.back().store = "redis-rw";
+        v.back().writer_as_reader = true;
+        v.push_back({"semaphore_extra_permit", "semaphore: the server counts one permit more than it has"});
+        v.back().store = "redis-semaphore";
+        v.back().extra_permit = true;
 #if DLOCK_SIM_MARIADB
         v.push_back({"maria_fence_before_row",
                      "MariaDB: the acquire draws its fence in VALUES, before it waits for the name's row"});
@@ -67,8 +73,8 @@ const std::vector<broken_recipe>& broken_recipes()
 const std::vector<std::string>& store_models()
 {
     static const std::vector<std::string> all = [] {
-        std::vector<std::string> v{"redis",     "redis-nohandoff", "redlock",  "etcd",
-                                   "zookeeper", "postgresql",      "memcached"};
+        std::vector<std::string> v{"redis", "redis-nohandoff", "redis-rw",   "redis-semaphore", "redlock",
+                                   "etcd",  "zookeeper",       "postgresql", "memcached"};
 #if DLOCK_SIM_MARIADB
         v.push_back("mariadb");
 #endif
@@ -89,9 +95,13 @@ std::string fault_event::describe() const
     return s;
 }
 
-std::vector<fault_event> fault_plan(std::uint64_t seed)
+int processes_of(const std::string& store)
 {
-    constexpr int processes = 3;
+    return store == "redis-rw" || store == "redis-semaphore" ? 4 : 3;
+}
+
+std::vector<fault_event> fault_plan(std::uint64_t seed, int processes)
+{
     world w(seed * 0x9E3779B97F4A7C15ULL + 1);  // a stream of its own
     std::vector<fault_event> plan;
     for (real_time t = w.ms(50, 400); t < milliseconds(8000); t += w.ms(50, 400)) {
@@ -118,7 +128,7 @@ std::vector<fault_event> fault_plan(std::uint64_t seed)
 
 std::vector<fault_event> minimize(const std::string& store, std::uint64_t seed, const broken_recipe& recipe)
 {
-    auto plan = fault_plan(seed);
+    auto plan = fault_plan(seed, processes_of(store));
     for (std::size_t i = plan.size(); i-- > 0;) {
         auto fewer = plan;
         fewer.erase(fewer.begin() + static_cast<long>(i));
@@ -131,11 +141,12 @@ std::vector<fault_event> minimize(const std::string& store, std::uint64_t seed, 
 schedule_result run_schedule(const std::string& store, std::uint64_t seed, const broken_recipe& bad,
                              const std::vector<fault_event>* plan, bool verbose)
 {
-    constexpr int processes = 3;
+    const int processes = processes_of(store);
     const real_time fault_end = milliseconds(8000), bound = milliseconds(20000);
     world w(seed);
     w.verbose = verbose;
-    redis_model srv(bad.server, store == "redis");
+    const bool on_rw = store == "redis-rw", on_sem = store == "redis-semaphore";
+    redis_model srv(bad.server, store == "redis" || on_rw || on_sem);
     etcd_model etcd(w);
     zk_model zk(w);
     pg_model pg;
@@ -156,7 +167,17 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
     cfg.no_drift_margin = bad.no_drift_margin;
     if (on_mc)
         cfg.lease = milliseconds(2000);  // memcached's shortest: whole seconds, 2 s at least
-    bool handoff = store == "redis";
+    // A read-write lock: p0 and p3 write, p1 and p2 read. A semaphore of 2: four lanes.
+    if (on_rw) {
+        srv.serve_as_set(lease_kind::read, 0);
+        cfg.kind_of = [](int id) { return id == 0 || id == 3 ? lease_kind::write : lease_kind::read; };
+        cfg.writer_as_reader = bad.writer_as_reader;
+    } else if (on_sem) {
+        cfg.permits = 2;
+        srv.serve_as_set(lease_kind::permit, cfg.permits + (bad.extra_permit ? 1 : 0));
+        cfg.kind_of = [](int) { return lease_kind::permit; };
+    }
+    bool handoff = store == "redis" || on_rw || on_sem;
     shared_state shared{w,
                         [&](process& p) -> std::unique_ptr<recipe> {
                             if (on_pg)
@@ -224,7 +245,7 @@ schedule_result run_schedule(const std::string& store, std::uint64_t seed, const
         p->start();
 
     // The faults of the plan.
-    auto own = plan ? std::vector<fault_event>() : fault_plan(seed);
+    auto own = plan ? std::vector<fault_event>() : fault_plan(seed, processes);
     for (const auto& f : plan ? *plan : own) {
         w.at(f.at, [&, f] {
             auto& p = *ps[static_cast<std::size_t>(f.process)];

@@ -24,10 +24,13 @@ struct broken_recipe {
     bool fence_before_row = false;      ///< PostgreSQL, MariaDB: the acquire draws its fence before the row
     bool node_loses_data = false;       ///< Redlock, memcached: a restart loses the data
     bool evicts = false;                ///< memcached: its "restarts" are evictions of the lock item
+    bool writer_as_reader = false;      ///< read-write lock: a writer's acquire asks for a read lease
+    bool extra_permit = false;          ///< semaphore: the server counts one permit more than it has
 };
 
 /// The stores the simulator models: redis (redis_store, with its direct hand-off),
-/// redis-nohandoff (waiters woken by releases, as cluster_store), redlock (3 nodes), etcd,
+/// redis-nohandoff (waiters woken by releases, as cluster_store), redis-rw and
+/// redis-semaphore (a read-write lock and a semaphore of 2 on redis_store), redlock (3 nodes), etcd,
 /// zookeeper, postgresql, mariadb and memcached.
 const std::vector<std::string>& store_models();
 const std::vector<broken_recipe>& broken_recipes();
@@ -48,8 +51,11 @@ struct fault_event {
     real_time length{0};  ///< pause, partition, stall: how long; crash: until the restart; restart: downtime
     std::string describe() const;
 };
+/// How many processes a schedule on `store` runs: 3, or 4 for a read-write lock (two
+/// writers, two readers) and a semaphore of 2 permits (four lanes).
+int processes_of(const std::string& store);
 /// The faults of `seed`'s schedule: one every 50 to 400 ms of its first 8 s.
-std::vector<fault_event> fault_plan(std::uint64_t seed);
+std::vector<fault_event> fault_plan(std::uint64_t seed, int processes = 3);
 
 struct schedule_result {
     bool ok = true;
@@ -59,7 +65,7 @@ struct schedule_result {
     std::uint64_t grants = 0, writes = 0;
 };
 
-/// Plays the schedule of `seed` on the model of `store`: 3 processes of 2 workers, faults for
+/// Plays the schedule of `seed` on the model of `store`: processes_of(store) processes of 2 workers, faults for
 /// 8 s of simulated time, then a drain in which every waiter must be served and nothing left.
 /// `plan`: the faults to inject (default: fault_plan(seed)).
 schedule_result run_schedule(const std::string& store, std::uint64_t seed, const broken_recipe& recipe,
