@@ -313,7 +313,11 @@ asio::awaitable<void> maybe_kill(worker& w)
 {
     if (w.kill_done || clock_type::now() < w.t0 + kill_at(w.a.cfg))
         co_return;
-    std::vector<std::string> keys{k_active, k_kill}, args{std::to_string(w.a.index), ++w.kill_tries >= 50 ? "1" : "0"};
+    // Forced after 50 tries while others are in a section, except between SETNX and
+    // EXPIRE: a paused or slow holder still in its section would DEL (no owner check) the
+    // key the kill leaves without a TTL, and the row would not show the lock it leaves stuck.
+    bool force = ++w.kill_tries >= 50 && w.a.id != recipe::setnx_expire;
+    std::vector<std::string> keys{k_active, k_kill}, args{std::to_string(w.a.index), force ? "1" : "0"};
     auto r = co_await eval(w.res, kill_claim, std::move(keys), std::move(args));
     if (r.integer == 1) {
         std::fflush(stdout);

@@ -94,7 +94,7 @@ std::string release_sql(const std::string& t, const std::string& s, const std::s
            ") RETURNING q.token),"
            " upd AS (UPDATE " +
            t + " AS t SET owner = n.token, fence = nextval('" + s +
-           "'), expires_at = clock_timestamp() + n.ttl_ms * interval '1 millisecond',"
+           "'), expires_at = clock_timestamp() + n.ttl_ms * interval '1 millisecond', value = NULL,"
            " contended = EXISTS (SELECT 1 FROM " +
            q +
            " AS o WHERE o.name = $1 AND o.token <> n.token AND o.expires_at > clock_timestamp()),"
@@ -134,7 +134,7 @@ std::string setup_sql(const std::string& t, const std::string& s, const std::str
            create_if_missing(t, "CREATE TABLE IF NOT EXISTS " + t +
                                     " (name text PRIMARY KEY, owner text NOT NULL, fence bigint NOT NULL,"
                                     " expires_at timestamptz NOT NULL, contended boolean NOT NULL DEFAULT false,"
-                                    " was_contended boolean NOT NULL DEFAULT false)") +
+                                    " was_contended boolean NOT NULL DEFAULT false, value text)") +
            create_if_missing(s, "CREATE SEQUENCE IF NOT EXISTS " + s) +
            create_if_missing(q, "CREATE TABLE IF NOT EXISTS " + q +
                                     " (name text NOT NULL, token text NOT NULL, seq bigint NOT NULL,"
@@ -145,6 +145,13 @@ std::string setup_sql(const std::string& t, const std::string& s, const std::str
            "    ALTER TABLE " +
            t +
            " ADD COLUMN IF NOT EXISTS was_contended boolean NOT NULL DEFAULT false;\n"
+           "  END IF;\n"
+           "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('" +
+           t +
+           "') AND attname = 'value' AND NOT attisdropped) THEN\n"
+           "    ALTER TABLE " +
+           t +
+           " ADD COLUMN IF NOT EXISTS value text;\n"
            "  END IF;\n"
            "END $dlock$";
 }
@@ -204,7 +211,10 @@ std::string acquire_sql(const std::string& t, const std::string& s, const std::s
            " THEN EXCLUDED.expires_at ELSE t.expires_at END,"
            " contended = CASE WHEN t.owner = EXCLUDED.owner THEN t.contended WHEN t.expires_at <= " +
            now +
-           " THEN EXCLUDED.contended ELSE true END"
+           " THEN EXCLUDED.contended ELSE true END,"
+           " value = CASE WHEN t.owner = EXCLUDED.owner OR t.expires_at > " +
+           now +
+           " THEN t.value END"
            " RETURNING t.owner = $2 AS ours, t.owner, t.fence, t.fence = (SELECT f.v FROM f) AS fresh, " +
            rem +
            " AS rem),"
@@ -246,9 +256,19 @@ statements make_statements(std::string_view table)
     st.force_release = release_sql(t, s, q, true);
     // One counter serves every name: its last value bounds the name's last token (NULL before
     // the first nextval, or without USAGE on it).
-    st.status = "SELECT t.owner, t.fence, " + rem + ", t.expires_at > clock_timestamp(), (SELECT count(*) FROM " + q +
-                " AS q WHERE q.name = $1 AND q.expires_at > clock_timestamp()), COALESCE(pg_sequence_last_value('" + s +
-                "'::regclass), 0) FROM (SELECT 1) AS one LEFT JOIN " + t + " AS t ON t.name = $1";
+    const std::string status_columns =
+        "SELECT t.owner, t.fence, " + rem + ", t.expires_at > clock_timestamp(), (SELECT count(*) FROM " + q +
+        " AS q WHERE q.name = $1 AND q.expires_at > clock_timestamp()), COALESCE(pg_sequence_last_value('" + s +
+        "'::regclass), 0)";
+    const std::string status_from = " FROM (SELECT 1) AS one LEFT JOIN " + t + " AS t ON t.name = $1";
+    st.status = status_columns + status_from;
+    st.leader = status_columns + ", t.value" + status_from;
+    // Fenced by the lease: only the live owner's row takes the value (a new owner's starts
+    // without one); observers hear of it as of a release and read it.
+    st.proclaim = "WITH u AS (UPDATE " + t +
+                  " AS t SET value = $3 WHERE t.name = $1 AND t.owner = $2 AND t.expires_at > clock_timestamp()"
+                  " RETURNING t.name), note AS (SELECT pg_notify('" +
+                  std::string(channel) + "', u.name) FROM u) SELECT (SELECT count(*) FROM note) > 0";
     return st;
 }
 
@@ -381,6 +401,27 @@ bool decode_status(const result& r, lock_status& out)
     if (!dlock::detail::cell_lease(row, booleans, out, fence))
         return false;
     out.last_fencing_token = std::max(out.last_fencing_token, fence);
+    return true;
+}
+
+bool decode_proclaim(const result& r, bool& written)
+{
+    written = false;
+    return r.rows.size() == 1 && r.rows[0].size() == 1 && to_bool(r.rows[0][0], written);
+}
+
+bool decode_leader(const result& r, lock_status& out)
+{
+    if (r.rows.size() != 1 || r.rows[0].size() != 7)
+        return false;
+    result head = r;
+    auto value = head.rows[0].back();
+    head.rows[0].pop_back();
+    if (!decode_status(head, out))
+        return false;
+    // A leader that has proclaimed nothing yet has no value; nobody holding, none either.
+    if (out.held && value)
+        out.value = *value;
     return true;
 }
 

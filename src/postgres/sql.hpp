@@ -34,6 +34,8 @@ struct statements {
     std::string release;  ///< ($1, $2) → (was live, notices, raced); hands on or frees; withdraws a queued token
     std::string force_release;  ///< ($1) → as release, whoever holds it
     std::string status;         ///< ($1) → owner, fence, remaining ms, live, queued, last fence issued
+    std::string proclaim;       ///< ($1, $2, $3 value) → (written); an election's value, NOTIFY `dlock` if written
+    std::string leader;         ///< ($1) → as status, then the proclaimed value
 };
 
 /// What a hand-off's NOTIFY (on grant_channel) says: the name, the token it went to, its lease.
@@ -81,5 +83,8 @@ bool decode_acquire(const result& r, std::chrono::milliseconds ttl, acquire_resu
 bool decode_renew(const result& r, renew_result& out);
 bool decode_release(const result& r, release_outcome& out);
 bool decode_status(const result& r, lock_status& out);
+bool decode_proclaim(const result& r, bool& written);
+/// status, and an election's value (lock_status::value: none until proclaimed).
+bool decode_leader(const result& r, lock_status& out);
 
 }  // namespace dlock::postgres::sql

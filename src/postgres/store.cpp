@@ -243,6 +243,29 @@ void postgres_store::do_status(const std::string& name, asio::any_completion_han
                                                                   std::move(h)));
 }
 
+void postgres_store::do_proclaim(const lease_key& key, const std::string& value,
+                                 asio::any_completion_handler<proclaim_signature> h)
+{
+    if (auto ec = detail::key_refusal(sql::check_name(key.name), sql::check_name(key.token));
+        ec || (ec = value.find('\0') != std::string::npos ? error_code(error::invalid_option) : error_code()))
+        return post_completion(impl_->ex, std::move(h), ec, false);
+    auto decode = [](const sql::result& r, bool& out) { return sql::decode_proclaim(r, out); };
+    auto written = [](error_code ec, bool out) { return !ec && out; };
+    impl_->conn->exec(
+        impl_->st.proclaim, {key.name, key.token, value},
+        detail::sql_reply<bool, sql::result>(impl_->ex, keep_error_text(), decode, written, std::move(h)));
+}
+
+void postgres_store::do_leader(const std::string& name, asio::any_completion_handler<leader_signature> h)
+{
+    if (auto ec = sql::check_name(name))
+        return post_completion(impl_->ex, std::move(h), ec, lock_status{});
+    auto decode = [](const sql::result& r, lock_status& out) { return sql::decode_leader(r, out); };
+    impl_->conn->exec(impl_->st.leader, {name},
+                      detail::sql_reply<lock_status, sql::result>(impl_->ex, keep_error_text(), decode,
+                                                                  detail::status_keyed(impl_->cfg.table, name),
+                                                                  std::move(h)));
+}
 
 store::watch_id postgres_store::watch(const std::string& name, const std::string& token, watch_callback cb)
 {

@@ -65,13 +65,19 @@ void zookeeper_store::impl::watch_leader_value(const std::string& name, const st
     nw.leader_watched = node;
     zk->get(
         node,
-        [w = weak_from_this(), name, node](int rc, std::string, node_stat) {
-            // Unanswered, the watch may not be set: the next read of the name arms it again.
+        [w = weak_from_this(), name, node](int rc, std::string data, node_stat) {
             auto s = w.lock();
-            if (!s || rc == ZOK)
+            if (!s)
                 return;
             auto it = s->names.find(name);
-            if (it != s->names.end() && it->second.leader_watched == node)
+            if (it == s->names.end() || it->second.leader_watched != node)
+                return;
+            // A value set before this watch was: an observer's read may have come before it,
+            // and no watch event will follow, so the watchers re-read now.
+            if (rc == ZOK && !data.empty())
+                s->watches.tell_name(name, watch_event::released);
+            // Unanswered, the watch may not be set: the next read of the name arms it again.
+            if (rc != ZOK)
                 it->second.leader_watched.clear();
         },
         [w = weak_from_this(), name, node](int) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // A separate process for the latch (and election) integration tests, on a redis_store at
-// 127.0.0.1:PORT, or (elections) on the store of a zk:// or etcd:// URL given for PORT. Modes:
+// 127.0.0.1:PORT, or (elections) on the store of a zk://, etcd:// or postgresql:// URL given
+// for PORT. Modes:
 //   count_down PORT NAME COUNT MEMBER   counts down for MEMBER ("-": a library-made member),
 //                                       prints "remaining N"
 //   wait PORT NAME COUNT                waits for the latch, then prints "woken remaining=N"
@@ -14,6 +15,9 @@
 #endif
 #ifdef DLOCK_HAS_ETCD
 #include <dlock/etcd.hpp>
+#endif
+#ifdef DLOCK_HAS_POSTGRES
+#include <dlock/postgres.hpp>
 #endif
 
 #include <boost/asio/as_tuple.hpp>
@@ -34,7 +38,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A Redis port, or a ZooKeeper or etcd URL.
+// A Redis port, or a ZooKeeper, etcd or PostgreSQL URL.
 std::unique_ptr<dlock::store> make_store(asio::io_context& io, const std::string& where)
 {
 #ifdef DLOCK_HAS_ZOOKEEPER
@@ -53,6 +57,15 @@ std::unique_ptr<dlock::store> make_store(asio::io_context& io, const std::string
         if (!dlock::etcd::parse_url(where, cfg, err))
             throw std::runtime_error(err.message);
         return std::make_unique<dlock::etcd_store>(io.get_executor(), cfg);
+    }
+#endif
+#ifdef DLOCK_HAS_POSTGRES
+    if (where.rfind("postgresql://", 0) == 0) {
+        dlock::postgres::config cfg;
+        dlock::postgres::config_error err;
+        if (!dlock::postgres::parse_url(where, cfg, err))
+            throw std::runtime_error(err.message);
+        return std::make_unique<dlock::postgres_store>(io.get_executor(), cfg);
     }
 #endif
     dlock::redis::config cfg;

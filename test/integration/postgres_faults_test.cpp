@@ -109,7 +109,7 @@ BOOST_AUTO_TEST_CASE(a_user_with_dml_only_on_precreated_tables)
         20s);
 }
 
-// A lease table of the previous version (no queue, no was_contended) and its lease rows: the
+// A lease table of the previous version (no queue, no was_contended, no value) and its lease rows: the
 // new store adds what is missing and takes over where it stood.
 BOOST_AUTO_TEST_CASE(a_table_of_the_previous_version_is_upgraded)
 {
@@ -146,6 +146,8 @@ BOOST_AUTO_TEST_CASE(a_table_of_the_previous_version_is_upgraded)
         20s);
     BOOST_TEST(pg_count("SELECT count(*) FROM pg_attribute WHERE attrelid = 'old_locks'::regclass"
                         " AND attname = 'was_contended'") == 1);
+    BOOST_TEST(pg_count("SELECT count(*) FROM pg_attribute WHERE attrelid = 'old_locks'::regclass"
+                        " AND attname = 'value'") == 1);  // an election's value
     BOOST_TEST(pg_count("SELECT count(*) FROM old_locks_queue") == 0);
 }
 

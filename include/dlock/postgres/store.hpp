@@ -4,6 +4,7 @@
 /// judged on the server's clock, fencing tokens from a sequence, releases announced by NOTIFY.
 #pragma once
 
+#include <dlock/capabilities.hpp>
 #include <dlock/export.hpp>
 #include <dlock/postgres/config.hpp>
 #include <dlock/store.hpp>
@@ -17,14 +18,13 @@ namespace dlock {
 /// The store contract over one PostgreSQL server (libpq, non-blocking on the executor).
 ///
 /// Table `<table>` (name text primary key, owner, fence, expires_at timestamptz, contended,
-/// was_contended), sequence `<table>_fence` and hand-off queue `<table>_queue`, created on
-/// first use if missing (an older `<table>` gains the queue and its new column). A lease is
-/// free when its row is missing or `expires_at <= clock_timestamp()` on the server (clients'
-/// clocks are never compared). Acquire is one INSERT .. ON CONFLICT DO UPDATE that takes a
-/// free, expired or own row, else marks it contended and (lease_request::queue) queues the
-/// token; renew is one UPDATE; release is one statement that hands the name to the first
-/// queued token whose listening backend still exists (new fence, NOTIFY `dlock_grant`) or
-/// deletes the row (NOTIFY `dlock`). A second connection LISTENs on both channels.
+/// was_contended, value: an election's proclaimed value), sequence `<table>_fence` and hand-off queue `<table>_queue`,
+/// created on first use if missing (an older `<table>` gains the queue and its new column). A lease is free when its
+/// row is missing or `expires_at <= clock_timestamp()` on the server (clients' clocks are never compared). Acquire is
+/// one INSERT .. ON CONFLICT DO UPDATE that takes a free, expired or own row, else marks it contended and
+/// (lease_request::queue) queues the token; renew is one UPDATE; release is one statement that hands the name to the
+/// first queued token whose listening backend still exists (new fence, NOTIFY `dlock_grant`) or deletes the row (NOTIFY
+/// `dlock`). A second connection LISTENs on both channels.
 ///
 /// Limits (also in traits()): one primary (a replica promoted without the latest commits
 /// may give a lock twice); a waiter is judged alive by its listener's backend pid (a pid
@@ -39,7 +39,7 @@ namespace dlock {
 /// last_error_text()), invalid_name, invalid_lease.
 /// @cancellation Not honoured: each request is bounded by the configured timeouts.
 /// @threadsafety None: use it from its executor only.
-class DLOCK_API postgres_store final : public store {
+class DLOCK_API postgres_store final : public store, public election_capability {
 public:
     /// A store on `ex`; it connects at first use (or async_connect). A table name that
     /// postgres::check_table refuses is replaced by "dlock_locks" (parse_url refuses it).
@@ -64,6 +64,10 @@ public:
     /// The settings in use.
     const postgres::config& config() const noexcept;
 
+    /// Elections on the name's row: the leader is its lease's owner, a proclaimed value its
+    /// `value` column (cleared whenever another lease takes the row), announced by NOTIFY.
+    election_capability* elections() noexcept override { return this; }
+
 private:
     void do_connect(boost::asio::any_completion_handler<connect_signature> h) override;
     void do_try_acquire(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h) override;
@@ -72,6 +76,9 @@ private:
     void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
+    void do_proclaim(const lease_key& key, const std::string& value,
+                     boost::asio::any_completion_handler<proclaim_signature> h) override;
+    void do_leader(const std::string& name, boost::asio::any_completion_handler<leader_signature> h) override;
 
     struct impl;
     std::shared_ptr<impl> impl_;

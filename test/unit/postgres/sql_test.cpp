@@ -178,6 +178,47 @@ BOOST_AUTO_TEST_CASE(decoding)
         BOOST_TEST(!sql::decode_grant(bad, g), bad);
 }
 
+// An election's reads: the status columns and the value, which only a live holder has;
+// a proclaim says whether it wrote.
+BOOST_AUTO_TEST_CASE(leader_and_proclaim_replies)
+{
+    sql::result r;
+    dlock::lock_status s;
+    r.rows = {{std::string("tok"), std::string("7"), std::string("900"), std::string("t"), std::string("0"),
+               std::string("9"), std::string("alpha")}};
+    BOOST_TEST(sql::decode_leader(r, s));
+    BOOST_TEST(s.held);
+    BOOST_TEST(s.fencing_token == 7u);
+    BOOST_TEST(s.value.value_or("") == "alpha");
+    s = {};
+    r.rows[0][6] = std::nullopt;  // a leader that has not proclaimed yet
+    BOOST_TEST(sql::decode_leader(r, s));
+    BOOST_TEST(s.held);
+    BOOST_TEST(!s.value.has_value());
+    s = {};
+    r.rows = {{std::string("tok"), std::string("7"), std::string("0"), std::string("f"), std::string("0"),
+               std::string("9"), std::string("stale")}};  // an expired row keeps its value until taken
+    BOOST_TEST(sql::decode_leader(r, s));
+    BOOST_TEST(!s.held);
+    BOOST_TEST(!s.value.has_value());
+    r.rows[0].pop_back();  // the status's shape is not the leader's
+    BOOST_TEST(!sql::decode_leader(r, s));
+    bool written = true;
+    r.rows = {{std::string("f")}};
+    BOOST_TEST(sql::decode_proclaim(r, written));
+    BOOST_TEST(!written);
+    r.rows = {{std::string("t")}};
+    BOOST_TEST(sql::decode_proclaim(r, written));
+    BOOST_TEST(written);
+    r.rows = {};
+    BOOST_TEST(!sql::decode_proclaim(r, written));
+    // The statements bind the value and fence it by the owner and the server's clock.
+    auto st = sql::make_statements("dlock_locks");
+    BOOST_TEST(st.proclaim.find("t.owner = $2 AND t.expires_at > clock_timestamp()") != std::string::npos);
+    BOOST_TEST(st.proclaim.find("SET value = $3") != std::string::npos);
+    BOOST_TEST(st.leader.find(", t.value FROM") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(errors_and_names)
 {
     auto of = [](std::string state) {
