@@ -94,7 +94,7 @@ std::string release_sql(const std::string& t, const std::string& s, const std::s
            ") RETURNING q.token),"
            " upd AS (UPDATE " +
            t + " AS t SET owner = n.token, fence = nextval('" + s +
-           "'), expires_at = clock_timestamp() + n.ttl_ms * interval '1 millisecond', value = NULL,"
+           "'), expires_at = clock_timestamp() + n.ttl_ms * interval '1 millisecond',"
            " contended = EXISTS (SELECT 1 FROM " +
            q +
            " AS o WHERE o.name = $1 AND o.token <> n.token AND o.expires_at > clock_timestamp()),"
@@ -126,6 +126,18 @@ std::string lease_end()
     return "clock_timestamp() + $3::bigint" + std::string(millis);
 }
 
+// Columns only an optional feature needs (an election's value): added if missing, and if
+// the user may not (the table's owner must), the feature fails by itself and the locks work.
+std::string add_optional_columns(const std::string& t, const std::string& first, const std::string& columns)
+{
+    return "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('" + t + "') AND attname = '" +
+           first +
+           "' AND NOT attisdropped) THEN\n"
+           "    BEGIN\n      ALTER TABLE " +
+           t + " ADD COLUMN IF NOT EXISTS " + columns +
+           ";\n    EXCEPTION WHEN OTHERS THEN NULL;\n    END;\n  END IF;\n";
+}
+
 // Tables of the previous version are upgraded in place (a column, the queue); a user
 // with DML only works once an owner has done that.
 std::string setup_sql(const std::string& t, const std::string& s, const std::string& q)
@@ -134,7 +146,7 @@ std::string setup_sql(const std::string& t, const std::string& s, const std::str
            create_if_missing(t, "CREATE TABLE IF NOT EXISTS " + t +
                                     " (name text PRIMARY KEY, owner text NOT NULL, fence bigint NOT NULL,"
                                     " expires_at timestamptz NOT NULL, contended boolean NOT NULL DEFAULT false,"
-                                    " was_contended boolean NOT NULL DEFAULT false, value text)") +
+                                    " was_contended boolean NOT NULL DEFAULT false)") +
            create_if_missing(s, "CREATE SEQUENCE IF NOT EXISTS " + s) +
            create_if_missing(q, "CREATE TABLE IF NOT EXISTS " + q +
                                     " (name text NOT NULL, token text NOT NULL, seq bigint NOT NULL,"
@@ -145,15 +157,8 @@ std::string setup_sql(const std::string& t, const std::string& s, const std::str
            "    ALTER TABLE " +
            t +
            " ADD COLUMN IF NOT EXISTS was_contended boolean NOT NULL DEFAULT false;\n"
-           "  END IF;\n"
-           "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('" +
-           t +
-           "') AND attname = 'value' AND NOT attisdropped) THEN\n"
-           "    ALTER TABLE " +
-           t +
-           " ADD COLUMN IF NOT EXISTS value text;\n"
-           "  END IF;\n"
-           "END $dlock$";
+           "  END IF;\n" +
+           add_optional_columns(t, "value", "value text, ADD COLUMN IF NOT EXISTS value_owner text") + "END $dlock$";
 }
 
 // The CTEs before the acquire's INSERT: the name's turn; `cur`, its row (read and locked
@@ -211,10 +216,7 @@ std::string acquire_sql(const std::string& t, const std::string& s, const std::s
            " THEN EXCLUDED.expires_at ELSE t.expires_at END,"
            " contended = CASE WHEN t.owner = EXCLUDED.owner THEN t.contended WHEN t.expires_at <= " +
            now +
-           " THEN EXCLUDED.contended ELSE true END,"
-           " value = CASE WHEN t.owner = EXCLUDED.owner OR t.expires_at > " +
-           now +
-           " THEN t.value END"
+           " THEN EXCLUDED.contended ELSE true END"
            " RETURNING t.owner = $2 AS ours, t.owner, t.fence, t.fence = (SELECT f.v FROM f) AS fresh, " +
            rem +
            " AS rem),"
@@ -262,11 +264,14 @@ statements make_statements(std::string_view table)
         "'::regclass), 0)";
     const std::string status_from = " FROM (SELECT 1) AS one LEFT JOIN " + t + " AS t ON t.name = $1";
     st.status = status_columns + status_from;
-    st.leader = status_columns + ", t.value" + status_from;
-    // Fenced by the lease: only the live owner's row takes the value (a new owner's starts
-    // without one); observers hear of it as of a release and read it.
+    // A value is its proclaimer's: read only while that lease owns the row, so any other
+    // lease that takes the row (an expiry, a hand-off) has none, and no lock statement
+    // needs to know the columns.
+    st.leader = status_columns + ", CASE WHEN t.value_owner = t.owner THEN t.value END" + status_from;
+    // Fenced by the lease: only the live owner writes; observers hear of it as of a release.
     st.proclaim = "WITH u AS (UPDATE " + t +
-                  " AS t SET value = $3 WHERE t.name = $1 AND t.owner = $2 AND t.expires_at > clock_timestamp()"
+                  " AS t SET value = $3, value_owner = $2 WHERE t.name = $1 AND t.owner = $2"
+                  " AND t.expires_at > clock_timestamp()"
                   " RETURNING t.name), note AS (SELECT pg_notify('" +
                   std::string(channel) + "', u.name) FROM u) SELECT (SELECT count(*) FROM note) > 0";
     return st;

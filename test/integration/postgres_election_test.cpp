@@ -2,7 +2,7 @@
 // Elections on a throwaway PostgreSQL: the scenarios every store with elections runs
 // (election_scenarios.hpp: worker processes campaigning, failover after SIGKILL and SIGSTOP,
 // two stores' candidates taking turns under an observer), and what the name's row keeps: the
-// value is the live owner's only, and goes with its lease.
+// value is the lease's that wrote it, and goes with that lease.
 #include "integration/election_scenarios.hpp"
 #include "integration/sql/postgres_family.hpp"
 
@@ -14,8 +14,10 @@ namespace {
 
 std::string value_of(const std::string& name)
 {
-    auto v = pg_server().psql("SELECT COALESCE(value, '<null>') FROM dlock_locks WHERE name = " +
-                              postgres_family::literal(name));
+    // The row's value counts while the lease that wrote it owns the row.
+    auto v = pg_server().psql(
+        "SELECT COALESCE(CASE WHEN value_owner = owner THEN value END, '<null>') FROM dlock_locks WHERE name = " +
+        postgres_family::literal(name));
     while (!v.empty() && (v.back() == '\n' || v.back() == ' '))
         v.pop_back();
     return v;

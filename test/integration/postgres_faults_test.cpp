@@ -147,8 +147,50 @@ BOOST_AUTO_TEST_CASE(a_table_of_the_previous_version_is_upgraded)
     BOOST_TEST(pg_count("SELECT count(*) FROM pg_attribute WHERE attrelid = 'old_locks'::regclass"
                         " AND attname = 'was_contended'") == 1);
     BOOST_TEST(pg_count("SELECT count(*) FROM pg_attribute WHERE attrelid = 'old_locks'::regclass"
-                        " AND attname = 'value'") == 1);  // an election's value
+                        " AND attname IN ('value', 'value_owner')") == 2);  // an election's value
     BOOST_TEST(pg_count("SELECT count(*) FROM old_locks_queue") == 0);
+}
+
+// A table made by its owner before elections existed (no value columns) and a user with
+// DML only, who may not add them: its locks work as before, and a proclaim fails at once
+// with the server's words, naming the missing column, rather than breaking the locks.
+BOOST_AUTO_TEST_CASE(elections_need_the_value_columns_but_locks_do_not)
+{
+    auto& srv = pg_server();
+    srv.psql("SET ROLE dlock;"
+             " CREATE TABLE prevote_locks (name text PRIMARY KEY, owner text NOT NULL, fence bigint NOT NULL,"
+             " expires_at timestamptz NOT NULL, contended boolean NOT NULL DEFAULT false,"
+             " was_contended boolean NOT NULL DEFAULT false);"
+             " CREATE SEQUENCE prevote_locks_fence;"
+             " CREATE TABLE prevote_locks_queue (name text NOT NULL, token text NOT NULL, seq bigint NOT NULL,"
+             " ttl_ms bigint NOT NULL, listener int NOT NULL, expires_at timestamptz NOT NULL,"
+             " PRIMARY KEY (name, token));"
+             " RESET ROLE;"
+             " CREATE ROLE voter LOGIN PASSWORD 'pw-voter';"
+             " GRANT SELECT, INSERT, UPDATE, DELETE ON prevote_locks, prevote_locks_queue TO voter;"
+             " GRANT USAGE ON SEQUENCE prevote_locks_fence TO voter");
+    asio::io_context io;
+    dlock::postgres_store st(io.get_executor(), as_user("voter", "prevote_locks"));
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto [ec] = co_await st.async_connect(use_tuple);
+            BOOST_TEST(!ec, ec.message() << " " << st.last_error_text());
+            auto r = co_await st.async_try_acquire("vote", "a", 5s, asio::use_awaitable);
+            BOOST_TEST(r.acquired);
+            const dlock::lease_key ka{"vote", "a"};
+            const std::string value = "v";
+            auto [pec, written] = co_await st.elections()->async_proclaim(ka, value, use_tuple);
+            BOOST_TEST(pec == dlock::error::server_error, pec.message());
+            BOOST_TEST(!dlock::is_transient(pec));
+            BOOST_TEST(!written);
+            BOOST_TEST(st.last_error_text().find("value") != std::string::npos, st.last_error_text());
+            BOOST_TEST((co_await st.async_release(ka, asio::use_awaitable)));
+            st.close();
+        },
+        20s);
+    BOOST_TEST(pg_count("SELECT count(*) FROM pg_attribute WHERE attrelid = 'prevote_locks'::regclass"
+                        " AND attname = 'value'") == 0);
 }
 
 // A waiter cancelled while queued withdraws its token: no row is left in either table once

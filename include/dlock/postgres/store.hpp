@@ -18,7 +18,7 @@ namespace dlock {
 /// The store contract over one PostgreSQL server (libpq, non-blocking on the executor).
 ///
 /// Table `<table>` (name text primary key, owner, fence, expires_at timestamptz, contended,
-/// was_contended, value: an election's proclaimed value), sequence `<table>_fence` and hand-off queue `<table>_queue`,
+/// was_contended, value and value_owner: an election's proclaimed value and whose it is), sequence `<table>_fence` and hand-off queue `<table>_queue`,
 /// created on first use if missing (an older `<table>` gains the queue and its new column). A lease is free when its
 /// row is missing or `expires_at <= clock_timestamp()` on the server (clients' clocks are never compared). Acquire is
 /// one INSERT .. ON CONFLICT DO UPDATE that takes a free, expired or own row, else marks it contended and
@@ -65,7 +65,8 @@ public:
     const postgres::config& config() const noexcept;
 
     /// Elections on the name's row: the leader is its lease's owner, a proclaimed value its
-    /// `value` column (cleared whenever another lease takes the row), announced by NOTIFY.
+    /// `value` column (counted only while the lease that wrote it owns the row), announced
+    /// by NOTIFY.
     election_capability* elections() noexcept override { return this; }
 
 private:

@@ -215,8 +215,8 @@ BOOST_AUTO_TEST_CASE(leader_and_proclaim_replies)
     // The statements bind the value and fence it by the owner and the server's clock.
     auto st = sql::make_statements("dlock_locks");
     BOOST_TEST(st.proclaim.find("t.owner = $2 AND t.expires_at > clock_timestamp()") != std::string::npos);
-    BOOST_TEST(st.proclaim.find("SET value = $3") != std::string::npos);
-    BOOST_TEST(st.leader.find(", t.value FROM") != std::string::npos);
+    BOOST_TEST(st.proclaim.find("SET value = $3, value_owner = $2") != std::string::npos);
+    BOOST_TEST(st.leader.find("CASE WHEN t.value_owner = t.owner THEN t.value END FROM") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(errors_and_names)
