@@ -189,8 +189,8 @@ private:
 /// the leader's value stored with the lease.
 ///
 /// Stores: memory_store, redis_store (single node, Sentinel, with scripting),
-/// cluster_store, zookeeper_store (Curator's LeaderLatch layout) and etcd_store (etcd's
-/// concurrency.Election layout); others fail campaign, leader and observe with
+/// cluster_store, zookeeper_store (Curator's LeaderLatch layout), etcd_store (etcd's
+/// concurrency.Election layout) and postgres_store (the name's row); others fail campaign, leader and observe with
 /// error::not_supported. Completion runs on the store's executor, never inside the
 /// initiating call. Lifetimes: the store must outlive the election, its leadership and
 /// observers.

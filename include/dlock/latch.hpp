@@ -42,8 +42,9 @@ struct latch_config {
 /// uses; the same name and count in another process (on the same store and prefix) is the
 /// same latch. A latch is a cheap copyable handle; copies share one state.
 ///
-/// Stores: memory_store, redis_store (single node, Sentinel) and cluster_store keep
-/// latches; any other store fails every operation with error::not_supported.
+/// Stores: memory_store, redis_store (single node, Sentinel), cluster_store and
+/// postgres_store keep latches; any other store fails every operation with
+/// error::not_supported.
 ///
 /// @errors Of every operation: invalid_name (name empty or too long), invalid_option (count
 /// 0 or above max_latch_count, an empty member), invalid_lease (a ttl the store cannot set),

@@ -52,6 +52,21 @@ std::string quote_queue(std::string_view table)
     return quote_parts(table, "_queue");
 }
 
+std::string quote_latch(std::string_view table)
+{
+    return quote_parts(table, "_latch");
+}
+
+std::string quote_latch_member(std::string_view table)
+{
+    return quote_parts(table, "_latch_member");
+}
+
+std::string quote_count_down(std::string_view table)
+{
+    return quote_parts(table, "_count_down");
+}
+
 namespace {
 
 // A DO-block step that creates `what` (`create` is its CREATE .. IF NOT EXISTS) only if it is
@@ -138,9 +153,94 @@ std::string add_optional_columns(const std::string& t, const std::string& first,
            ";\n    EXCEPTION WHEN OTHERS THEN NULL;\n    END;\n  END IF;\n";
 }
 
+// A DO-block step that creates what only an optional feature needs (a latch's tables and
+// function): a user who may not create them still gets locks, and the feature fails by
+// itself with the server's words.
+std::string create_optional(const std::string& check, const std::string& create)
+{
+    return "  IF " + check + " IS NULL THEN\n    BEGIN\n      " + create +
+           ";\n    EXCEPTION WHEN OTHERS THEN NULL;\n    END;\n  END IF;\n";
+}
+
+// The count-down of one member, in the latch's own turn (an advisory lock on its name): each
+// statement of the function then reads what every earlier count-down committed, so the
+// members are counted once each, the count that completes the latch is seen by exactly one
+// call, which NOTIFYs, and an expired latch is dropped before it is counted again. A few
+// other expired latches go in passing, each only if its turn is free (never waiting for
+// another name's turn while holding this one: no deadlock).
+std::string count_down_function(const std::string& t, const std::string& l, const std::string& m, const std::string& f)
+{
+    const std::string key = "hashtextextended('" + t + "/latch/' || ";
+    const std::string ttl = " + p_ttl * interval '1 millisecond'";
+    return "CREATE FUNCTION " + f +
+           "(p_name text, p_member text, p_count bigint, p_ttl bigint)"
+           " RETURNS TABLE (o_counted boolean, o_value bigint) LANGUAGE plpgsql AS $f$\n"
+           "DECLARE v_now timestamptz; v_count bigint; v_n bigint;\n"
+           "BEGIN\n"
+           "  PERFORM pg_advisory_xact_lock(" +
+           key +
+           "p_name, 0));\n"
+           "  v_now := clock_timestamp();\n"
+           "  DELETE FROM " +
+           l +
+           " AS x WHERE x.name = p_name AND x.expires_at <= v_now;\n"
+           "  DELETE FROM " +
+           l + " AS x WHERE x.name IN (SELECT y.name FROM " + l +
+           " AS y WHERE y.expires_at <= v_now AND y.name <> p_name LIMIT 8)"
+           " AND x.expires_at <= v_now AND pg_try_advisory_xact_lock(" +
+           key +
+           "x.name, 0));\n"
+           "  SELECT x.count INTO v_count FROM " +
+           l +
+           " AS x WHERE x.name = p_name;\n"
+           "  IF FOUND AND v_count <> p_count THEN\n"
+           "    RETURN QUERY SELECT false, v_count; RETURN;\n"
+           "  END IF;\n"
+           "  IF FOUND THEN\n"
+           "    UPDATE " +
+           l + " AS x SET expires_at = v_now" + ttl +
+           " WHERE x.name = p_name;\n"
+           "  ELSE\n"
+           "    INSERT INTO " +
+           l + " (name, count, expires_at) VALUES (p_name, p_count, v_now" + ttl +
+           ");\n"
+           "  END IF;\n"
+           "  SELECT count(*) INTO v_n FROM " +
+           m +
+           " AS y WHERE y.name = p_name;\n"
+           "  IF v_n < p_count THEN\n"
+           "    INSERT INTO " +
+           m +
+           " (name, member) VALUES (p_name, p_member) ON CONFLICT DO NOTHING;\n"
+           "    IF FOUND THEN\n"
+           "      v_n := v_n + 1;\n"
+           "      IF v_n = p_count THEN PERFORM pg_notify('" +
+           std::string(channel) +
+           "', p_name); END IF;\n"
+           "    END IF;\n"
+           "  END IF;\n"
+           "  RETURN QUERY SELECT true, p_count - v_n;\n"
+           "END $f$";
+}
+
+// A latch's tables and function, if missing and the user may create them.
+std::string latch_setup(std::string_view table)
+{
+    const std::string t = quote_table(table), l = quote_latch(table), m = quote_latch_member(table),
+                      f = quote_count_down(table);
+    return create_optional("to_regclass('" + l + "')",
+                           "CREATE TABLE IF NOT EXISTS " + l +
+                               " (name text PRIMARY KEY, count bigint NOT NULL, expires_at timestamptz NOT NULL)") +
+           create_optional("to_regclass('" + m + "')",
+                           "CREATE TABLE IF NOT EXISTS " + m + " (name text NOT NULL REFERENCES " + l +
+                               " (name) ON DELETE CASCADE, member text NOT NULL, PRIMARY KEY (name, member))") +
+           create_optional("to_regprocedure('" + f + "(text, text, bigint, bigint)')", count_down_function(t, l, m, f));
+}
+
 // Tables of the previous version are upgraded in place (a column, the queue); a user
 // with DML only works once an owner has done that.
-std::string setup_sql(const std::string& t, const std::string& s, const std::string& q)
+std::string setup_sql(const std::string& t, const std::string& s, const std::string& q,
+                      const std::string& latch_setup_of_table)
 {
     return "DO $dlock$ BEGIN\n" +
            create_if_missing(t, "CREATE TABLE IF NOT EXISTS " + t +
@@ -158,7 +258,8 @@ std::string setup_sql(const std::string& t, const std::string& s, const std::str
            t +
            " ADD COLUMN IF NOT EXISTS was_contended boolean NOT NULL DEFAULT false;\n"
            "  END IF;\n" +
-           add_optional_columns(t, "value", "value text, ADD COLUMN IF NOT EXISTS value_owner text") + "END $dlock$";
+           add_optional_columns(t, "value", "value text, ADD COLUMN IF NOT EXISTS value_owner text") +
+           latch_setup_of_table + "END $dlock$";
 }
 
 // The CTEs before the acquire's INSERT: the name's turn; `cur`, its row (read and locked
@@ -247,7 +348,7 @@ statements make_statements(std::string_view table)
     const std::string ttl = lease_end();
     const std::string rem(remaining);
     statements st;
-    st.setup = setup_sql(t, s, q);
+    st.setup = setup_sql(t, s, q, latch_setup(table));
     st.acquire = acquire_sql(t, s, q);
     // SET's right-hand sides read the row as it was: the flag moves to was_contended.
     st.renew = "UPDATE " + t + " AS t SET expires_at = " + ttl +
@@ -274,6 +375,10 @@ statements make_statements(std::string_view table)
                   " AND t.expires_at > clock_timestamp()"
                   " RETURNING t.name), note AS (SELECT pg_notify('" +
                   std::string(channel) + "', u.name) FROM u) SELECT (SELECT count(*) FROM note) > 0";
+    st.count_down = "SELECT o_counted, o_value FROM " + quote_count_down(table) + "($1, $2, $3::bigint, $4::bigint)";
+    const std::string l = quote_latch(table), m = quote_latch_member(table);
+    st.latch_state = "SELECT l.count, (SELECT count(*) FROM " + m + " AS m WHERE m.name = l.name) FROM " + l +
+                     " AS l WHERE l.name = $1 AND l.expires_at > clock_timestamp()";
     return st;
 }
 
@@ -413,6 +518,28 @@ bool decode_proclaim(const result& r, bool& written)
 {
     written = false;
     return r.rows.size() == 1 && r.rows[0].size() == 1 && to_bool(r.rows[0][0], written);
+}
+
+error_code decode_count_down(const result& r, std::uint64_t& remaining)
+{
+    bool counted = false;
+    if (r.rows.size() != 1 || r.rows[0].size() != 2 || !to_bool(r.rows[0][0], counted) ||
+        !dlock::detail::cell_u64(r.rows[0][1], remaining) || remaining > max_latch_count)
+        return error::protocol_error;
+    return counted ? error_code() : error_code(error::count_mismatch);
+}
+
+bool decode_latch_state(const result& r, latch_state& out)
+{
+    out = {};
+    if (r.rows.empty())
+        return true;  // no latch (never counted down, or expired)
+    std::uint64_t members = 0;
+    if (r.rows.size() != 1 || r.rows[0].size() != 2 || !dlock::detail::cell_u64(r.rows[0][0], out.count) ||
+        !dlock::detail::cell_u64(r.rows[0][1], members) || members > out.count)
+        return false;
+    out.remaining = out.count - members;
+    return true;
 }
 
 bool decode_leader(const result& r, lock_status& out)

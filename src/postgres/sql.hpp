@@ -36,6 +36,8 @@ struct statements {
     std::string status;         ///< ($1) → owner, fence, remaining ms, live, queued, last fence issued
     std::string proclaim;       ///< ($1, $2, $3 value) → (written); an election's value, NOTIFY `dlock` if written
     std::string leader;         ///< ($1) → as status, then the proclaimed value
+    std::string count_down;     ///< ($1 name, $2 member, $3 count, $4 ttl ms) → (counted, remaining or the count)
+    std::string latch_state;    ///< ($1) → (count, members) of a live latch; no row if none
 };
 
 /// What a hand-off's NOTIFY (on grant_channel) says: the name, the token it went to, its lease.
@@ -64,6 +66,11 @@ std::string quote_table(std::string_view table);
 std::string quote_sequence(std::string_view table);
 /// The hand-off queue of `table`, quoted: `"schema"."name_queue"`.
 std::string quote_queue(std::string_view table);
+/// The latches of `table`, their members and the count-down function, quoted:
+/// `"schema"."name_latch"`, `"schema"."name_latch_member"`, `"schema"."name_count_down"`.
+std::string quote_latch(std::string_view table);
+std::string quote_latch_member(std::string_view table);
+std::string quote_count_down(std::string_view table);
 statements make_statements(std::string_view table);
 /// LISTEN on the release and hand-off channels.
 std::string listen();
@@ -84,6 +91,9 @@ bool decode_renew(const result& r, renew_result& out);
 bool decode_release(const result& r, release_outcome& out);
 bool decode_status(const result& r, lock_status& out);
 bool decode_proclaim(const result& r, bool& written);
+/// count_mismatch (and `remaining` = the latch's count) when the latch has another count.
+boost::system::error_code decode_count_down(const result& r, std::uint64_t& remaining);
+bool decode_latch_state(const result& r, latch_state& out);
 /// status, and an election's value (lock_status::value: none until proclaimed).
 bool decode_leader(const result& r, lock_status& out);
 

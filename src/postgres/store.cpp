@@ -267,6 +267,44 @@ void postgres_store::do_leader(const std::string& name, asio::any_completion_han
                                                                   std::move(h)));
 }
 
+void postgres_store::do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
+                                   std::chrono::milliseconds ttl, asio::any_completion_handler<count_down_signature> h)
+{
+    error_code ec;
+    if (count == 0 || count > max_latch_count || member.empty())
+        ec = error::invalid_option;
+    else if (!detail::sql_valid_ttl(ttl))
+        ec = error::invalid_lease;
+    else
+        ec = detail::key_refusal(sql::check_name(name), sql::check_name(member));
+    if (ec)
+        return post_completion(impl_->ex, std::move(h), ec, std::uint64_t{0});
+    impl_->conn->exec(impl_->st.count_down, {name, member, std::to_string(count), ms(ttl)},
+                      [ex = impl_->ex, keep = keep_error_text(), name, count,
+                       h = std::move(h)](error_code ec, sql::result res) mutable {
+                          std::uint64_t remaining = 0;
+                          if (!ec)
+                              ec = sql::decode_count_down(res, remaining);
+                          if (ec == error::count_mismatch)
+                              keep("postgres: the latch " + name + " has a count of " + std::to_string(remaining) +
+                                   ", not " + std::to_string(count));
+                          else if (ec && !res.message.empty())
+                              keep(res.message);
+                          post_completion(ex, std::move(h), ec, ec ? std::uint64_t{0} : remaining);
+                      });
+}
+
+void postgres_store::do_latch_state(const std::string& name, asio::any_completion_handler<latch_state_signature> h)
+{
+    if (auto ec = sql::check_name(name))
+        return post_completion(impl_->ex, std::move(h), ec, latch_state{});
+    auto decode = [](const sql::result& r, latch_state& out) { return sql::decode_latch_state(r, out); };
+    auto state = [](error_code ec, const latch_state& out) { return ec ? latch_state{} : out; };
+    impl_->conn->exec(
+        impl_->st.latch_state, {name},
+        detail::sql_reply<latch_state, sql::result>(impl_->ex, keep_error_text(), decode, state, std::move(h)));
+}
+
 store::watch_id postgres_store::watch(const std::string& name, const std::string& token, watch_callback cb)
 {
     auto id = impl_->watches.add(name, token, std::move(cb)).id;

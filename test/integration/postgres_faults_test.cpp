@@ -153,7 +153,8 @@ BOOST_AUTO_TEST_CASE(a_table_of_the_previous_version_is_upgraded)
 
 // A table made by its owner before elections existed (no value columns) and a user with
 // DML only, who may not add them: its locks work as before, and a proclaim fails at once
-// with the server's words, naming the missing column, rather than breaking the locks.
+// with the server's words, naming the missing column, rather than breaking the locks; so
+// does a count-down, whose tables and function it may not create.
 BOOST_AUTO_TEST_CASE(elections_need_the_value_columns_but_locks_do_not)
 {
     auto& srv = pg_server();
@@ -185,6 +186,13 @@ BOOST_AUTO_TEST_CASE(elections_need_the_value_columns_but_locks_do_not)
             BOOST_TEST(!dlock::is_transient(pec));
             BOOST_TEST(!written);
             BOOST_TEST(st.last_error_text().find("value") != std::string::npos, st.last_error_text());
+            // Nor may it make the latch's tables: a count-down fails for good, with the words.
+            const std::string latch = "l", member = "m";
+            auto [lec, left] = co_await st.latches()->async_count_down(latch, member, 2, 5s, use_tuple);
+            BOOST_TEST(lec == dlock::error::server_error, lec.message() << " " << st.last_error_text());
+            BOOST_TEST(!dlock::is_transient(lec));
+            BOOST_TEST(st.last_error_text().find("prevote_locks_count_down") != std::string::npos,
+                       st.last_error_text());
             BOOST_TEST((co_await st.async_release(ka, asio::use_awaitable)));
             st.close();
         },

@@ -18,13 +18,13 @@ namespace dlock {
 /// The store contract over one PostgreSQL server (libpq, non-blocking on the executor).
 ///
 /// Table `<table>` (name text primary key, owner, fence, expires_at timestamptz, contended,
-/// was_contended, value and value_owner: an election's proclaimed value and whose it is), sequence `<table>_fence` and hand-off queue `<table>_queue`,
-/// created on first use if missing (an older `<table>` gains the queue and its new column). A lease is free when its
-/// row is missing or `expires_at <= clock_timestamp()` on the server (clients' clocks are never compared). Acquire is
-/// one INSERT .. ON CONFLICT DO UPDATE that takes a free, expired or own row, else marks it contended and
-/// (lease_request::queue) queues the token; renew is one UPDATE; release is one statement that hands the name to the
-/// first queued token whose listening backend still exists (new fence, NOTIFY `dlock_grant`) or deletes the row (NOTIFY
-/// `dlock`). A second connection LISTENs on both channels.
+/// was_contended, value and value_owner: an election's proclaimed value and whose it is), sequence `<table>_fence` and
+/// hand-off queue `<table>_queue`, created on first use if missing (an older `<table>` gains the queue and its new
+/// column). A lease is free when its row is missing or `expires_at <= clock_timestamp()` on the server (clients' clocks
+/// are never compared). Acquire is one INSERT .. ON CONFLICT DO UPDATE that takes a free, expired or own row, else
+/// marks it contended and (lease_request::queue) queues the token; renew is one UPDATE; release is one statement that
+/// hands the name to the first queued token whose listening backend still exists (new fence, NOTIFY `dlock_grant`) or
+/// deletes the row (NOTIFY `dlock`). A second connection LISTENs on both channels.
 ///
 /// Limits (also in traits()): one primary (a replica promoted without the latest commits
 /// may give a lock twice); a waiter is judged alive by its listener's backend pid (a pid
@@ -39,7 +39,7 @@ namespace dlock {
 /// last_error_text()), invalid_name, invalid_lease.
 /// @cancellation Not honoured: each request is bounded by the configured timeouts.
 /// @threadsafety None: use it from its executor only.
-class DLOCK_API postgres_store final : public store, public election_capability {
+class DLOCK_API postgres_store final : public store, public latch_capability, public election_capability {
 public:
     /// A store on `ex`; it connects at first use (or async_connect). A table name that
     /// postgres::check_table refuses is replaced by "dlock_locks" (parse_url refuses it).
@@ -68,6 +68,9 @@ public:
     /// `value` column (counted only while the lease that wrote it owns the row), announced
     /// by NOTIFY.
     election_capability* elections() noexcept override { return this; }
+    /// Count-down latches in tables `<table>_latch` and `<table>_latch_member`, counted by the
+    /// function `<table>_count_down` in the latch's own turn; the last count-down NOTIFYs.
+    latch_capability* latches() noexcept override { return this; }
 
 private:
     void do_connect(boost::asio::any_completion_handler<connect_signature> h) override;
@@ -80,6 +83,10 @@ private:
     void do_proclaim(const lease_key& key, const std::string& value,
                      boost::asio::any_completion_handler<proclaim_signature> h) override;
     void do_leader(const std::string& name, boost::asio::any_completion_handler<leader_signature> h) override;
+    void do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
+                       std::chrono::milliseconds ttl,
+                       boost::asio::any_completion_handler<count_down_signature> h) override;
+    void do_latch_state(const std::string& name, boost::asio::any_completion_handler<latch_state_signature> h) override;
 
     struct impl;
     std::shared_ptr<impl> impl_;

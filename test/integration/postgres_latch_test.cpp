@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: BSL-1.0
+// Count-down latches on a throwaway PostgreSQL, with real worker processes
+// (integration/latch_worker.cpp on a postgresql:// URL): a waiter wakes exactly at the last
+// count-down, concurrent processes each count once, a count mismatch is refused, an expired
+// latch starts afresh and old ones are swept, a cancelled wait leaves no watch.
+#include <dlock/dlock.hpp>
+
+#include "common/child.hpp"
+#include "integration/sql/postgres_family.hpp"
+#include "integration/sql/scenarios.hpp"  // use_tuple
+#include "integration/support.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+
+#include <set>
+
+using namespace dlock::test;  // its asio alias and chrono literals too
+using dlock::test::sql::use_tuple;
+
+namespace {
+
+std::string latch_worker()
+{
+    return DLOCK_LATCH_WORKER_PATH;
+}
+
+// Backends of the stores that LISTEN (a latch waiter's watch is in place once its
+// listener has run LISTEN).
+long listeners()
+{
+    return pg_count("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'dlock'"
+                    " AND query LIKE 'LISTEN%'");
+}
+
+bool listeners_reach(long n)
+{
+    auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (std::chrono::steady_clock::now() < deadline)
+        if (listeners() >= n)
+            return true;
+    return false;
+}
+
+long members_of(const std::string& name)
+{
+    return pg_count("SELECT count(*) FROM dlock_locks_latch_member WHERE name = " + postgres_family::literal(name));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(postgres_latch)
+
+BOOST_AUTO_TEST_CASE(a_waiter_process_wakes_exactly_at_the_last_count_down)
+{
+    const auto url = pg_server().url();
+    constexpr int n = 4;
+    const long before = listeners();
+    child waiter({latch_worker(), "wait", url, "job", std::to_string(n)});
+    BOOST_REQUIRE(listeners_reach(before + 1));
+    // n - 1 members, one of them twice (a retry from another process): not done yet.
+    for (const char* m : {"a", "b", "b", "c"}) {
+        child c({latch_worker(), "count_down", url, "job", std::to_string(n), m});
+        BOOST_TEST_MESSAGE("count_down " << m << ": " << c.read_line(20s).value_or("<none>"));
+        BOOST_TEST(c.wait() == 0);
+    }
+    BOOST_TEST(members_of("dlock:job") == 3);
+    BOOST_TEST(!waiter.read_line(200ms).has_value());
+    child last({latch_worker(), "count_down", url, "job", std::to_string(n), "d"});
+    BOOST_TEST(last.read_line(20s).value_or("") == "remaining 0");
+    BOOST_TEST(last.wait() == 0);
+    BOOST_TEST(waiter.read_line(20s).value_or("") == "woken remaining=0");
+    BOOST_TEST(waiter.wait() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_processes_each_count_once)
+{
+    const auto url = pg_server().url();
+    constexpr int n = 6;
+    const long before = listeners();
+    child waiter({latch_worker(), "wait", url, "many", std::to_string(n)});
+    BOOST_REQUIRE(listeners_reach(before + 1));
+    std::vector<std::unique_ptr<child>> counters;
+    for (int i = 0; i < n; ++i)
+        counters.push_back(std::make_unique<child>(
+            std::vector<std::string>{latch_worker(), "count_down", url, "many", std::to_string(n), "-"}));
+    // Each count-down runs in the latch's turn: the remaining counts are n-1 .. 0, each once.
+    std::multiset<std::string> seen, expected;
+    for (int i = 0; i < n; ++i)
+        expected.insert("remaining " + std::to_string(i));
+    for (auto& c : counters) {
+        seen.insert(c->read_line(20s).value_or("<none>"));
+        BOOST_TEST(c->wait() == 0);
+    }
+    BOOST_TEST((seen == expected));
+    BOOST_TEST(waiter.read_line(20s).value_or("") == "woken remaining=0");
+    BOOST_TEST(members_of("dlock:many") == n);
+    // The latch's expiry on the server's clock: the default, one day.
+    BOOST_TEST(pg_count("SELECT count(*) FROM dlock_locks_latch WHERE name = 'dlock:many'"
+                        " AND expires_at > clock_timestamp() + interval '23 hours'"
+                        " AND expires_at <= clock_timestamp() + interval '24 hours'") == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_count_mismatch_across_processes_is_refused)
+{
+    const auto url = pg_server().url();
+    child a({latch_worker(), "count_down", url, "mm", "3", "a"});
+    BOOST_TEST(a.read_line(20s).value_or("") == "remaining 2");
+    BOOST_TEST(a.wait() == 0);
+    child b({latch_worker(), "count_down", url, "mm", "4", "b"});
+    auto line = b.read_line(20s).value_or("");
+    BOOST_TEST(line.find("different count") != std::string::npos, line);
+    BOOST_TEST(b.wait() != 0);
+    BOOST_TEST(members_of("dlock:mm") == 1);
+}
+
+// An expired latch is gone for the next count-down (a new round with any count), and a
+// count-down sweeps other names' expired latches with their members.
+BOOST_AUTO_TEST_CASE(an_expired_latch_starts_afresh_and_old_ones_are_swept)
+{
+    asio::io_context io;
+    dlock::postgres_store st(io.get_executor(), pg_server().config());
+    auto& ops = *st.latches();
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            const std::string old = "old", stale = "stale", a = "a", b = "b";
+            BOOST_TEST(co_await ops.async_count_down(old, a, 2, 60s, asio::use_awaitable) == 1u);
+            BOOST_TEST(co_await ops.async_count_down(stale, a, 5, 60s, asio::use_awaitable) == 4u);
+            auto s = co_await ops.async_latch_state(old, asio::use_awaitable);
+            BOOST_TEST(s.count == 2u);
+            BOOST_TEST(s.remaining == 1u);
+            pg_server().psql("UPDATE dlock_locks_latch SET expires_at = clock_timestamp() - interval '1 second'");
+            s = co_await ops.async_latch_state(old, asio::use_awaitable);
+            BOOST_TEST(s.count == 0u);  // expired: no such latch
+            BOOST_TEST(co_await ops.async_count_down(old, b, 3, 60s, asio::use_awaitable) == 2u);
+            BOOST_TEST(members_of(old) == 1);  // a's count went with the old round
+            BOOST_TEST(pg_count("SELECT count(*) FROM dlock_locks_latch WHERE name = 'stale'") == 0);
+            BOOST_TEST(members_of(stale) == 0);
+            // Bad input is refused before anything is sent.
+            const std::string empty, nul("x\0y", 3);
+            auto [e1, r1] = co_await ops.async_count_down(old, empty, 3, 60s, use_tuple);
+            BOOST_TEST(e1 == dlock::error::invalid_option);
+            auto [e2, r2] = co_await ops.async_count_down(old, b, 0, 60s, use_tuple);
+            BOOST_TEST(e2 == dlock::error::invalid_option);
+            auto [e3, r3] = co_await ops.async_count_down(old, b, 3, 0s, use_tuple);
+            BOOST_TEST(e3 == dlock::error::invalid_lease);
+            auto [e4, r4] = co_await ops.async_count_down(nul, b, 3, 60s, use_tuple);
+            BOOST_TEST(e4 == dlock::error::invalid_name);
+            st.close();
+        },
+        20s);
+}
+
+// A wait cancelled (or timed out) is gone: the latch completes later without it, and a
+// new wait then returns at once.
+BOOST_AUTO_TEST_CASE(a_cancelled_or_timed_out_wait_ends_cleanly)
+{
+    asio::io_context io;
+    dlock::postgres_store st(io.get_executor(), pg_server().config());
+    dlock::registry reg(st);
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            dlock::latch l(reg, "c", 1);
+            asio::cancellation_signal sig;
+            std::optional<boost::system::error_code> result;
+            l.wait(asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec) { result = ec; }));
+            sig.emit(asio::cancellation_type::terminal);
+            BOOST_TEST(co_await eventually([&] { return result.has_value(); }));
+            BOOST_TEST((result && *result == asio::error::operation_aborted));
+            auto [ec] = co_await l.wait_for(50ms, use_tuple);
+            BOOST_TEST(ec == dlock::error::timeout);
+            BOOST_TEST(co_await l.count_down(asio::use_awaitable) == 0u);
+            co_await l.wait(asio::use_awaitable);
+            st.close();
+        },
+        20s);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
