@@ -23,6 +23,15 @@ inline bool cell_u64(const std::optional<std::string>& s, std::uint64_t& out)
     return ec == std::errc() && end == s->data() + s->size();
 }
 
+/// The whole cell as a signed decimal; false for NULL, empty or anything else.
+inline bool cell_i64(const std::optional<std::string>& s, long long& out)
+{
+    if (!s || s->empty())
+        return false;
+    auto [end, ec] = std::from_chars(s->data(), s->data() + s->size(), out);
+    return ec == std::errc() && end == s->data() + s->size();
+}
+
 /// The cell as a count of milliseconds.
 inline bool cell_ms(const std::optional<std::string>& s, std::chrono::milliseconds& out)
 {

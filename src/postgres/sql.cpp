@@ -4,6 +4,7 @@
 #include <dlock/error.hpp>
 
 #include "common/sql_cells.hpp"
+#include "postgres/set_sql.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -67,6 +68,14 @@ std::string quote_count_down(std::string_view table)
     return quote_parts(table, "_count_down");
 }
 
+// A user who may not create what an optional feature needs still gets locks, and the
+// feature fails by itself with the server's words.
+std::string create_optional(const std::string& check, const std::string& create)
+{
+    return "  IF " + check + " IS NULL THEN\n    BEGIN\n      " + create +
+           ";\n    EXCEPTION WHEN OTHERS THEN NULL;\n    END;\n  END IF;\n";
+}
+
 namespace {
 
 // A DO-block step that creates `what` (`create` is its CREATE .. IF NOT EXISTS) only if it is
@@ -94,7 +103,8 @@ std::string turn(const std::string& t)
 // Garbage rows of the queue (expired, dead listener, the releasing token) go in passing.
 std::string release_sql(const std::string& t, const std::string& s, const std::string& q, bool force)
 {
-    const std::string mine = force ? "" : " AND t.owner = $2";
+    // Forced, whoever holds it, but never a set's marker row (the set's own release frees it).
+    const std::string mine = force ? " AND t.owner <> ''" : " AND t.owner = $2";
     const std::string alive = "EXISTS (SELECT 1 FROM pg_stat_get_activity(q.listener))";
     return "WITH " + turn(t) + ", cur AS (SELECT t.owner, t.expires_at > clock_timestamp() AS live FROM turn, " + t +
            " AS t WHERE t.name = $1" + mine +
@@ -150,15 +160,6 @@ std::string add_optional_columns(const std::string& t, const std::string& first,
            "' AND NOT attisdropped) THEN\n"
            "    BEGIN\n      ALTER TABLE " +
            t + " ADD COLUMN IF NOT EXISTS " + columns +
-           ";\n    EXCEPTION WHEN OTHERS THEN NULL;\n    END;\n  END IF;\n";
-}
-
-// A DO-block step that creates what only an optional feature needs (a latch's tables and
-// function): a user who may not create them still gets locks, and the feature fails by
-// itself with the server's words.
-std::string create_optional(const std::string& check, const std::string& create)
-{
-    return "  IF " + check + " IS NULL THEN\n    BEGIN\n      " + create +
            ";\n    EXCEPTION WHEN OTHERS THEN NULL;\n    END;\n  END IF;\n";
 }
 
@@ -330,14 +331,14 @@ std::string acquire_sql(const std::string& t, const std::string& s, const std::s
            " AS q (name, token, seq, ttl_ms, listener, expires_at)"
            " SELECT $1, $2, nextval('" +
            s + "'), $3::bigint, $4::int, clock_timestamp() + (a.rem + $3::bigint)" + ms +
-           " FROM a WHERE NOT a.ours AND $4::int > 0"
+           " FROM a WHERE NOT a.ours AND $4::int > 0 AND a.owner <> ''"
            " ON CONFLICT (name, token) DO UPDATE SET ttl_ms = EXCLUDED.ttl_ms, listener = EXCLUDED.listener,"
            " expires_at = GREATEST(q.expires_at, EXCLUDED.expires_at) RETURNING q.token),"
            " d AS (DELETE FROM " +
            q +
            " AS q USING a WHERE q.name = $1 AND ((a.ours AND q.token = $2) OR q.token IN (SELECT x.owner FROM handed "
            "AS x)) RETURNING q.token)"
-           " SELECT a.ours, a.fence, a.rem FROM a WHERE (SELECT count(*) FROM g) >= 0";
+           " SELECT a.ours, a.fence, a.rem, a.owner = '' FROM a WHERE (SELECT count(*) FROM g) >= 0";
 }
 
 }  // namespace
@@ -348,7 +349,7 @@ statements make_statements(std::string_view table)
     const std::string ttl = lease_end();
     const std::string rem(remaining);
     statements st;
-    st.setup = setup_sql(t, s, q, latch_setup(table));
+    st.setup = setup_sql(t, s, q, latch_setup(table) + make_set_statements(table).setup);
     st.acquire = acquire_sql(t, s, q);
     // SET's right-hand sides read the row as it was: the flag moves to was_contended.
     st.renew = "UPDATE " + t + " AS t SET expires_at = " + ttl +
@@ -453,15 +454,23 @@ error_code connect_error_of(std::string_view m)
     return error::connect_failed;
 }
 
-bool decode_acquire(const result& r, std::chrono::milliseconds ttl, acquire_result& out)
+bool decode_acquire(const result& r, std::chrono::milliseconds ttl, acquire_result& out,
+                    std::optional<std::uint64_t>& set_permits)
 {
     out = {};
-    if (r.rows.size() != 1 || r.rows[0].size() != 3)
+    set_permits.reset();
+    if (r.rows.size() != 1 || r.rows[0].size() != 4)
         return false;
     const auto& row = r.rows[0];
-    bool ours = false;
-    if (!to_bool(row[0], ours))
+    bool ours = false, a_set = false;
+    if (!to_bool(row[0], ours) || !to_bool(row[3], a_set))
         return false;
+    if (a_set) {  // the marker's fence is the set's permits
+        std::uint64_t permits = 0;
+        if (ours || !dlock::detail::cell_u64(row[1], permits))
+            return false;
+        set_permits = permits;
+    }
     if (!ours)
         return dlock::detail::cell_ms(row[2], out.holder_ttl);  // held by another owner
     if (!dlock::detail::cell_u64(row[1], out.fencing_token))

@@ -72,6 +72,9 @@ std::string quote_latch(std::string_view table);
 std::string quote_latch_member(std::string_view table);
 std::string quote_count_down(std::string_view table);
 statements make_statements(std::string_view table);
+/// A DO-block step that runs `create` if `check` (an SQL expression) IS NULL, and lets a
+/// failure pass: what only an optional feature needs (a latch's, a set's objects).
+std::string create_optional(const std::string& check, const std::string& create);
 /// LISTEN on the release and hand-off channels.
 std::string listen();
 /// A grant_channel payload; false if it is not one of ours.
@@ -86,7 +89,10 @@ boost::system::error_code error_of(const result& r);
 boost::system::error_code connect_error_of(std::string_view message);
 
 /// Each false if the result does not have the statement's shape (protocol_error).
-bool decode_acquire(const result& r, std::chrono::milliseconds ttl, acquire_result& out);
+/// `set_permits`: the name is a read-write lock's (0) or a semaphore's of N permits (its
+/// marker row holds it), which a mutex may not take.
+bool decode_acquire(const result& r, std::chrono::milliseconds ttl, acquire_result& out,
+                    std::optional<std::uint64_t>& set_permits);
 bool decode_renew(const result& r, renew_result& out);
 bool decode_release(const result& r, release_outcome& out);
 bool decode_status(const result& r, lock_status& out);

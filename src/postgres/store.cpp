@@ -9,6 +9,7 @@
 #include "common/sql_store_kit.hpp"
 #include "common/watch_table.hpp"
 #include "postgres/connection.hpp"
+#include "postgres/set_sql.hpp"
 #include "postgres/sql.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -32,6 +33,7 @@ struct postgres_store::impl : std::enable_shared_from_this<impl> {
     asio::any_io_executor ex;
     postgres::config cfg;
     postgres::sql::statements st;
+    postgres::sql::set_statements sets;  // read-write locks and semaphores
     std::unique_ptr<conn_t> conn;
     std::unique_ptr<conn_t> listener;  // LISTEN dlock; started by the first watch
     // A queued token lives by the listener's backend: tokened watchers wait for LISTEN too.
@@ -117,6 +119,7 @@ postgres_store::postgres_store(asio::any_io_executor ex, postgres::config cfg) :
     impl_->bad_config = detail::refuse_table(cfg.table, postgres::check_table(cfg.table), "postgres_store");
     impl_->cfg = std::move(cfg);
     impl_->st = postgres::sql::make_statements(impl_->cfg.table);
+    impl_->sets = postgres::sql::make_set_statements(impl_->cfg.table);
     postgres::detail::connection_settings cs{{impl_->cfg, impl_->st.setup}};
     cs.refused = impl_->bad_config;
     impl_->conn = std::make_unique<conn_t>(ex, std::move(cs));
@@ -140,6 +143,8 @@ const postgres::config& postgres_store::config() const noexcept
 store_traits postgres_store::traits() const noexcept
 {
     auto t = detail::sql_traits();
+    t.kinds |= static_cast<unsigned>(lease_kind::read) | static_cast<unsigned>(lease_kind::write) |
+               static_cast<unsigned>(lease_kind::permit);
     t.direct_handoff = true;
     t.release_notifications = true;
     return t;
@@ -167,18 +172,71 @@ void postgres_store::do_connect(asio::any_completion_handler<connect_signature> 
     impl_->conn->exec("SELECT 1", {}, detail::connect_reply<sql::result>(impl_->ex, keep_error_text(), std::move(h)));
 }
 
+namespace {
+
+// What a name is, said for a kind_mismatch (-1 a mutex, 0 a read-write lock, N a semaphore).
+std::string what_name_is(long long what)
+{
+    return what < 0    ? "a mutex"
+           : what == 0 ? "a read-write lock"
+                       : "a semaphore of " + std::to_string(what) + " permits";
+}
+
+char kind_letter(lease_kind k)
+{
+    return k == lease_kind::read ? 'r' : k == lease_kind::write ? 'w' : 'p';
+}
+
+}  // namespace
+
 void postgres_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
-    if (auto ec = detail::lease_refusal(req.kind, detail::sql_valid_ttl(req.ttl));
+    if (auto ec = detail::lease_refusal(lease_kind::mutex, detail::sql_valid_ttl(req.ttl));
         ec || (ec = detail::key_refusal(sql::check_name(req.name), sql::check_name(req.token))))
         return post_completion(impl_->ex, std::move(h), ec, acquire_result{});
+    if (req.kind != lease_kind::mutex)
+        return acquire_in_set(req, std::move(h));
     const int pid = req.queue ? impl_->listener_pid() : 0;
-    auto decode = [ttl = req.ttl](const sql::result& r, acquire_result& out) {
-        return sql::decode_acquire(r, ttl, out);
-    };
     impl_->conn->exec(impl_->st.acquire, {req.name, req.token, ms(req.ttl), std::to_string(pid)},
-                      detail::sql_reply<acquire_result, sql::result>(impl_->ex, keep_error_text(), decode,
-                                                                     detail::empty_on_error, std::move(h)));
+                      [ex = impl_->ex, keep = keep_error_text(), ttl = req.ttl,
+                       h = std::move(h)](error_code ec, sql::result res) mutable {
+                          acquire_result out;
+                          std::optional<std::uint64_t> set_permits;
+                          if (!ec && !sql::decode_acquire(res, ttl, out, set_permits))
+                              ec = error::protocol_error;
+                          if (!ec && set_permits) {
+                              ec = error::kind_mismatch;
+                              keep("postgres: the name is " + what_name_is(static_cast<long long>(*set_permits)) +
+                                   ", not a mutex");
+                          } else if (ec && !res.message.empty()) {
+                              keep(res.message);
+                          }
+                          post_completion(ex, std::move(h), ec, ec ? acquire_result{} : out);
+                      });
+}
+
+// A read-write lock's or a semaphore's lease: the set's function, in the name's turn.
+void postgres_store::acquire_in_set(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
+{
+    if (req.kind == lease_kind::permit && req.capacity == 0)
+        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_option), acquire_result{});
+    const int pid = req.queue ? impl_->listener_pid() : 0;
+    const unsigned permits = req.kind == lease_kind::permit ? req.capacity : 0;
+    impl_->conn->exec(impl_->sets.acquire,
+                      {req.name, req.token, ms(req.ttl), std::to_string(pid), std::string(1, kind_letter(req.kind)),
+                       std::to_string(permits)},
+                      [ex = impl_->ex, keep = keep_error_text(), ttl = req.ttl,
+                       h = std::move(h)](error_code ec, sql::result res) mutable {
+                          acquire_result out;
+                          long long what = 0;
+                          if (!ec)
+                              ec = sql::decode_set_acquire(res, ttl, out, what);
+                          if (ec == error::kind_mismatch)
+                              keep("postgres: the name is " + what_name_is(what));
+                          else if (ec && !res.message.empty())
+                              keep(res.message);
+                          post_completion(ex, std::move(h), ec, ec ? acquire_result{} : out);
+                      });
 }
 
 void postgres_store::do_renew(const lease_key& key, std::chrono::milliseconds ttl,
@@ -187,8 +245,11 @@ void postgres_store::do_renew(const lease_key& key, std::chrono::milliseconds tt
     if (auto ec = detail::lease_refusal(lease_kind::mutex, detail::sql_valid_ttl(ttl));
         ec || (ec = detail::key_refusal(sql::check_name(key.name), sql::check_name(key.token))))
         return post_completion(impl_->ex, std::move(h), ec, renew_result{});
-    auto decode = [](const sql::result& r, renew_result& out) { return sql::decode_renew(r, out); };
-    impl_->conn->exec(impl_->st.renew, {key.name, key.token, ms(ttl)},
+    const bool in_set = key.kind != lease_kind::mutex;
+    auto decode = [in_set](const sql::result& r, renew_result& out) {
+        return in_set ? sql::decode_set_renew(r, out) : sql::decode_renew(r, out);
+    };
+    impl_->conn->exec(in_set ? impl_->sets.renew : impl_->st.renew, {key.name, key.token, ms(ttl)},
                       detail::sql_reply<renew_result, sql::result>(impl_->ex, keep_error_text(), decode,
                                                                    detail::empty_on_error, std::move(h)));
 }
@@ -197,6 +258,8 @@ void postgres_store::do_release(const lease_key& key, asio::any_completion_handl
 {
     if (auto ec = detail::key_refusal(sql::check_name(key.name), sql::check_name(key.token)))
         return post_completion(impl_->ex, std::move(h), ec, false);
+    if (key.kind != lease_kind::mutex)
+        return release_in_set(key.name, key.token, false, std::move(h));
     asio::co_spawn(
         impl_->ex,
         [self = impl_, name = key.name, token = key.token, keep = keep_error_text(),
@@ -221,15 +284,45 @@ void postgres_store::do_release(const lease_key& key, asio::any_completion_handl
         asio::detached);
 }
 
+namespace {
+
+// A set's release (forced: every lease of the name), on `self`'s connection.
+template <class Keep>
+void set_release(const std::shared_ptr<postgres_store::impl>& self, Keep keep, const std::string& name,
+                 const std::string& token, bool force, asio::any_completion_handler<store::bool_signature> h)
+{
+    auto decode = [](const sql::result& r, bool& out) { return sql::decode_set_release(r, out); };
+    auto held = [](error_code ec, bool out) { return !ec && out; };
+    self->conn->exec(self->sets.release, {name, token, force ? "t" : "f"},
+                     detail::sql_reply<bool, sql::result>(self->ex, std::move(keep), decode, held, std::move(h)));
+}
+
+}  // namespace
+
+void postgres_store::release_in_set(const std::string& name, const std::string& token, bool force,
+                                    asio::any_completion_handler<bool_signature> h)
+{
+    set_release(impl_, keep_error_text(), name, token, force, std::move(h));
+}
+
+// The operator's override: a mutex's lease (never a set's marker row), else every lease of
+// the name's set.
 void postgres_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
 {
     if (auto ec = sql::check_name(name))
         return post_completion(impl_->ex, std::move(h), ec, false);
     auto decode = [](const sql::result& r, sql::release_outcome& out) { return sql::decode_release(r, out); };
     auto held = [](error_code ec, const sql::release_outcome& out) { return !ec && out.held; };
-    impl_->conn->exec(
-        impl_->st.force_release, {name},
-        detail::sql_reply<sql::release_outcome, sql::result>(impl_->ex, keep_error_text(), decode, held, std::move(h)));
+    auto self = impl_;
+    auto hp = std::make_shared<asio::any_completion_handler<bool_signature>>(std::move(h));
+    impl_->conn->exec(impl_->st.force_release, {name},
+                      detail::sql_reply<sql::release_outcome, sql::result>(
+                          impl_->ex, keep_error_text(), decode, held,
+                          [self, keep = keep_error_text(), name, hp](error_code ec, bool freed) {
+                              if (ec || freed)
+                                  return std::move(*hp)(ec, freed);
+                              set_release(self, keep, name, {}, true, std::move(*hp));
+                          }));
 }
 
 void postgres_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
@@ -237,10 +330,22 @@ void postgres_store::do_status(const std::string& name, asio::any_completion_han
     if (auto ec = sql::check_name(name))
         return post_completion(impl_->ex, std::move(h), ec, lock_status{});
     auto decode = [](const sql::result& r, lock_status& out) { return sql::decode_status(r, out); };
+    auto hp = std::make_shared<asio::any_completion_handler<status_signature>>(std::move(h));
+    // A set's name: its marker row in the lease table says so, and the set's status follows.
     impl_->conn->exec(impl_->st.status, {name},
-                      detail::sql_reply<lock_status, sql::result>(impl_->ex, keep_error_text(), decode,
-                                                                  detail::status_keyed(impl_->cfg.table, name),
-                                                                  std::move(h)));
+                      detail::sql_reply<lock_status, sql::result>(
+                          impl_->ex, keep_error_text(), decode, detail::status_keyed(impl_->cfg.table, name),
+                          [self = impl_, keep = keep_error_text(), name, hp](error_code ec, lock_status st) {
+                              if (ec || !st.held || st.holder != sql::set_marker)
+                                  return std::move(*hp)(ec, std::move(st));
+                              self->conn->exec(self->sets.status, {name},
+                                               detail::sql_reply<lock_status, sql::result>(
+                                                   self->ex, keep,
+                                                   [](const sql::result& r, lock_status& out) {
+                                                       return sql::decode_set_status(r, out);
+                                                   },
+                                                   detail::status_keyed(self->cfg.table, name), std::move(*hp)));
+                          }));
 }
 
 void postgres_store::do_proclaim(const lease_key& key, const std::string& value,

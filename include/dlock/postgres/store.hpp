@@ -25,6 +25,11 @@ namespace dlock {
 /// marks it contended and (lease_request::queue) queues the token; renew is one UPDATE; release is one statement that
 /// hands the name to the first queued token whose listening backend still exists (new fence, NOTIFY `dlock_grant`) or
 /// deletes the row (NOTIFY `dlock`). A second connection LISTENs on both channels.
+/// Read-write locks and semaphores: `<table>_set` and `<table>_set_queue`, changed only by
+/// the PL/pgSQL functions `<table>_set_acquire`, `_set_renew` and `_set_release` in the
+/// name's turn (docs/stores/postgres.md); latches: `<table>_latch`, `<table>_latch_member`
+/// and `<table>_count_down`. Those tables and functions are made if missing when the user
+/// may; without them the mutex works and these fail with server_error.
 ///
 /// Limits (also in traits()): one primary (a replica promoted without the latest commits
 /// may give a lock twice); a waiter is judged alive by its listener's backend pid (a pid
@@ -72,6 +77,8 @@ public:
     /// function `<table>_count_down` in the latch's own turn; the last count-down NOTIFYs.
     latch_capability* latches() noexcept override { return this; }
 
+    struct impl;
+
 private:
     void do_connect(boost::asio::any_completion_handler<connect_signature> h) override;
     void do_try_acquire(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h) override;
@@ -83,12 +90,14 @@ private:
     void do_proclaim(const lease_key& key, const std::string& value,
                      boost::asio::any_completion_handler<proclaim_signature> h) override;
     void do_leader(const std::string& name, boost::asio::any_completion_handler<leader_signature> h) override;
+    void acquire_in_set(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h);
+    void release_in_set(const std::string& name, const std::string& token, bool force,
+                        boost::asio::any_completion_handler<bool_signature> h);
     void do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
                        std::chrono::milliseconds ttl,
                        boost::asio::any_completion_handler<count_down_signature> h) override;
     void do_latch_state(const std::string& name, boost::asio::any_completion_handler<latch_state_signature> h) override;
 
-    struct impl;
     std::shared_ptr<impl> impl_;
 };
 

@@ -117,19 +117,27 @@ BOOST_AUTO_TEST_CASE(statements_bind_names_and_quote_the_table)
 BOOST_AUTO_TEST_CASE(decoding)
 {
     sql::result r;
-    r.rows = {{std::string("t"), std::string("42"), std::string("5000")}};
+    r.rows = {{std::string("t"), std::string("42"), std::string("5000"), std::string("f")}};
     dlock::acquire_result a;
-    BOOST_TEST(sql::decode_acquire(r, 5s, a));
+    std::optional<std::uint64_t> a_set = 7;
+    BOOST_TEST(sql::decode_acquire(r, 5s, a, a_set));
     BOOST_TEST(a.acquired);
+    BOOST_TEST(!a_set.has_value());
     BOOST_TEST(a.fencing_token == 42u);
     BOOST_TEST(a.granted_ttl == 5000ms);
-    r.rows = {{std::string("f"), std::string("41"), std::string("1234")}};
-    BOOST_TEST(sql::decode_acquire(r, 5s, a));
+    r.rows = {{std::string("f"), std::string("41"), std::string("1234"), std::string("f")}};
+    BOOST_TEST(sql::decode_acquire(r, 5s, a, a_set));
     BOOST_TEST(!a.acquired);
     BOOST_TEST(a.holder_ttl == 1234ms);
-    BOOST_TEST(!sql::decode_acquire(sql::result{}, 5s, a));  // the upsert always returns its row
-    r.rows = {{std::string("t"), std::string("x"), std::string("1")}};
-    BOOST_TEST(!sql::decode_acquire(r, 5s, a));
+    // A read-write lock's or a semaphore's marker row holds the name: another kind.
+    r.rows = {{std::string("f"), std::string("3"), std::string("900"), std::string("t")}};
+    BOOST_TEST(sql::decode_acquire(r, 5s, a, a_set));
+    BOOST_TEST(a_set.value_or(0) == 3u);                            // the marker's fence: a semaphore of 3
+    BOOST_TEST(!sql::decode_acquire(sql::result{}, 5s, a, a_set));  // the upsert always returns its row
+    r.rows = {{std::string("t"), std::string("x"), std::string("1"), std::string("f")}};
+    BOOST_TEST(!sql::decode_acquire(r, 5s, a, a_set));
+    r.rows = {{std::string("t"), std::string("42"), std::string("5000")}};  // the shape before sets
+    BOOST_TEST(!sql::decode_acquire(r, 5s, a, a_set));
     dlock::renew_result rr;
     r.rows = {{std::string("t")}};
     BOOST_TEST(sql::decode_renew(r, rr));
