@@ -17,9 +17,9 @@ struct names {
     explicit names(std::string_view table)
         : t(quote_table(table)), q(quote_queue(table)), s(dlock::detail::quote_qualified(table, "_set", '"')),
           sq(dlock::detail::quote_qualified(table, "_set_queue", '"')), seq(quote_sequence(table)),
-          acquire(dlock::detail::quote_qualified(table, "_set_acquire", '"')),
-          renew(dlock::detail::quote_qualified(table, "_set_renew", '"')),
-          release(dlock::detail::quote_qualified(table, "_set_release", '"'))
+          acquire(dlock::detail::quote_qualified(table, "_set_acquire_v1", '"')),
+          renew(dlock::detail::quote_qualified(table, "_set_renew_v1", '"')),
+          release(dlock::detail::quote_qualified(table, "_set_release_v1", '"'))
     {
     }
 };
@@ -65,10 +65,10 @@ std::string serve(const names& n, const std::string& me)
            " AS x WHERE x.name = p_name ORDER BY x.seq LOOP\n" + count_holders(n) + "    IF NOT " + admits("r.kind") +
            " THEN EXIT; END IF;\n    DELETE FROM " + n.sq + " AS x WHERE x.name = p_name AND x.token = r.token;\n" +
            "    v_fence := nextval('" + n.seq + "');\n    INSERT INTO " + n.s +
-           " (name, token, kind, capacity, fence, expires_at) VALUES (p_name, r.token, r.kind, v_cap, v_fence,"
-           " v_now + r.ttl_ms" +
-           ms + ");\n    IF r.token = " + me + " THEN v_mine := v_fence;\n    ELSE PERFORM pg_notify('" +
-           std::string(grant_channel) +
+           " (name, token, kind, capacity, fence, expires_at, refused_at) VALUES (p_name, r.token, r.kind, v_cap,"
+           " v_fence, v_now + r.ttl_ms" +
+           ms + ", (SELECT max(y.refused_at) FROM " + n.s + " AS y WHERE y.name = p_name));\n    IF r.token = " + me +
+           " THEN v_mine := v_fence;\n    ELSE PERFORM pg_notify('" + std::string(grant_channel) +
            "', format('%s %s %s %s%s', v_fence, r.ttl_ms, octet_length(r.token), r.token, p_name));\n"
            "    END IF;\n  END LOOP;\n";
 }
@@ -86,7 +86,11 @@ std::string mark(const names& n)
            n.t + " AS x WHERE x.name = p_name AND x.owner = '';\n  ELSE\n    INSERT INTO " + n.t +
            " AS x (name, owner, fence, expires_at) VALUES (p_name, '', v_cap, v_end) ON CONFLICT (name) DO UPDATE"
            " SET owner = '', fence = v_cap, expires_at = EXCLUDED.expires_at"
-           " WHERE x.owner = '' OR x.expires_at <= v_now;\n  END IF;\n";
+           " WHERE x.owner = '' OR x.expires_at <= v_now;\n"
+           // A live mutex row in the way (a renewal that committed after this call's check):
+           // nothing of this call may stand, so it rolls back and the caller retries.
+           "    IF NOT FOUND THEN RAISE EXCEPTION 'dlock: % is held as a mutex', p_name USING ERRCODE = '40001';"
+           " END IF;\n  END IF;\n";
 }
 
 const std::string declare = "DECLARE v_now timestamptz; v_end timestamptz; v_cap int; v_fence bigint;"
@@ -123,12 +127,13 @@ std::string acquire_function(const names& n)
            mark(n) + "    RETURN QUERY SELECT 1, v_mine; RETURN;\n  END IF;\n" + count_holders(n) +
            "  IF NOT EXISTS (SELECT 1 FROM " + n.sq + " AS x WHERE x.name = p_name) AND " + admits("p_kind") +
            " THEN\n    v_fence := nextval('" + n.seq + "');\n    INSERT INTO " + n.s +
-           " (name, token, kind, capacity, fence, expires_at) VALUES (p_name, p_token, p_kind, v_cap, v_fence, v_now"
-           " + p_ttl" +
-           ms + ");\n" + mark(n) + "    RETURN QUERY SELECT 1, v_fence; RETURN;\n  END IF;\n" +
+           " (name, token, kind, capacity, fence, expires_at, refused_at) VALUES (p_name, p_token, p_kind, v_cap,"
+           " v_fence, v_now + p_ttl" +
+           ms + ", (SELECT max(y.refused_at) FROM " + n.s + " AS y WHERE y.name = p_name));\n" + mark(n) +
+           "    RETURN QUERY SELECT 1, v_fence; RETURN;\n  END IF;\n" +
            // Refused: the holders' next renewals say someone waits; a live waiter is queued
            // until one lease after the longest holder's end (it re-queues by then).
-           "  UPDATE " + n.s + " AS x SET contended = true WHERE x.name = p_name;\n  IF p_listener > 0 THEN\n" +
+           "  UPDATE " + n.s + " AS x SET refused_at = v_now WHERE x.name = p_name;\n  IF p_listener > 0 THEN\n" +
            "    INSERT INTO " + n.sq +
            " AS x (name, token, seq, kind, capacity, ttl_ms, listener, expires_at) SELECT p_name, p_token, nextval('" +
            n.seq + "'), p_kind, v_cap, p_ttl, p_listener, greatest(v_now, max(y.expires_at)) + p_ttl" + ms + " FROM " +
@@ -141,15 +146,18 @@ std::string acquire_function(const names& n)
            n.s + " AS x WHERE x.name = p_name), -1::bigint);\nEND $f$";
 }
 
-// lease_set::renew, in the turn (the marker follows the lease): (owned, contended).
+// lease_set::renew, in the turn (the marker follows the lease): (owned, contended: someone
+// waits, or was refused within the lease).
 std::string renew_function(const names& n)
 {
     return "CREATE FUNCTION " + n.renew +
            "(p_name text, p_token text, p_ttl bigint) RETURNS TABLE (o_owned boolean, o_contended boolean)"
            " LANGUAGE plpgsql AS $f$\n" +
            declare + "BEGIN\n" + turn(n) + "  UPDATE " + n.s + " AS x SET expires_at = v_now + p_ttl" + ms +
-           ", was_contended = x.contended, contended = false"
-           " WHERE x.name = p_name AND x.token = p_token AND x.expires_at > v_now RETURNING x.was_contended INTO v_w;\n"
+           " WHERE x.name = p_name AND x.token = p_token AND x.expires_at > v_now"
+           " RETURNING coalesce(v_now - x.refused_at < p_ttl" +
+           ms +
+           ", false) INTO v_w;\n"
            "  IF NOT FOUND THEN RETURN QUERY SELECT false, false; RETURN; END IF;\n" +
            capacity_of(n) + mark(n) + "  RETURN QUERY SELECT true, v_w OR EXISTS (SELECT 1 FROM " + n.sq +
            " AS x WHERE x.name = p_name);\nEND $f$";
@@ -175,13 +183,12 @@ std::string release_function(const names& n)
 // The set's tables and functions, if missing and the user may create them.
 std::string set_setup(const names& n)
 {
-    return create_optional(
-               "to_regclass('" + n.s + "')",
-               "CREATE TABLE IF NOT EXISTS " + n.s +
-                   " (name text NOT NULL, token text NOT NULL, kind text NOT NULL, capacity int NOT NULL,"
-                   " fence bigint NOT NULL, expires_at timestamptz NOT NULL,"
-                   " contended boolean NOT NULL DEFAULT false, was_contended boolean NOT NULL DEFAULT false,"
-                   " PRIMARY KEY (name, token))") +
+    return create_optional("to_regclass('" + n.s + "')",
+                           "CREATE TABLE IF NOT EXISTS " + n.s +
+                               " (name text NOT NULL, token text NOT NULL, kind text NOT NULL, capacity int NOT NULL,"
+                               " fence bigint NOT NULL, expires_at timestamptz NOT NULL,"
+                               " refused_at timestamptz,"
+                               " PRIMARY KEY (name, token))") +
            create_optional("to_regclass('" + n.sq + "')",
                            "CREATE TABLE IF NOT EXISTS " + n.sq +
                                " (name text NOT NULL, token text NOT NULL, seq bigint NOT NULL, kind text NOT NULL,"

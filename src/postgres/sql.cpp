@@ -65,7 +65,7 @@ std::string quote_latch_member(std::string_view table)
 
 std::string quote_count_down(std::string_view table)
 {
-    return quote_parts(table, "_count_down");
+    return quote_parts(table, "_count_down_v1");  // a new body gets a new name
 }
 
 // A user who may not create what an optional feature needs still gets locks, and the
@@ -136,7 +136,8 @@ std::string release_sql(const std::string& t, const std::string& s, const std::s
            std::string(channel) +
            "', d.name) FROM del AS d)"
            " SELECT (SELECT c.live FROM cur AS c), (SELECT count(*) FROM note), " +
-           (force ? std::string("false")
+           // Forced: the third column says a set's marker holds the name (its own release frees it).
+           (force ? "EXISTS (SELECT 1 FROM " + t + " AS m WHERE m.name = $1 AND m.owner = '')"
                   : "NOT EXISTS (SELECT 1 FROM cur) AND EXISTS (SELECT 1 FROM " + q +
                         " AS w WHERE w.name = $1 AND w.token = $2) AND NOT EXISTS (SELECT 1 FROM gone AS g WHERE "
                         "g.token = $2)");

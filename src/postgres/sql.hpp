@@ -51,6 +51,7 @@ struct grant {
 struct release_outcome {
     bool held = false;   ///< the lease was ours (or, forced, anyone's) and live
     bool raced = false;  ///< a withdrawn token was handed the name meanwhile: release it again
+                         ///< (forced: a set's marker holds the name)
 };
 
 /// The NOTIFY channel of releases (one for every table: a payload is a lock name).

@@ -17,6 +17,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <limits>
 #include <utility>
 
 namespace dlock {
@@ -218,7 +219,8 @@ void postgres_store::do_try_acquire(const lease_request& req, asio::any_completi
 // A read-write lock's or a semaphore's lease: the set's function, in the name's turn.
 void postgres_store::acquire_in_set(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
-    if (req.kind == lease_kind::permit && req.capacity == 0)
+    if (req.kind == lease_kind::permit &&
+        (req.capacity == 0 || req.capacity > static_cast<unsigned>(std::numeric_limits<int>::max())))
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_option), acquire_result{});
     const int pid = req.queue ? impl_->listener_pid() : 0;
     const unsigned permits = req.kind == lease_kind::permit ? req.capacity : 0;
@@ -311,18 +313,19 @@ void postgres_store::do_force_release(const std::string& name, asio::any_complet
 {
     if (auto ec = sql::check_name(name))
         return post_completion(impl_->ex, std::move(h), ec, false);
-    auto decode = [](const sql::result& r, sql::release_outcome& out) { return sql::decode_release(r, out); };
-    auto held = [](error_code ec, const sql::release_outcome& out) { return !ec && out.held; };
-    auto self = impl_;
-    auto hp = std::make_shared<asio::any_completion_handler<bool_signature>>(std::move(h));
-    impl_->conn->exec(impl_->st.force_release, {name},
-                      detail::sql_reply<sql::release_outcome, sql::result>(
-                          impl_->ex, keep_error_text(), decode, held,
-                          [self, keep = keep_error_text(), name, hp](error_code ec, bool freed) {
-                              if (ec || freed)
-                                  return std::move(*hp)(ec, freed);
-                              set_release(self, keep, name, {}, true, std::move(*hp));
-                          }));
+    impl_->conn->exec(
+        impl_->st.force_release, {name},
+        [self = impl_, keep = keep_error_text(), name, h = std::move(h)](error_code ec, sql::result res) mutable {
+            sql::release_outcome out;
+            if (!ec && !sql::decode_release(res, out))
+                ec = error::protocol_error;
+            if (ec && !res.message.empty())
+                keep(res.message);
+            // Only a set's name goes on to the set's release (a free name does not).
+            if (!ec && out.raced)
+                return set_release(self, keep, name, {}, true, std::move(h));
+            post_completion(self->ex, std::move(h), ec, !ec && out.held);
+        });
 }
 
 void postgres_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)

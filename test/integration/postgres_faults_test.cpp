@@ -194,6 +194,10 @@ BOOST_AUTO_TEST_CASE(elections_need_the_value_columns_but_locks_do_not)
             BOOST_TEST(st.last_error_text().find("prevote_locks_count_down") != std::string::npos,
                        st.last_error_text());
             BOOST_TEST((co_await st.async_release(ka, asio::use_awaitable)));
+            // The operator's override on a free name needs none of the sets' functions.
+            auto [fec, freed] = co_await st.async_force_release("vote", use_tuple);
+            BOOST_TEST(!fec, fec.message() << " " << st.last_error_text());
+            BOOST_TEST(!freed);
             st.close();
         },
         20s);

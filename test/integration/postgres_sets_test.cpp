@@ -7,6 +7,7 @@
 
 #include "integration/consensus/support.hpp"  // temp_dir
 #include "integration/rw_scenarios.hpp"
+#include "integration/sql/pg_session.hpp"
 #include "integration/sql/postgres_family.hpp"
 #include "integration/sql/scenarios.hpp"  // use_tuple
 
@@ -173,6 +174,75 @@ BOOST_AUTO_TEST_CASE(cancelled_waiters_leave_nothing_behind)
         30s);
     BOOST_TEST(set_rows("dlock:c") == 0);
     BOOST_TEST(set_rows("dlock:s") == 0);
+}
+
+// A mutex whose expired row is being renewed in a transaction not yet committed: a set's
+// acquire checks the name (expired, so free for it), then cannot take the row for its
+// marker once the renewal commits; it must not stand, or a mutex and a set would both hold
+// the name. It rolls back (server_busy, retried by a lock) and leaves no row of its own.
+BOOST_AUTO_TEST_CASE(a_set_never_takes_a_name_a_mutex_renewed_meanwhile)
+{
+    asio::io_context io;
+    dlock::postgres_store m(io.get_executor(), pg_server().config()), s(io.get_executor(), pg_server().config());
+    pg_session session;
+    const std::string name = "raced";
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            BOOST_REQUIRE((co_await m.async_try_acquire(name, "mx", 10s, asio::use_awaitable)).acquired);
+            pg_server().psql("UPDATE dlock_locks SET expires_at = clock_timestamp() - interval '1 second'"
+                             " WHERE name = 'raced'");
+            // The renewal, as the mutex's would be, held open.
+            session.exec("BEGIN");
+            session.exec("UPDATE dlock_locks SET expires_at = clock_timestamp() + interval '1 hour' WHERE name = $1",
+                         {name.c_str()});
+            std::optional<boost::system::error_code> got;
+            const dlock::lease_request rd{name, "rd", 10s, dlock::lease_kind::read, 1, false};
+            s.async_try_acquire(rd, [&](boost::system::error_code ec, dlock::acquire_result r) {
+                got = ec;
+                BOOST_TEST(!r.acquired);
+            });
+            BOOST_REQUIRE(co_await eventually([&] { return pg_lock_waiters() == 1; }));
+            session.exec("COMMIT");
+            BOOST_REQUIRE(co_await eventually([&] { return got.has_value(); }));
+            BOOST_TEST(*got == dlock::error::server_busy, got->message());
+            BOOST_TEST(dlock::is_transient(*got));
+            BOOST_TEST(pg_count("SELECT count(*) FROM dlock_locks_set WHERE name = 'raced'") == 0);
+            // The mutex still holds, and a set is now refused as a mutex's name.
+            auto st = co_await m.async_status(name, asio::use_awaitable);
+            BOOST_TEST(st.holder == "mx");
+            auto [ec2, r2] = co_await s.async_try_acquire(rd, use_tuple);
+            BOOST_TEST(ec2 == dlock::error::kind_mismatch, ec2.message());
+            BOOST_TEST((co_await m.async_release(name, "mx", asio::use_awaitable)));
+            m.close();
+            s.close();
+        },
+        30s);
+}
+
+// The operator's override on a set's name frees every lease and serves nobody left; on a
+// free name it answers false without touching the sets.
+BOOST_AUTO_TEST_CASE(force_release_frees_a_sets_every_lease)
+{
+    asio::io_context io;
+    dlock::postgres_store st(io.get_executor(), pg_server().config());
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            const std::string name = "forced";
+            const dlock::lease_request r1{name, "r1", 30s, dlock::lease_kind::read, 1, false},
+                r2{name, "r2", 30s, dlock::lease_kind::read, 1, false};
+            BOOST_TEST((co_await st.async_try_acquire(r1, asio::use_awaitable)).acquired);
+            BOOST_TEST((co_await st.async_try_acquire(r2, asio::use_awaitable)).acquired);
+            BOOST_TEST((co_await st.async_status(name, asio::use_awaitable)).holders == 2u);
+            BOOST_TEST((co_await st.async_force_release(name, asio::use_awaitable)));
+            BOOST_TEST(!(co_await st.async_status(name, asio::use_awaitable)).held);
+            BOOST_TEST(set_rows(name) == 0);
+            const std::string free_name = "never-taken";
+            BOOST_TEST(!(co_await st.async_force_release(free_name, asio::use_awaitable)));
+            st.close();
+        },
+        30s);
 }
 
 #ifdef DLOCK_CLI_PATH

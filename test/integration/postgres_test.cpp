@@ -2,37 +2,15 @@
 // postgres_store against a throwaway PostgreSQL 15: the SQL scenarios (sql/scenarios.hpp) and
 // what only PostgreSQL has: a withdrawal racing a hand-off, a stalled backend's token, a
 // hand-off notice's odd bytes, names PostgreSQL's text cannot hold.
+#include "integration/sql/pg_session.hpp"
 #include "integration/sql/postgres_family.hpp"
 #include "integration/sql/scenarios.hpp"
 #include "postgres/sql.hpp"
 
-#include <libpq-fe.h>
 #include <signal.h>
 
 using namespace dlock::test;  // its asio alias and chrono literals too
 using dlock::test::sql::use_tuple;
-
-namespace {
-
-// A libpq session of the test's own, to hold rows in transactions the stores wait behind.
-struct pg_session {
-    PGconn* raw = PQconnectdb(pg_server().url().c_str());
-    pg_session() { BOOST_REQUIRE(PQstatus(raw) == CONNECTION_OK); }
-    ~pg_session() { PQfinish(raw); }
-    // The first cell of the answer ("" if none).
-    std::string exec(const std::string& sql, std::vector<const char*> params = {})
-    {
-        PGresult* r = PQexecParams(raw, sql.c_str(), static_cast<int>(params.size()), nullptr, params.data(), nullptr,
-                                   nullptr, 0);
-        auto status = PQresultStatus(r);
-        std::string first = PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "";
-        PQclear(r);
-        BOOST_TEST((status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK), PQerrorMessage(raw));
-        return first;
-    }
-};
-
-}  // namespace
 
 BOOST_AUTO_TEST_SUITE(postgres)
 

@@ -26,9 +26,9 @@ namespace dlock {
 /// hands the name to the first queued token whose listening backend still exists (new fence, NOTIFY `dlock_grant`) or
 /// deletes the row (NOTIFY `dlock`). A second connection LISTENs on both channels.
 /// Read-write locks and semaphores: `<table>_set` and `<table>_set_queue`, changed only by
-/// the PL/pgSQL functions `<table>_set_acquire`, `_set_renew` and `_set_release` in the
+/// the PL/pgSQL functions `<table>_set_acquire_v1`, `_set_renew_v1` and `_set_release_v1` in the
 /// name's turn (docs/stores/postgres.md); latches: `<table>_latch`, `<table>_latch_member`
-/// and `<table>_count_down`. Those tables and functions are made if missing when the user
+/// and `<table>_count_down_v1`. Those tables and functions are made if missing when the user
 /// may; without them the mutex works and these fail with server_error.
 ///
 /// Limits (also in traits()): one primary (a replica promoted without the latest commits
@@ -74,7 +74,7 @@ public:
     /// by NOTIFY.
     election_capability* elections() noexcept override { return this; }
     /// Count-down latches in tables `<table>_latch` and `<table>_latch_member`, counted by the
-    /// function `<table>_count_down` in the latch's own turn; the last count-down NOTIFYs.
+    /// function `<table>_count_down_v1` in the latch's own turn; the last count-down NOTIFYs.
     latch_capability* latches() noexcept override { return this; }
 
     struct impl;
