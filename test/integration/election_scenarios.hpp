@@ -108,6 +108,20 @@ struct observer_harness {
     }
 };
 
+/// The lines `dlock elect --observe` prints, read until one ends with `tail` (at most 8
+/// lines, each within 20 s): that line, or "<eof>" / "<not seen>".
+inline std::string observed(child& o, const std::string& tail)
+{
+    for (int i = 0; i < 8; ++i) {
+        auto line = o.read_line(std::chrono::seconds(20));
+        if (!line)
+            return "<eof>";
+        if (line->size() >= tail.size() && line->compare(line->size() - tail.size(), tail.size(), tail) == 0)
+            return *line;
+    }
+    return "<not seen>";
+}
+
 /// Three processes campaign four rounds each, writing their term to a shared log while they
 /// lead by their own account: terms never go down, each is one leader's, every round led.
 inline void one_leader_at_a_time_by_the_leaders_own_account(const std::string& where)

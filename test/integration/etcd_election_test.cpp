@@ -208,22 +208,8 @@ BOOST_AUTO_TEST_CASE(the_tool_campaigns_against_etcdctl_elect)
         v.insert(v.end(), more.begin(), more.end());
         return v;
     };
-    auto ends_with = [](const std::string& s, const std::string& tail) {
-        return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-    };
-    // The observer's lines until one ends with `tail` (at most 8 lines).
-    auto observed = [&](child& o, const std::string& tail) {
-        for (int i = 0; i < 8; ++i) {
-            auto line = o.read_line(20s);
-            if (!line)
-                return std::string("<eof>");
-            if (ends_with(*line, tail))
-                return *line;
-        }
-        return std::string("<not seen>");
-    };
     child observer(tool({"--observe", "jobs"}));
-    BOOST_TEST(observed(observer, " go-1").rfind("leader ", 0) == 0u);
+    BOOST_TEST(election_scenarios::observed(observer, " go-1").rfind("leader ", 0) == 0u);
     child candidate(tool({"--value", "dlock-cli", "jobs", "--", "/bin/sh", "-c",
                           "echo \"led $DLOCK_LEADER_VALUE\"; while :; do sleep 0.05; done"}));
     // Queued behind etcdctl's leader: its key is the second under the name.
@@ -241,14 +227,14 @@ BOOST_AUTO_TEST_CASE(the_tool_campaigns_against_etcdctl_elect)
     go.signal(SIGINT);  // etcdctl resigns
     BOOST_TEST(go.wait(10s) == 0);
     BOOST_TEST(candidate.read_line(30s).value_or("<eof>") == "led dlock-cli");
-    BOOST_TEST(observed(observer, " dlock-cli").rfind("leader ", 0) == 0u);
+    BOOST_TEST(election_scenarios::observed(observer, " dlock-cli").rfind("leader ", 0) == 0u);
     child watcher(etcdctl(c, {"elect", "-l", "jobs"}));
     auto seen = next_leader(watcher, 30s);
     BOOST_REQUIRE(seen);
     BOOST_TEST(seen->second == "dlock-cli");
     candidate.signal(SIGTERM);  // to its command, which dies of it; then the tool resigns
     BOOST_TEST(candidate.wait(20s) == 128 + SIGTERM);
-    BOOST_TEST(observed(observer, "no leader") == "no leader");
+    BOOST_TEST(election_scenarios::observed(observer, "no leader") == "no leader");
     observer.signal(SIGINT);
     BOOST_TEST(observer.wait(10s) == 0);
 }

@@ -26,11 +26,7 @@ std::string value_of(const std::string& name)
 // Polls (bounded) until `name` has `n` queued candidates in the hand-off queue.
 bool queued_at_least(const std::string& name, long n)
 {
-    auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (std::chrono::steady_clock::now() < deadline)
-        if (postgres_family::waiting("dlock:" + name) >= n)
-            return true;
-    return false;
+    return pg_reaches([&] { return postgres_family::waiting("dlock:" + name); }, n);
 }
 
 }  // namespace
@@ -171,27 +167,13 @@ BOOST_AUTO_TEST_CASE(the_tool_campaigns_and_observes_on_postgresql)
         v.insert(v.end(), more.begin(), more.end());
         return v;
     };
-    auto ends_with = [](const std::string& s, const std::string& tail) {
-        return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-    };
-    // The observer's lines until one ends with `tail` (at most 8 lines).
-    auto observed = [&](child& o, const std::string& tail) {
-        for (int i = 0; i < 8; ++i) {
-            auto line = o.read_line(20s);
-            if (!line)
-                return std::string("<eof>");
-            if (ends_with(*line, tail))
-                return *line;
-        }
-        return std::string("<not seen>");
-    };
     const std::string loop = "echo \"led $DLOCK_LEADER_VALUE $DLOCK_FENCING_TOKEN\"; while :; do sleep 0.05; done";
     child observer(tool({"--observe", "jobs"}));
     BOOST_TEST(observer.read_line(20s).value_or("<eof>") == "no leader");
     child one(tool({"--value", "cli-1", "jobs", "--", "/bin/sh", "-c", loop}));
     auto led = one.read_line(30s).value_or("<eof>");
     BOOST_TEST_REQUIRE(led.rfind("led cli-1 ", 0) == 0u, led);
-    BOOST_TEST(observed(observer, " cli-1") == "leader " + led.substr(10) + " cli-1");
+    BOOST_TEST(election_scenarios::observed(observer, " cli-1") == "leader " + led.substr(10) + " cli-1");
     child two(tool({"--value", "cli-2", "jobs", "--", "/bin/sh", "-c", loop}));
     BOOST_TEST(queued_at_least("jobs", 1));  // queued behind the first
     one.signal(SIGTERM);                     // to its command, which dies of it; then the tool resigns
@@ -199,10 +181,10 @@ BOOST_AUTO_TEST_CASE(the_tool_campaigns_and_observes_on_postgresql)
     auto led2 = two.read_line(30s).value_or("<eof>");
     BOOST_TEST_REQUIRE(led2.rfind("led cli-2 ", 0) == 0u, led2);
     BOOST_TEST(std::stoull(led2.substr(10)) > std::stoull(led.substr(10)));  // a higher term
-    BOOST_TEST(observed(observer, " cli-2") == "leader " + led2.substr(10) + " cli-2");
+    BOOST_TEST(election_scenarios::observed(observer, " cli-2") == "leader " + led2.substr(10) + " cli-2");
     two.signal(SIGTERM);
     BOOST_TEST(two.wait(20s) == 128 + SIGTERM);
-    BOOST_TEST(observed(observer, "no leader") == "no leader");
+    BOOST_TEST(election_scenarios::observed(observer, "no leader") == "no leader");
     observer.signal(SIGINT);
     BOOST_TEST(observer.wait(10s) == 0);
     BOOST_TEST(pg_rows("dlock:jobs") == 0);

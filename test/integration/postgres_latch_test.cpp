@@ -35,11 +35,7 @@ long listeners()
 
 bool listeners_reach(long n)
 {
-    auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (std::chrono::steady_clock::now() < deadline)
-        if (listeners() >= n)
-            return true;
-    return false;
+    return pg_reaches(listeners, n);
 }
 
 long members_of(const std::string& name)

@@ -13,6 +13,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <chrono>
 #include <string>
 
 namespace dlock::test {
@@ -92,6 +93,18 @@ inline postgres_server& pg_server()
 inline long pg_count(const std::string& sql)
 {
     return postgres_family::count(sql);
+}
+
+/// Asks `count` (a number) again until it is at least `n`, for at most 20 s (a test's process
+/// outside the io_context: a worker process's progress, seen at the server).
+template <class Count>
+bool pg_reaches(Count count, long n)
+{
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline)
+        if (count() >= n)
+            return true;
+    return false;
 }
 
 /// Rows that mention `name` in `table` and in its hand-off queue.
