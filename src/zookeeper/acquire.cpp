@@ -2,6 +2,7 @@
 // An acquire round: an ephemeral sequential node (Curator's layout) and the children read
 // behind it, judged together by judge() (acquire_round.hpp) and carried out here.
 #include "core/kind_text.hpp"
+#include "zookeeper/semaphore_layout.hpp"
 #include "zookeeper/store_impl.hpp"
 
 #include <zookeeper/zookeeper.h>
@@ -15,6 +16,7 @@ using zookeeper::acquire_next;
 using zookeeper::acquire_round;
 using zookeeper::reply;
 using zookeeper::detail::node_stat;
+using zookeeper::detail::reply_of;
 namespace recipe = zookeeper::recipe;
 using any_acquire_handler = boost::asio::any_completion_handler<store::acquire_signature>;
 
@@ -30,8 +32,9 @@ recipe::node_kind node_kind_of(lease_kind k)
     }
 }
 
-// What a path is in use as, in the contract's words, from one of its nodes' kind.
-lease_kind lease_kind_of(recipe::node_kind k)
+}  // namespace
+
+lease_kind zookeeper::detail::lease_kind_of(recipe::node_kind k)
 {
     switch (k) {
     case recipe::node_kind::lock: return lease_kind::mutex;
@@ -40,7 +43,7 @@ lease_kind lease_kind_of(recipe::node_kind k)
     }
 }
 
-reply reply_of(int rc)
+reply zookeeper::detail::reply_of(int rc)
 {
     switch (rc) {
     case ZOK: return reply::ok;
@@ -51,12 +54,16 @@ reply reply_of(int rc)
     }
 }
 
-}  // namespace
-
 std::string zookeeper_store::impl::path_of(const std::string& name) const
 {
     std::string why;
     return recipe::lock_path(cfg.root, name, why);
+}
+
+std::string zookeeper_store::impl::round_path(const std::string& name, lease_kind kind) const
+{
+    auto path = path_of(name);
+    return kind == lease_kind::permit ? path + "/" + std::string(zookeeper::semaphore_layout::locks) : path;
 }
 
 void zookeeper_store::impl::acquire(const lease_request& req, any_acquire_handler h, bool retried)
@@ -87,7 +94,9 @@ void zookeeper_store::impl::send_acquire(const lease_request& req, any_acquire_h
             return acquire(req, std::move(h), true);
         return acquired(req, std::move(h), error::connection_lost, acquire_result{});
     }
-    round_ctx c{req, path_of(req.name), {req.name, req.token}, session_id, clock_type::now(), retried, parents_made};
+    round_ctx c{
+        req,         round_path(req.name, req.kind), {req.name, req.token}, session_id, clock_type::now(), retried,
+        parents_made};
     auto hp = std::make_shared<any_acquire_handler>(std::move(h));
     auto& ns = nodes[c.key];
     if (ns.uncertain)
@@ -152,6 +161,10 @@ void zookeeper_store::impl::judge_round(const round_ctx& c, const acquire_ptr& h
     // A node this round made is ours whatever comes next: a release must find it.
     if (!closed && r.same_session && r.create == reply::ok && !st.node.empty())
         nodes[c.key] = node_state{.node = st.node, .czxid = st.stat.czxid};
+    // Another kind meeting a semaphore's nodes under the name: looked at before judging.
+    if (r.children == reply::ok && c.req.kind != lease_kind::permit && !st.semaphore_checked && !closed &&
+        r.same_session && zookeeper::semaphore_layout::has_semaphore(st.children))
+        return check_semaphore(c, hp, std::make_shared<round_replies>(std::move(st)));
     std::vector<std::string> sorted;
     if (r.children == reply::ok) {
         sorted = recipe::contenders(std::move(st.children));
@@ -165,11 +178,14 @@ void zookeeper_store::impl::judge_round(const round_ctx& c, const acquire_ptr& h
     case acquire_next::start_over: return acquire(req, std::move(*hp), true);
     case acquire_next::fail_session_lost: return acquired(req, std::move(*hp), error::connection_lost, {});
     case acquire_next::make_parents:
-        return make_parents(c.path, [self = shared_from_this(), req, hp, retried = c.retried](int rc) {
-            if (rc != ZOK && rc != ZNODEEXISTS)
-                return self->acquired(req, std::move(*hp), self->to_error(rc, "creating the lock path"), {});
-            self->send_acquire(req, std::move(*hp), retried, true);
-        });
+        return make_parents(
+            c.path,
+            [self = shared_from_this(), req, hp, retried = c.retried](int rc) {
+                if (rc != ZOK && rc != ZNODEEXISTS)
+                    return self->acquired(req, std::move(*hp), self->to_error(rc, "creating the lock path"), {});
+                self->send_acquire(req, std::move(*hp), retried, true);
+            },
+            req.kind == lease_kind::permit ? 2 : 1);
     case acquire_next::fail_create_uncertain:
         nodes[c.key].uncertain = true;  // it may exist: the guid finds it next time
         [[fallthrough]];
@@ -181,35 +197,72 @@ void zookeeper_store::impl::judge_round(const round_ctx& c, const acquire_ptr& h
         nodes.erase(c.key);  // deleted under us (a forced release): nothing of ours is left
         return acquired(req, std::move(*hp), error_code(), {});
     case acquire_next::check_owner: return check_owner(c, c.path + "/" + r.pos.node, hp);
-    case acquire_next::held: return grant(c, hp);
+    case acquire_next::held: return req.kind == lease_kind::permit ? take_permit(c, hp) : grant(c, hp);
     case acquire_next::queued:
     case acquire_next::withdraw: return not_first(c, sorted.size(), hp);
     case acquire_next::mismatch:
-        set_text(dlock::detail::kind_in_use_text(lease_kind_of(r.pos.foreign_kind)));
+        set_text(dlock::detail::kind_in_use_text(zookeeper::detail::lease_kind_of(r.pos.foreign_kind)));
         return withdraw(c, hp, error::kind_mismatch);
     }
 }
 
 // The node's parents: the root chain as persistent nodes, the lock path as a container.
-void zookeeper_store::impl::make_parents(const std::string& path, std::function<void(int)> done)
+void zookeeper_store::impl::make_parents(const std::string& path, std::function<void(int)> done, std::size_t containers)
 {
     auto chain = std::make_shared<std::vector<std::string>>();
     for (auto at = path.find('/', 1); at != std::string::npos; at = path.find('/', at + 1))
         chain->push_back(path.substr(0, at));
     chain->push_back(path);
-    make_parent(chain, 0, std::move(done));
+    make_parent(chain, 0, containers, std::move(done));
 }
 
 void zookeeper_store::impl::make_parent(std::shared_ptr<std::vector<std::string>> chain, std::size_t i,
-                                        std::function<void(int)> done)
+                                        std::size_t containers, std::function<void(int)> done)
 {
     if (i == chain->size() || !zk)
         return done(zk ? ZOK : ZCLOSING);
-    int flags = i + 1 == chain->size() ? ZOO_CONTAINER : ZOO_PERSISTENT;
-    zk->create((*chain)[i], "", flags, [self = shared_from_this(), chain, i, done](int rc, std::string, node_stat) {
-        if (rc != ZOK && rc != ZNODEEXISTS)
-            return done(rc);
-        self->make_parent(chain, i + 1, done);
+    int flags = i + containers >= chain->size() ? ZOO_CONTAINER : ZOO_PERSISTENT;
+    zk->create((*chain)[i], "", flags,
+               [self = shared_from_this(), chain, i, containers, done](int rc, std::string, node_stat) {
+                   if (rc != ZOK && rc != ZNODEEXISTS)
+                       return done(rc);
+                   self->make_parent(chain, i + 1, containers, done);
+               });
+}
+
+// In use as a semaphore while a lease or an acquirer is there; the names of the leases say
+// how many permits dlock's users agreed on (Curator's say nothing).
+void zookeeper_store::impl::check_semaphore(const round_ctx& c, const acquire_ptr& hp,
+                                            std::shared_ptr<round_replies> st)
+{
+    namespace layout = zookeeper::semaphore_layout;
+    auto base = path_of(c.req.name);
+    auto seen = std::make_shared<std::pair<int, std::vector<std::string>>>(1, std::vector<std::string>{});
+    auto waiting = std::make_shared<std::pair<int, int>>(1, 0);  // rc, the children of `locks`
+    auto decide = [self = shared_from_this(), c, hp, st, seen, waiting] {
+        if (seen->first == 1 || waiting->first == 1)
+            return;
+        if (int rc = seen->first != ZOK ? seen->first : waiting->first; rc != ZOK)  // its node stays, for the release
+            return self->acquired(c.req, std::move(*hp), self->to_error(rc, "children of a semaphore"), {});
+        st->semaphore_checked = true;
+        if (seen->second.empty() && waiting->second == 0)
+            return self->judge_round(c, hp, *st);  // empty containers the servers have not reaped yet
+        std::optional<unsigned> permits;
+        for (auto& l : seen->second)
+            if (!permits)
+                permits = layout::permits_of(l);
+        self->set_text(permits ? dlock::detail::kind_in_use_text(lease_kind::permit, *permits)
+                               : "dlock: the name is in use as a semaphore");
+        self->withdraw(c, hp, error::kind_mismatch);
+    };
+    zk->get_children(base + "/" + std::string(layout::leases), [seen, decide](int rc, std::vector<std::string> ls) {
+        seen->first = rc == ZNONODE ? ZOK : rc;
+        seen->second = std::move(ls);
+        decide();
+    });
+    zk->exists(base + "/" + std::string(layout::locks), [waiting, decide](int rc, node_stat s) {
+        *waiting = {rc == ZNONODE ? ZOK : rc, rc == ZOK ? s.num_children : 0};
+        decide();
     });
 }
 
@@ -250,7 +303,7 @@ void zookeeper_store::impl::not_first(const round_ctx& c, std::size_t contenders
     if (contenders > 1)
         contended[c.req.name] = true;
     if (c.req.queue) {
-        start_queued(c.req.name, c.req.token, c.req.ttl);
+        start_queued(c.req.name, c.req.token, c.path, c.req.ttl, c.req.kind == lease_kind::permit);
         return acquired(c.req, std::move(*hp), error_code(), {});
     }
     withdraw(c, hp, error_code());

@@ -16,15 +16,17 @@ using dlock::detail::wait_action;
 using zookeeper::detail::node_stat;
 namespace recipe = zookeeper::recipe;
 
-void zookeeper_store::impl::start_queued(const std::string& name, const std::string& token, milliseconds ttl)
+void zookeeper_store::impl::start_queued(const std::string& name, const std::string& token, const std::string& path,
+                                         milliseconds ttl, bool permit)
 {
     if (queue.find(name, token))
         return;  // already waiting
     auto q = std::make_shared<queued>();
     q->name = name;
     q->token = token;
-    q->path = path_of(name);
+    q->path = path;
     q->ttl = ttl;
+    q->permit = permit;
     q->session = session_id;
     queue.start(q);
 }
@@ -90,6 +92,8 @@ void zookeeper_store::impl::watch_predecessor(const queued_ptr& q, const std::st
 
 void zookeeper_store::impl::grant_queued(const queued_ptr& q)
 {
+    if (q->permit)  // first under a semaphore's `locks`: its next attempt takes a lease
+        return void(watches.tell(q->name, q->token, watch_event::resync));
     auto& ns = nodes[{q->name, q->token}];
     ns.held = true;
     if (!ns.czxid)

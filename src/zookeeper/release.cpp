@@ -24,6 +24,10 @@ void zookeeper_store::impl::release(const lease_key& k, any_release_handler h, b
     auto hp = std::make_shared<any_release_handler>(std::move(h));
     if (order.busy(key))
         return order.after(key, [self = shared_from_this(), k, hp] { self->release(k, std::move(*hp)); });
+    permit_waits.erase(key);
+    if (leases.count(key) && zk && session_id)
+        return release_lease(k, hp, again);  // a semaphore's lease first, then its `locks` node
+    leases.erase(key);
     auto it = nodes.find(key);
     std::string node = it != nodes.end() ? it->second.node : std::string();
     if (node.empty() && it != nodes.end() && it->second.uncertain && zk)
@@ -50,7 +54,7 @@ void zookeeper_store::impl::release(const lease_key& k, any_release_handler h, b
 // with the leader (this one may not have applied it yet), then released.
 void zookeeper_store::impl::find_lost_node(const lease_key& k, const release_ptr& hp)
 {
-    auto path = path_of(k.name);
+    auto path = round_path(k.name, k.kind);
     zk->sync(path, [](int) {});  // its failure fails the read behind it too
     zk->get_children(
         path, [self = shared_from_this(), k, path, hp, sid = session_id](int rc, std::vector<std::string> c) {

@@ -301,6 +301,9 @@ void zookeeper_store::impl::session_gone(std::string why)
     auto old = life.end();
     session_id = 0;
     nodes.clear();
+    leases.clear();
+    for (auto& [key, epoch] : std::exchange(permit_waits, {}))
+        watches.tell(key.first, key.second, watch_event::resync);  // count again in the next session
     ping_timer.cancel();
     deadline_timer.cancel();
     drop_client();

@@ -2,6 +2,7 @@
 // What a name holds: its contenders' status, and an election's leader with the value it
 // proclaimed, kept as the leader node's data (LeaderLatch's participant id, so Curator's
 // getLeader() reads dlock's value and dlock reads Curator's id).
+#include "zookeeper/semaphore_layout.hpp"
 #include "zookeeper/store_impl.hpp"
 
 #include <zookeeper/zookeeper.h>
@@ -24,13 +25,15 @@ void zookeeper_store::impl::read_status(const std::string& name,
         if (ec)
             return done(ec, lock_status{}, std::string());
         auto path = self->path_of(name);
-        self->zk->get_children(path, [self, path, done](int rc, std::vector<std::string> children) {
+        self->zk->get_children(path, [self, name, path, done](int rc, std::vector<std::string> children) {
             lock_status s;
             if (rc == ZNONODE)
                 return done(error_code(), s, std::string());
             if (rc != ZOK)
                 return done(self->to_error(rc, "children of " + path), s, std::string());
-            auto sorted = recipe::contenders(std::move(children));
+            auto sorted = recipe::contenders(children);
+            if (sorted.empty() && zookeeper::semaphore_layout::has_semaphore(children))
+                return self->semaphore_status(name, done);
             if (sorted.empty())
                 return done(error_code(), s, std::string());
             auto held = recipe::holders(sorted);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // zookeeper_store: the contract's entry points (include/dlock/zookeeper/store.hpp) over the
 // driver's steps in this folder (store_impl.hpp says which file holds which).
+#include "zookeeper/semaphore_layout.hpp"
 #include "zookeeper/store_impl.hpp"
 
 #include <zookeeper/zookeeper.h>
@@ -74,7 +75,7 @@ store_traits zookeeper_store::traits() const noexcept
     t.confirms_leases = true;
     t.min_ttl = milliseconds(1);
     t.kinds |= static_cast<unsigned>(lease_kind::read) | static_cast<unsigned>(lease_kind::write) |
-               static_cast<unsigned>(lease_kind::leader);
+               static_cast<unsigned>(lease_kind::leader) | static_cast<unsigned>(lease_kind::permit);
     return t;
 }
 
@@ -127,6 +128,7 @@ void zookeeper_store::close()
     m.deadline_timer.cancel();
     m.queue.end_all(false);
     m.names.clear();
+    m.permit_waits.clear();
     m.watches.close();
     m.opening_ended(error::closed);
     m.session_id = 0;
@@ -148,8 +150,12 @@ void zookeeper_store::do_try_acquire(const lease_request& req, asio::any_complet
     if (m.closed)
         return post_moved(m.ex, h, error_code(error::closed), acquire_result{});
     if (!(traits().kinds & static_cast<unsigned>(req.kind))) {
-        set_error_text("zookeeper: this store serves mutexes, read-write locks and elections only");
+        set_error_text("zookeeper: this store serves mutexes, read-write locks, semaphores and elections only");
         return post_moved(m.ex, h, error_code(error::not_supported), acquire_result{});
+    }
+    if (req.kind == lease_kind::permit && req.capacity == 0) {
+        set_error_text("zookeeper: a semaphore needs at least one permit");
+        return post_moved(m.ex, h, error_code(error::invalid_option), acquire_result{});
     }
     std::string why;
     auto path = recipe::lock_path(m.cfg.root, req.name, why);
@@ -170,10 +176,14 @@ void zookeeper_store::do_renew(const lease_key& k, std::chrono::milliseconds,
     auto& m = *impl_;
     if (m.closed)
         return post_moved(m.ex, h, error_code(error::closed), renew_result{});
-    auto it = m.nodes.find({k.name, k.token});
-    auto node = !k.ref.empty() ? k.ref : it != m.nodes.end() ? it->second.node : std::string();
+    auto& held = k.kind == lease_kind::permit ? m.leases : m.nodes;
+    auto it = held.find({k.name, k.token});
+    auto node = !k.ref.empty() ? k.ref : it != held.end() ? it->second.node : std::string();
     if (node.empty() || !m.session_id || !m.zk)
         return post_moved(m.ex, h, error_code(), renew_result{});  // no session: nothing of ours exists
+    // A semaphore's holder is waited for while anyone is under its `locks`.
+    bool permit = k.kind == lease_kind::permit;
+    auto waiters = permit ? m.round_path(k.name, k.kind) : node.substr(0, node.rfind('/'));
     auto sid = m.session_id;
     auto hp = std::make_shared<asio::any_completion_handler<renew_signature>>(std::move(h));
     // Our node, and behind it the children (the same round trip): a contender waiting for
@@ -184,7 +194,7 @@ void zookeeper_store::do_renew(const lease_key& k, std::chrono::milliseconds,
         std::vector<std::string> children;
     };
     auto st = std::make_shared<replies>();
-    auto done = [self = impl_, sid, name = k.name, node, hp, st] {
+    auto done = [self = impl_, sid, name = k.name, node, permit, hp, st] {
         if (st->exists_rc == 1 || st->children_rc == 1)
             return;  // the other reply is still due
         int rc = st->exists_rc;
@@ -192,8 +202,9 @@ void zookeeper_store::do_renew(const lease_key& k, std::chrono::milliseconds,
             return post_moved(self->ex, *hp, self->to_error(rc, "confirming a node"), renew_result{});
         renew_result res{rc == ZOK && st->stat.ephemeral_owner == sid && self->session_id == sid, false};
         if (st->children_rc == ZOK)
-            res.contended = recipe::waited_for(recipe::contenders(std::move(st->children)),
-                                               std::string_view(node).substr(node.rfind('/') + 1));
+            res.contended = permit ? !st->children.empty()
+                                   : recipe::waited_for(recipe::contenders(std::move(st->children)),
+                                                        std::string_view(node).substr(node.rfind('/') + 1));
         if (auto it = self->contended.find(name); it != self->contended.end()) {
             res.contended = true;  // this store's own attempt found it taken
             self->contended.erase(it);
@@ -206,8 +217,8 @@ void zookeeper_store::do_renew(const lease_key& k, std::chrono::milliseconds,
         st->stat = s;
         done();
     });
-    m.zk->get_children(node.substr(0, node.rfind('/')), [st, done](int rc, std::vector<std::string> children) {
-        st->children_rc = rc;
+    m.zk->get_children(waiters, [st, done](int rc, std::vector<std::string> children) {
+        st->children_rc = rc == ZNONODE ? ZOK : rc;
         st->children = std::move(children);
         done();
     });
@@ -228,28 +239,36 @@ void zookeeper_store::do_force_release(const std::string& name, asio::any_comple
         if (ec)
             return post_moved(self->ex, *hp, ec, false);
         auto path = self->path_of(name);
-        self->zk->get_children(path, [self, path, hp](int rc, std::vector<std::string> children) {
+        self->zk->get_children(path, [self, name, path, hp](int rc, std::vector<std::string> children) {
             if (rc == ZNONODE)
                 return post_moved(self->ex, *hp, error_code(), false);
             if (rc != ZOK)
                 return post_moved(self->ex, *hp, self->to_error(rc, "children of " + path), false);
+            auto sorted = recipe::contenders(children);
+            if (sorted.empty() && zookeeper::semaphore_layout::has_semaphore(children))
+                return self->force_release_permits(name, hp);
             // Every holder: the mutex's or the writer's node, or every reader before a writer.
-            auto held = recipe::holders(recipe::contenders(std::move(children)));
-            if (held.empty())
-                return post_moved(self->ex, *hp, error_code(), false);
-            auto left = std::make_shared<std::size_t>(held.size());
-            auto out = std::make_shared<std::pair<error_code, bool>>();
-            for (auto& node : held)
-                self->zk->remove(path + "/" + node, [self, hp, left, out](int rc) {
-                    if (rc == ZOK)
-                        out->second = true;
-                    else if (rc != ZNONODE && !out->first)
-                        out->first = self->to_error(rc, "delete");
-                    if (--*left == 0)
-                        post_moved(self->ex, *hp, out->first, out->first ? false : out->second);
-                });
+            self->remove_nodes(path, recipe::holders(sorted), hp);
         });
     });
+}
+
+void zookeeper_store::impl::remove_nodes(const std::string& path, const std::vector<std::string>& children,
+                                         const release_ptr& hp)
+{
+    if (children.empty())
+        return post_moved(ex, *hp, error_code(), false);
+    auto left = std::make_shared<std::size_t>(children.size());
+    auto out = std::make_shared<std::pair<error_code, bool>>();
+    for (auto& node : children)
+        zk->remove(path + "/" + node, [self = shared_from_this(), hp, left, out](int rc) {
+            if (rc == ZOK)
+                out->second = true;
+            else if (rc != ZNONODE && !out->first)
+                out->first = self->to_error(rc, "delete");
+            if (--*left == 0)
+                post_moved(self->ex, *hp, out->first, out->first ? false : out->second);
+        });
 }
 
 }  // namespace dlock

@@ -25,6 +25,13 @@
 
 namespace dlock {
 
+namespace zookeeper::detail {
+/// A ZooKeeper return code as an acquire round judges it.
+zookeeper::reply reply_of(int rc);
+/// What a path is in use as, in the contract's words, from one of its contenders' kind.
+lease_kind lease_kind_of(zookeeper::recipe::node_kind k);
+}  // namespace zookeeper::detail
+
 struct zookeeper_store::impl
     : dlock::detail::session_store_state<zookeeper::config, zookeeper_store::error_text_keeper>,
       std::enable_shared_from_this<impl> {
@@ -73,6 +80,9 @@ struct zookeeper_store::impl
     std::map<key_pair, node_state> nodes;
 
     std::string path_of(const std::string& name) const;
+    // Where an acquire round of `kind` makes its node: the name's path, or a semaphore's
+    // internal mutex under it (`<path>/locks`).
+    std::string round_path(const std::string& name, lease_kind kind) const;
     // Why a name's lock path cannot be sent (empty if it can): over the servers' jute.maxbuffer.
     static std::string too_long(const std::string& path, std::size_t token_size);
     // An operation on a name refused before any request: closed, or a name too long (its text kept).
@@ -88,6 +98,7 @@ struct zookeeper_store::impl
     // One round's replies (a create and a getChildren, or the latter alone).
     struct round_replies {
         bool create_sent = false;
+        bool semaphore_checked = false;      // a semaphore's nodes under the name were looked at
         int create_rc = 1, children_rc = 1;  // 1: not come yet (0 is ZOK)
         std::string node;
         zookeeper::detail::node_stat stat;
@@ -109,8 +120,14 @@ struct zookeeper_store::impl
                       bool parents_made = false);
     void find_lost_create(const round_ctx& c, const acquire_ptr& hp);
     void judge_round(const round_ctx& c, const acquire_ptr& hp, round_replies& st);
-    void make_parents(const std::string& path, std::function<void(int)> done);
-    void make_parent(std::shared_ptr<std::vector<std::string>> chain, std::size_t i, std::function<void(int)> done);
+    // The path's missing parents: persistent, but the last `containers` (the lock path, and a
+    // semaphore's path above its `locks` or `leases`) as containers the servers reap once empty.
+    void make_parents(const std::string& path, std::function<void(int)> done, std::size_t containers = 1);
+    void make_parent(std::shared_ptr<std::vector<std::string>> chain, std::size_t i, std::size_t containers,
+                     std::function<void(int)> done);
+    // Another kind's round found a semaphore's `locks` or `leases` under the name: in use if
+    // either has children (else they are containers not reaped yet), then judged again.
+    void check_semaphore(const round_ctx& c, const acquire_ptr& hp, std::shared_ptr<round_replies> st);
     void check_owner(const round_ctx& c, const std::string& node, const acquire_ptr& hp);
     void grant(const round_ctx& c, const acquire_ptr& hp);
     void not_first(const round_ctx& c, std::size_t contenders, const acquire_ptr& hp);
@@ -128,16 +145,51 @@ struct zookeeper_store::impl
         std::string name, token, path;
         milliseconds ttl{0};
         std::int64_t session = 0;
+        bool permit = false;
         dlock::detail::predecessor_wait wait{};
     };
     using queued_ptr = std::shared_ptr<queued>;
     dlock::detail::wait_queue<queued> queue{[this](const queued_ptr& q, auto& a) { perform(q, a); }};
 
-    void start_queued(const std::string& name, const std::string& token, milliseconds ttl);
+    // `path`: where the token's node waits (round_path); a semaphore's acquirer first under
+    // its `locks` holds no permit yet: it is told to try again (resync), not granted.
+    void start_queued(const std::string& name, const std::string& token, const std::string& path, milliseconds ttl,
+                      bool permit);
     void perform(const queued_ptr& q, const dlock::detail::wait_action& a);
     void read_place(const queued_ptr& q);
     void watch_predecessor(const queued_ptr& q, const std::string& pred);
     void grant_queued(const queued_ptr& q);
+
+    // ---- a semaphore's lease phase, once first under its `locks` (permit.cpp) ----
+    // The token's lease node under `leases`; its node under `locks` is in `nodes` meanwhile.
+    std::map<key_pair, node_state> leases;
+    // Queued tokens holding `locks` while every permit is taken: the epoch of the children
+    // watch on `leases` that wakes them (one that fires for an older epoch is ignored).
+    std::map<key_pair, std::uint64_t> permit_waits;
+    std::uint64_t permit_epochs = 0;
+    // One round's replies: the lease node's create, the children of `leases` and of the name.
+    struct permit_replies {
+        bool create_sent = false, parents_made = false, retaken = false;
+        int create_rc = 1, leases_rc = 1, path_rc = 1;  // 1: not come yet
+        std::string node{};
+        zookeeper::detail::node_stat stat{};
+        std::vector<std::string> leases{}, children{};
+    };
+    void take_permit(const round_ctx& c, const acquire_ptr& hp, bool parents_made = false);
+    void find_lost_lease(const round_ctx& c, const acquire_ptr& hp);
+    void judge_permit(const round_ctx& c, const acquire_ptr& hp, permit_replies& st);
+    void check_lease_owner(const round_ctx& c, const acquire_ptr& hp);
+    void grant_permit(const round_ctx& c, const acquire_ptr& hp);
+    void drop_permit(const round_ctx& c, const acquire_ptr& hp, error_code ec);
+    void permit_freed(const key_pair& key, std::uint64_t epoch);
+    // A node that must go while the session lives (our `locks` node once a permit is held):
+    // deleted, and asked again while the connection is lost.
+    void remove_until_gone(const std::string& node, std::int64_t sid);
+    void release_lease(const lease_key& k, const release_ptr& hp, bool again);
+    void semaphore_status(const std::string& name, std::function<void(error_code, lock_status, std::string)> done);
+    void force_release_permits(const std::string& name, const release_ptr& hp);
+    // Deletes `children` of `path` at once: true if any was deleted (force release).
+    void remove_nodes(const std::string& path, const std::vector<std::string>& children, const release_ptr& hp);
 
     // Untokened watchers of a name: one children watch, re-armed on each change.
     struct name_watch {

@@ -250,6 +250,12 @@ BOOST_AUTO_TEST_CASE(the_tool_runs_readers_together_and_a_writer_alone)
 {
     rw::the_tool_runs_readers_together_and_a_writer_alone(DLOCK_CLI_PATH, pg_server().url());
 }
+
+BOOST_AUTO_TEST_CASE(the_tool_counts_permits)
+{
+    rw::the_tool_counts_permits(DLOCK_CLI_PATH, pg_server().url());
+    BOOST_TEST(set_rows("dlock:pool") == 0);
+}
 #endif
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -94,23 +94,59 @@ inline void a_writer_gets_in_while_readers_keep_arriving(const std::string& wher
                "readers that began after the writer: " << r.reader_begins_after_last_writer);
 }
 
+/// Runs the dlock tool at `cli` to its end (killed after 60 s): its exit code, and what it
+/// printed (stderr too) into `out`.
+inline int run_tool(const std::string& cli, std::vector<std::string> args, std::string* out = nullptr)
+{
+    std::vector<std::string> argv{"/bin/sh", "-c", "exec timeout -s KILL 60 \"$0\" \"$@\" 2>&1", cli};
+    argv.insert(argv.end(), args.begin(), args.end());
+    int status = -1;
+    auto text = run_capture(argv, &status);
+    if (out)
+        *out = text;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/// A command of the tool that says "held", then waits for SIGTERM (it exits 3 on it).
+inline const std::string tool_holder = "trap 'echo got-term; exit 3' TERM; echo held; while :; do sleep 0.05; done";
+
+/// The tool at `url`: two `dlock run --permits 2` hold both permits, a third finds none
+/// (75), one with another number is told which to use (65); status names the semaphore;
+/// once a holder is stopped, the next one runs.
+inline void the_tool_counts_permits(const std::string& cli, const std::string& url)
+{
+    auto tool = [&](std::vector<std::string> args, std::string* out = nullptr) { return run_tool(cli, args, out); };
+    child p1({cli, "run", "--url", url, "--permits", "2", "pool", "--", "/bin/sh", "-c", tool_holder});
+    child p2({cli, "run", "--url", url, "--permits", "2", "pool", "--", "/bin/sh", "-c", tool_holder});
+    BOOST_TEST_REQUIRE(p1.read_line(60s).value_or("<eof>") == "held");
+    BOOST_TEST_REQUIRE(p2.read_line(60s).value_or("<eof>") == "held");
+    std::string out;
+    BOOST_TEST(tool({"run", "--url", url, "--permits", "2", "--wait", "0", "pool", "--", "true"}, &out) == 75, out);
+    BOOST_TEST(tool({"run", "--url", url, "--permits", "3", "--wait", "0", "pool", "--", "true"}, &out) == 65, out);
+    BOOST_TEST(out.find("'pool' is held as a semaphore of 2 permits: use --permits 2") != std::string::npos, out);
+    BOOST_TEST(tool({"status", "--url", url, "--json", "pool"}, &out) == 0, out);
+    BOOST_TEST(out.find("\"kind\":\"semaphore\"") != std::string::npos, out);
+    BOOST_TEST(out.find("\"holders\":2") != std::string::npos, out);
+    BOOST_TEST(out.find("\"permits\":2") != std::string::npos, out);
+    p1.signal(SIGTERM);
+    BOOST_TEST(p1.read_line(30s).value_or("<eof>") == "got-term");
+    BOOST_TEST(p1.wait() == 3);
+    BOOST_TEST(tool({"run", "--url", url, "--permits", "2", "--wait", "5s", "pool", "--", "/bin/echo", "ran"}, &out) ==
+                   0,
+               out);
+    BOOST_TEST(out.find("ran") != std::string::npos, out);
+    p2.signal(SIGTERM);
+    BOOST_TEST(p2.read_line(30s).value_or("<eof>") == "got-term");
+    BOOST_TEST(p2.wait() == 3);
+}
+
 /// The tool at `url`: `dlock run --shared` runs beside another reader, `--exclusive` and the
 /// plain form (a mutex) do not, the latter told which flags to use; status names the kind;
 /// once the reader is stopped, the writer runs. `cli` is the dlock tool's path.
 inline void the_tool_runs_readers_together_and_a_writer_alone(const std::string& cli, const std::string& url)
 {
-    // Runs the tool to its end: its exit code and what it printed (stderr too).
-    auto tool = [&](std::vector<std::string> args, std::string* out = nullptr) {
-        std::vector<std::string> argv{"/bin/sh", "-c", "exec timeout -s KILL 60 \"$0\" \"$@\" 2>&1", cli};
-        argv.insert(argv.end(), args.begin(), args.end());
-        int status = -1;
-        auto text = run_capture(argv, &status);
-        if (out)
-            *out = text;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    };
-    const std::string holder = "trap 'echo got-term; exit 3' TERM; echo held; while :; do sleep 0.05; done";
-    child reader({cli, "run", "--url", url, "--shared", "doc", "--", "/bin/sh", "-c", holder});
+    auto tool = [&](std::vector<std::string> args, std::string* out = nullptr) { return run_tool(cli, args, out); };
+    child reader({cli, "run", "--url", url, "--shared", "doc", "--", "/bin/sh", "-c", tool_holder});
     BOOST_TEST_REQUIRE(reader.read_line(60s).value_or("<eof>") == "held");
     std::string out;
     BOOST_TEST(tool({"run", "--url", url, "--shared", "--wait", "0", "doc", "--", "/bin/echo", "reading"}, &out) == 0,

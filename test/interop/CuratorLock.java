@@ -13,11 +13,13 @@
 //   handoff CONNECT PATH N
 //       two sessions take turns: one holds while the other queues behind it; the time from
 //       the holder's release to the waiter's acquire, N times; prints "p50_us=.. p99_us=.."
-//   sections CONNECT PATH read|write THREADS SECTIONS HOLD_MS LOG_FILE
-//       InterProcessReadWriteLock: THREADS threads, each SECTIONS sections of HOLD_MS on that
-//       side, appending "B|E r|w java-<pid> <czxid>" as lock_worker's sections do. Prints "done".
-//   hold-rw CONNECT PATH read|write MILLIS
-//       takes that side, prints "acquired <czxid>", holds MILLIS, releases, prints "released".
+//   sections CONNECT PATH read|write|permits=N THREADS SECTIONS HOLD_MS LOG_FILE
+//       InterProcessReadWriteLock's side, or one of N permits of InterProcessSemaphoreV2:
+//       THREADS threads, each SECTIONS sections of HOLD_MS, appending "B|E r|w|p java-<pid>
+//       <czxid>" as lock_worker's sections do. Prints "done".
+//   hold-rw CONNECT PATH read|write|permits=N MILLIS
+//       takes that side or a permit, prints "acquired <czxid>", holds MILLIS, releases,
+//       prints "released".
 //   latch CONNECT PATH ID MILLIS
 //       LeaderLatch with participant id ID: prints "waiting", then "acquired <czxid>" once it
 //       leads, leads MILLIS, closes the latch, prints "released".
@@ -33,6 +35,8 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorLock {
@@ -57,7 +61,22 @@ public class CuratorLock {
         long acquire() throws Exception;
         void release() throws Exception;
     }
-    static Side side(CuratorFramework c, String path, boolean read) {
+    // "read", "write" or "permits=N" (a lease of InterProcessSemaphoreV2, its czxid the token).
+    static Side side(CuratorFramework c, String path, String what) {
+        if (what.startsWith("permits=")) {
+            InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(c, path, Integer.parseInt(what.substring(8)));
+            Lease[] held = new Lease[1];
+            return new Side() {
+                public long acquire() throws Exception {
+                    held[0] = sem.acquire();
+                    return c.checkExists().forPath(path + "/leases/" + held[0].getNodeName()).getCzxid();
+                }
+                public void release() throws Exception {
+                    sem.returnLease(held[0]);
+                }
+            };
+        }
+        boolean read = what.equals("read");
         Writer w = new Writer(c, path);
         Reader r = new Reader(c, path, w);
         return new Side() {
@@ -178,17 +197,17 @@ public class CuratorLock {
             break;
         }
         case "sections": {
-            boolean read = args[3].equals("read");
+            String what = args[3];
             int threads = Integer.parseInt(args[4]), sections = Integer.parseInt(args[5]);
             long hold = Long.parseLong(args[6]);
             Path log = Path.of(args[7]);
-            String kind = read ? "r" : "w";
+            String kind = what.startsWith("permits=") ? "p" : what.equals("read") ? "r" : "w";
             Thread[] ts = new Thread[threads];
             boolean[] failed = new boolean[1];
             for (int t = 0; t < threads; ++t) {
                 ts[t] = new Thread(() -> {
                     try {
-                        Side s = side(client, args[2], read);
+                        Side s = side(client, args[2], what);
                         for (int i = 0; i < sections; ++i) {
                             long czxid = s.acquire();
                             append(log, "B " + kind + " java-" + pid + " " + czxid + "\n");
@@ -209,7 +228,7 @@ public class CuratorLock {
             break;
         }
         case "hold-rw": {
-            Side s = side(client, args[2], args[3].equals("read"));
+            Side s = side(client, args[2], args[3]);
             System.out.println("acquired " + s.acquire());
             System.out.flush();
             Thread.sleep(Long.parseLong(args[4]));
