@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
 /// The ZooKeeper store: the lock recipe of ZooKeeper's docs in Apache Curator's node layouts
-/// (InterProcessMutex, InterProcessReadWriteLock, LeaderLatch), on the io_context through the
+/// (InterProcessMutex, InterProcessReadWriteLock, LeaderLatch, InterProcessSemaphoreV2), on the io_context through the
 /// C client's single-threaded library, with one ZooKeeper session per store.
 #pragma once
 
@@ -26,8 +26,12 @@ namespace dlock {
 /// `_c_<guid>-__READ__<sequence>` and `_c_<guid>-__WRIT__<sequence>` under the same path, as
 /// Curator's InterProcessReadWriteLock (a reader waits only for the first writer before it);
 /// an election's candidates `_c_<guid>-latch-<sequence>`, as Curator's LeaderLatch, with the
-/// leader's proclaimed value as the node's data (LeaderLatch's participant id). A path in use
-/// as one of these refuses the others with kind_mismatch.
+/// leader's proclaimed value as the node's data (LeaderLatch's participant id). A semaphore's
+/// acquirers take `<root>/<N>/locks` in turn (an InterProcessMutex) and hold a permit as an
+/// ephemeral sequential node `<root>/<N>/leases/_c_<guid>-lease-of<permits>-<sequence>` while
+/// the leases number at most the permits, as Curator's InterProcessSemaphoreV2 (dlock's names
+/// carry the permits, so dlock users of another number are refused). A path in use as one of
+/// these refuses the others with kind_mismatch.
 ///
 /// Session: one per store, opened at first use; the client's traffic (and a request of ours
 /// every third of the timeout) keeps it alive, and the watchdog's renewals only confirm that
