@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // An acquire (one transaction: put our key if absent, read the first key) and a release
 // (delete our key if it is still ours), in token order, on the store's lease.
+#include "core/kind_text.hpp"
 #include "etcd/store_impl.hpp"
 
 namespace dlock {
@@ -36,6 +37,9 @@ std::string_view etcd_store::impl::first_value(lease_kind kind, const std::strin
 
 our_key etcd_store::impl::our_key_of(const lease_key& k, const std::string& key) const
 {
+    if (k.kind == lease_kind::permit)
+        if (auto it = permit_values.find({k.name, k.token}); it != permit_values.end())
+            return {key, slots.created(k.name, k.token), it->second.value};
     return {key, slots.created(k.name, k.token), first_value(k.kind, k.token)};
 }
 
@@ -67,48 +71,67 @@ void etcd_store::impl::send_acquire(const lease_request& req, acquire_handler h,
     auto l = lease;
     auto sent = clock_type::now();
     std::string value(first_value(req.kind, req.token));
-    auto body = req.queue ? queued_acquire_txn(key, range, value, l) : try_acquire_txn(key, range, value, l);
-    request(
-        txn_path, std::move(body),
-        [this, req, retried, key, l, sent, value, h = std::move(h)](error_code ec, http_reply r) mutable {
-            reply_error err;
-            acquire_reply a;
-            ec = decode(
-                ec, r,
-                [&](std::string_view b, reply_error& e) { return parse_acquire(b, req.queue, key, value, l, a, e); },
-                err);
-            if (ec == error::session_lost) {
-                if (lease == l)
-                    session_gone(err.text);
-                if (!retried)  // our lease vanished under us: once more, with a new one
-                    return acquire(req, std::move(h), true);
-            }
-            if (ec)
-                return acquired(req, std::move(h), ec, acquire_result{});
-            acquire_result res;
-            // A candidate's key may carry its proclaimed value by now: ours if under our
-            // lease (its name is this token's slot, only this token puts there).
-            bool ours = a.mine && (req.kind == lease_kind::leader ? a.mine->lease == l : a.mine->value == value);
-            if (ours && lease == l)
-                slots.set_created(req.name, req.token, a.mine->create_revision);
-            if (ours && a.owner && a.owner->key == key) {
-                res.acquired = true;
-                res.fencing_token = static_cast<std::uint64_t>(a.mine->create_revision);
-                // At least 1 ms: 0 would read as "as asked"; a lease this short is a late reply.
-                res.granted_ttl = std::max(milliseconds(1), std::min(req.ttl, ms_until(life.raw_deadline(), sent)));
-                res.lease_ref = key;
-                res.session = static_cast<std::uint64_t>(l);
-                queue.drop(req.name, req.token);
-            } else {
-                if (a.owner && a.owner->lease == l)
-                    contended[req.name] = true;  // our own holder's next confirmation says so
-                if (req.queue && ours)
-                    start_queued(req.name, req.token, *a.mine, sent, req.ttl);
-                else if (!a.mine && lease == l)
-                    slots.free(req.name, req.token);  // nothing was put: the slot is free
-            }
-            acquired(req, std::move(h), error_code(), std::move(res));
-        });
+    bool permit = req.kind == lease_kind::permit;
+    if (permit) {  // a semaphore's attempt always puts its key, and reads the first N
+        auto& e = permit_values[{req.name, req.token}];
+        e = {req.capacity, permit_value(req.token, req.capacity)};
+        value = e.value;
+    }
+    auto body = permit      ? queued_acquire_txn(key, range, value, l, req.capacity)
+                : req.queue ? queued_acquire_txn(key, range, value, l)
+                            : try_acquire_txn(key, range, value, l);
+    request(txn_path, std::move(body),
+            [this, req, retried, key, l, sent, value, permit, h = std::move(h)](error_code ec, http_reply r) mutable {
+                reply_error err;
+                acquire_reply a;
+                ec = decode(
+                    ec, r,
+                    [&](std::string_view b, reply_error& e) {
+                        return parse_acquire(b, req.queue || permit, key, value, l, a, e);
+                    },
+                    err);
+                if (ec == error::session_lost) {
+                    if (lease == l)
+                        session_gone(err.text);
+                    if (!retried)  // our lease vanished under us: once more, with a new one
+                        return acquire(req, std::move(h), true);
+                }
+                if (ec)
+                    return acquired(req, std::move(h), ec, acquire_result{});
+                if (permit)
+                    return on_permit_reply(req, a, key, l, sent, std::move(h));
+                acquire_result res;
+                // A candidate's key may carry its proclaimed value by now: ours if under our
+                // lease (its name is this token's slot, only this token puts there).
+                bool ours = a.mine && (req.kind == lease_kind::leader ? a.mine->lease == l : a.mine->value == value);
+                if (ours && lease == l)
+                    slots.set_created(req.name, req.token, a.mine->create_revision);
+                if (auto n = a.owner ? permits_in(a.owner->value) : std::nullopt; n && a.owner->key != key) {
+                    set_text(dlock::detail::kind_in_use_text(lease_kind::permit, *n));  // a semaphore's key first
+                    if (ours)
+                        return withdraw_key(req, key, a.mine->create_revision, error::kind_mismatch, std::move(h));
+                    if (!a.mine && lease == l)
+                        slots.free(req.name, req.token);  // a try that put nothing
+                    return acquired(req, std::move(h), error::kind_mismatch, acquire_result{});
+                }
+                if (ours && a.owner && a.owner->key == key) {
+                    res.acquired = true;
+                    res.fencing_token = static_cast<std::uint64_t>(a.mine->create_revision);
+                    // At least 1 ms: 0 would read as "as asked"; a lease this short is a late reply.
+                    res.granted_ttl = std::max(milliseconds(1), std::min(req.ttl, ms_until(life.raw_deadline(), sent)));
+                    res.lease_ref = key;
+                    res.session = static_cast<std::uint64_t>(l);
+                    queue.drop(req.name, req.token);
+                } else {
+                    if (a.owner && a.owner->lease == l)
+                        contended[req.name] = true;  // our own holder's next confirmation says so
+                    if (req.queue && ours)
+                        start_queued(req.name, req.token, *a.mine, sent, req.ttl);
+                    else if (!a.mine && lease == l)
+                        slots.free(req.name, req.token);  // nothing was put: the slot is free
+                }
+                acquired(req, std::move(h), error_code(), std::move(res));
+            });
 }
 
 // `again`: asked again after a transient failure (the first try may have run).
@@ -121,11 +144,16 @@ void etcd_store::impl::release(const lease_key& k, release_handler h, bool again
         auto hp = std::make_shared<release_handler>(std::move(h));
         return order.after({k.name, k.token}, [self = shared_from_this(), k, hp] { self->release(k, std::move(*hp)); });
     }
+    stop_permit_wait({k.name, k.token});
     auto key = k.ref.empty() ? key_for(k.name, k.token) : k.ref;
-    if (key.empty())
+    if (key.empty()) {
+        permit_values.erase({k.name, k.token});
         return post_completion(ex, std::move(h), error_code(), false);
+    }
+    auto permits = permit_values.find({k.name, k.token});
+    auto firsts = k.kind == lease_kind::permit && permits != permit_values.end() ? permits->second.permits : 1u;
     request(
-        txn_path, release_txn(our_key_of(k, key), range_of(k.name)),
+        txn_path, release_txn(our_key_of(k, key), range_of(k.name), firsts),
         [this, k, key, again, l = lease, h = std::move(h)](error_code ec, http_reply r) mutable {
             reply_error err;
             bool deleted = false, held = false;
@@ -136,9 +164,11 @@ void etcd_store::impl::release(const lease_key& k, release_handler h, bool again
                 return release_later(k, std::move(h));
             if (!ec && again && !deleted)
                 held = true;  // gone when asked again: most likely the first try, whose reply was lost, did it
-            if (!ec)
+            if (!ec) {
                 slots.free(k.name, k.token);  // deleted, or not ours: the token has no key now
-            if (!ec && held)                  // our own tokened watchers hear it here, not on a stream
+                permit_values.erase({k.name, k.token});
+            }
+            if (!ec && held)  // our own tokened watchers hear it here, not on a stream
                 watches.tell_tokens(k.name, k.token, watch_event::released);
             post_completion(ex, std::move(h), ec, held);
         },

@@ -7,6 +7,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 
@@ -119,6 +120,26 @@ const json::object* response_at(const json::object& o, std::size_t i, std::strin
         return nullptr;
     auto* r = rs->as_array()[i].as_object().if_contains(field);
     return r && r->is_object() ? &r->as_object() : nullptr;
+}
+
+// Every key-value of a range reply, in its order.
+bool all_kvs(const json::object* range, std::vector<key_value>& out)
+{
+    out.clear();
+    if (!range)
+        return false;
+    auto* kvs = range->if_contains("kvs");
+    if (!kvs)
+        return true;
+    if (!kvs->is_array())
+        return false;
+    for (auto& e : kvs->as_array()) {
+        key_value kv;
+        if (!get_kv(e, kv))
+            return false;
+        out.push_back(std::move(kv));
+    }
+    return true;
 }
 
 bool first_kv(const json::object* range, std::optional<key_value>& out)
@@ -321,10 +342,10 @@ reply_error classify(unsigned http_status, std::string_view body)
 }
 
 std::string queued_acquire_txn(std::string_view key, std::string_view prefix, std::string_view value,
-                               std::int64_t lease)
+                               std::int64_t lease, std::int64_t firsts)
 {
     auto end = prefix_end(prefix);
-    auto owner = op("request_range", range_op(prefix, end, 1, true));
+    auto owner = op("request_range", range_op(prefix, end, firsts, true));
     return txn({compare_create(key, {}, 0)}, {put_op(key, value, lease), owner},
                {op("request_range", range_op(key, {}, 0, true)), owner});
 }
@@ -352,13 +373,14 @@ bool parse_acquire(std::string_view body, bool queued, std::string_view key, std
             out.owner = out.mine;  // the range was empty
             return true;
         }
-        if (!first_kv(response_at(*o, 1, "response_range"), out.owner))
+        if (!all_kvs(response_at(*o, 1, "response_range"), out.firsts))
             return shape_error(err, "acquire: no owner range");
-        return true;
-    }
-    if (!first_kv(response_at(*o, 0, "response_range"), out.mine) ||
-        !first_kv(response_at(*o, 1, "response_range"), out.owner))
+    } else if (!first_kv(response_at(*o, 0, "response_range"), out.mine) ||
+               !all_kvs(response_at(*o, 1, "response_range"), out.firsts)) {
         return shape_error(err, "acquire: ranges missing");
+    }
+    if (!out.firsts.empty())
+        out.owner = out.firsts.front();
     return true;
 }
 
@@ -396,10 +418,10 @@ bool parse_confirm(std::string_view body, confirm_reply& out, reply_error& err)
     return true;
 }
 
-std::string release_txn(our_key mine, std::string_view prefix)
+std::string release_txn(our_key mine, std::string_view prefix, std::int64_t firsts)
 {
     return txn({compare_ours(mine)},
-               {op("request_range", range_op(prefix, prefix_end(prefix), 1, true)),
+               {op("request_range", range_op(prefix, prefix_end(prefix), firsts, true)),
                 op("request_delete_range", {{"key", base64_encode(mine.key)}})},
                {});
 }
@@ -414,11 +436,34 @@ bool parse_release(std::string_view body, std::string_view key, bool& deleted, b
     held = false;
     if (!deleted)
         return true;
-    std::optional<key_value> first;
-    if (!first_kv(response_at(*o, 0, "response_range"), first))
+    std::vector<key_value> firsts;
+    if (!all_kvs(response_at(*o, 0, "response_range"), firsts))
         return shape_error(err, "release: no range");
-    held = first && first->key == key;
+    held = std::any_of(firsts.begin(), firsts.end(), [&](const key_value& kv) { return kv.key == key; });
     return true;
+}
+
+namespace {
+
+constexpr std::string_view permit_marker = "dlock-semaphore/";
+
+}  // namespace
+
+std::string permit_value(std::string_view token, unsigned permits)
+{
+    return std::string(permit_marker) + std::to_string(permits) + "/" + std::string(token);
+}
+
+std::optional<unsigned> permits_in(std::string_view value)
+{
+    if (value.substr(0, permit_marker.size()) != permit_marker)
+        return std::nullopt;
+    auto rest = value.substr(permit_marker.size());
+    unsigned n = 0;
+    auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), n);
+    if (ec != std::errc() || end == rest.data() || end == rest.data() + rest.size() || *end != '/' || n == 0)
+        return std::nullopt;
+    return n;
 }
 
 std::string delete_if_created_txn(std::string_view key, std::int64_t create_revision)
@@ -477,16 +522,8 @@ bool parse_range(std::string_view body, range_reply& out, reply_error& err)
     out.revision = header_revision(*o);
     if (!get_int(*o, "count", out.count))
         return shape_error(err, "range: bad count");
-    if (auto* kvs = o->if_contains("kvs")) {
-        if (!kvs->is_array())
-            return shape_error(err, "range: kvs is not an array");
-        for (auto& e : kvs->as_array()) {
-            key_value kv;
-            if (!get_kv(e, kv))
-                return shape_error(err, "range: bad key-value");
-            out.kvs.push_back(std::move(kv));
-        }
-    }
+    if (!all_kvs(o, out.kvs))
+        return shape_error(err, "range: bad key-values");
     return true;
 }
 

@@ -49,9 +49,9 @@ reply_error classify(unsigned http_status, std::string_view body);
 // `prefix` is the name's range: `<prefix><name>/`; `key` is ours in it; `value` our token.
 
 /// Queued acquire (etcd's Mutex.Lock): put our key if absent (else read it back), and read
-/// the range's first-created key in the same step.
+/// the range's first-created key (a semaphore: its first `firsts` keys) in the same step.
 std::string queued_acquire_txn(std::string_view key, std::string_view prefix, std::string_view value,
-                               std::int64_t lease);
+                               std::int64_t lease, std::int64_t firsts = 1);
 /// Unqueued attempt: put our key only if the range is empty; else read ours and the first.
 std::string try_acquire_txn(std::string_view key, std::string_view prefix, std::string_view value, std::int64_t lease);
 
@@ -60,6 +60,7 @@ struct acquire_reply {
     bool put = false;                ///< our key was created by this Txn
     std::optional<key_value> mine;   ///< our key as it is now (put: value, create = revision)
     std::optional<key_value> owner;  ///< the range's first-created key, if any
+    std::vector<key_value> firsts;   ///< the range's first-created keys read (owner first)
 };
 bool parse_acquire(std::string_view body, bool queued, std::string_view key, std::string_view value, std::int64_t lease,
                    acquire_reply& out, reply_error& err);
@@ -81,10 +82,11 @@ struct confirm_reply {
 };
 bool parse_confirm(std::string_view body, confirm_reply& out, reply_error& err);
 
-/// Deletes our key if it still carries our token, reading the range's first key just
-/// before: a release reports whether the key held the name (a queued one is withdrawn).
-std::string release_txn(our_key mine, std::string_view prefix);
-/// Whether our key was deleted, and whether it was the first (the holder).
+/// Deletes our key if it still carries our token, reading the range's first key (a
+/// semaphore: its first `firsts`) just before: a release reports whether the key held the
+/// name (a queued one is withdrawn).
+std::string release_txn(our_key mine, std::string_view prefix, std::int64_t firsts = 1);
+/// Whether our key was deleted, and whether it was among the first (a holder).
 bool parse_release(std::string_view body, std::string_view key, bool& deleted, bool& held, reply_error& err);
 /// Deletes `key` if it is still the key created at `create_revision` (the operator's force
 /// release: not a successor's).
@@ -113,6 +115,14 @@ struct range_reply {
     std::vector<key_value> kvs;
 };
 bool parse_range(std::string_view body, range_reply& out, reply_error& err);
+
+// ---- semaphores: every permit a key of the name's range, the first N by creation hold ----
+/// A permit's value: `dlock-semaphore/<permits>/<token>`, so that every user of the name
+/// sees how many permits it was acquired under (a mutex's value is its token; etcdctl's and
+/// an election candidate's are empty or a proclaimed value).
+std::string permit_value(std::string_view token, unsigned permits);
+/// The permits a key's value was put under, or nothing if it is not a permit's.
+std::optional<unsigned> permits_in(std::string_view value);
 
 // ---- leases -----------------------------------------------------------------------------
 std::string grant_request(std::int64_t ttl_seconds);

@@ -156,6 +156,7 @@ void etcd_store::impl::session_gone(std::string why)
     watches.tell_session(session_event::lost, old);
     // Queued keys went with the lease: their waiters must queue again.
     queue.end_all(true);
+    stop_permit_waits(true);
 }
 
 }  // namespace dlock

@@ -37,6 +37,12 @@ void etcd_store::impl::answer_status(const std::string& name, asio::any_completi
                     s.last_fencing_token =
                         std::max(s.last_fencing_token, static_cast<std::uint64_t>(kv.create_revision));
                 s.queued = rr.kvs.size() - 1;
+                if (auto n = permits_in(first.value)) {  // a semaphore: its first N keys hold
+                    s.kind = lease_kind::permit;
+                    s.capacity = *n;
+                    s.holders = std::min<std::size_t>(rr.kvs.size(), *n);
+                    s.queued = rr.kvs.size() - s.holders;
+                }
                 // A candidate that has proclaimed nothing yet has put no value: no value.
                 if (with_value && !first.value.empty())
                     s.value = first.value;

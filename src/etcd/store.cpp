@@ -50,7 +50,8 @@ store_traits etcd_store::traits() const noexcept
     t.inherent_queue = true;
     t.live = liveness::per_session;
     t.confirms_leases = true;
-    t.kinds = static_cast<unsigned>(lease_kind::mutex) | static_cast<unsigned>(lease_kind::leader);
+    t.kinds = static_cast<unsigned>(lease_kind::mutex) | static_cast<unsigned>(lease_kind::leader) |
+              static_cast<unsigned>(lease_kind::permit);
     t.ttl_granularity = std::chrono::seconds(1);
     t.min_ttl = std::chrono::seconds(1);
     t.max_ttl = std::chrono::seconds(9'000'000'000LL);  // etcd's MaxLeaseTTL
@@ -106,6 +107,7 @@ void etcd_store::close()
     m.keepalive_timer.cancel();
     m.deadline_timer.cancel();
     m.queue.end_all(false);
+    m.stop_permit_waits(false);
     for (auto& [n, ns] : std::map(m.names))
         m.stop_name_stream(n);
     m.watches.close();
@@ -148,9 +150,13 @@ void etcd_store::do_try_acquire(const lease_request& req, asio::any_completion_h
     auto& m = *impl_;
     if (m.closed)
         return post_moved(m.ex, h, error_code(error::closed), acquire_result{});
-    if (req.kind != lease_kind::mutex && req.kind != lease_kind::leader) {
-        set_error_text("etcd: this store serves mutexes and elections only");
+    if (!(traits().kinds & static_cast<unsigned>(req.kind))) {
+        set_error_text("etcd: this store serves mutexes, semaphores and elections only");
         return post_moved(m.ex, h, error_code(error::not_supported), acquire_result{});
+    }
+    if (req.kind == lease_kind::permit && req.capacity == 0) {
+        set_error_text("etcd: a semaphore needs at least one permit");
+        return post_moved(m.ex, h, error_code(error::invalid_option), acquire_result{});
     }
     if (req.ttl.count() <= 0 || req.ttl.count() % 1000 != 0 || req.ttl > traits().max_ttl) {
         set_error_text("etcd: leases are whole seconds from 1 s (got " + std::to_string(req.ttl.count()) + " ms)");
@@ -168,15 +174,18 @@ void etcd_store::do_renew(const lease_key& k, std::chrono::milliseconds,
     auto key = k.ref.empty() ? m.key_for(k.name, k.token) : k.ref;
     if (key.empty())
         return post_moved(m.ex, h, error_code(), renew_result{});  // no lease: nothing of ours exists
+    // Others wait while the range has more keys than holders: one, or a semaphore's permits.
+    auto it = m.permit_values.find({k.name, k.token});
+    std::int64_t holders = k.kind == lease_kind::permit && it != m.permit_values.end() ? it->second.permits : 1;
     m.request(txn_path, confirm_txn(m.our_key_of(k, key), m.range_of(k.name)),
-              [self = impl_, name = k.name, h = std::move(h)](error_code ec, http_reply r) mutable {
+              [self = impl_, name = k.name, holders, h = std::move(h)](error_code ec, http_reply r) mutable {
                   reply_error err;
                   confirm_reply c;
                   ec = self->decode(
                       ec, r, [&](std::string_view b, reply_error& e) { return parse_confirm(b, c, e); }, err);
                   if (ec)
                       return post_moved(self->ex, h, ec, renew_result{});
-                  renew_result res{c.owned, c.owned && c.count > 1};
+                  renew_result res{c.owned, c.owned && c.count > holders};
                   if (auto it = self->contended.find(name); c.owned && it != self->contended.end()) {
                       res.contended = true;  // another token of this store asked meanwhile
                       self->contended.erase(it);
@@ -195,7 +204,7 @@ void etcd_store::do_force_release(const std::string& name, asio::any_completion_
     auto& m = *impl_;
     if (m.closed)
         return post_moved(m.ex, h, error_code(error::closed), false);
-    m.request(range_path, range_request(m.range_of(name), 1),
+    m.request(range_path, range_request(m.range_of(name)),
               [self = impl_, h = std::move(h)](error_code ec, http_reply r) mutable {
                   reply_error err;
                   range_reply rr;
@@ -203,18 +212,33 @@ void etcd_store::do_force_release(const std::string& name, asio::any_completion_
                       ec, r, [&](std::string_view b, reply_error& e) { return parse_range(b, rr, e); }, err);
                   if (ec || rr.kvs.empty())
                       return post_moved(self->ex, h, ec, false);
-                  // Deletes the holder's key only if it is still that key (not a successor's).
-                  self->request(
-                      txn_path, delete_if_created_txn(rr.kvs[0].key, rr.kvs[0].create_revision),
-                      [self, h = std::move(h)](error_code ec, http_reply r) mutable {
-                          reply_error err;
-                          bool deleted = false;
-                          ec = self->decode(
-                              ec, r, [&](std::string_view b, reply_error& e) { return parse_succeeded(b, deleted, e); },
-                              err);
-                          post_moved(self->ex, h, ec, deleted);
-                      });
+                  // The holder: the first key, or a semaphore's first N.
+                  auto n = permits_in(rr.kvs[0].value).value_or(1);
+                  rr.kvs.resize(std::min<std::size_t>(rr.kvs.size(), n));
+                  self->delete_holders(std::move(rr.kvs), std::move(h));
               });
+}
+
+// Deletes each key only if it is still that key (not a successor's): true if any was.
+void etcd_store::impl::delete_holders(std::vector<etcd::detail::key_value> kvs,
+                                      asio::any_completion_handler<bool_signature> h)
+{
+    auto left = std::make_shared<std::size_t>(kvs.size());
+    auto out = std::make_shared<std::pair<error_code, bool>>();
+    auto hp = std::make_shared<asio::any_completion_handler<bool_signature>>(std::move(h));
+    for (auto& kv : kvs)
+        request(txn_path, delete_if_created_txn(kv.key, kv.create_revision),
+                [self = shared_from_this(), left, out, hp](error_code ec, http_reply r) mutable {
+                    reply_error err;
+                    bool deleted = false;
+                    ec = self->decode(
+                        ec, r, [&](std::string_view b, reply_error& e) { return parse_succeeded(b, deleted, e); }, err);
+                    if (ec && !out->first)
+                        out->first = ec;
+                    out->second = out->second || deleted;
+                    if (--*left == 0)
+                        post_moved(self->ex, *hp, out->first, out->first ? false : out->second);
+                });
 }
 
 }  // namespace dlock

@@ -93,6 +93,27 @@ struct etcd_store::impl : dlock::detail::session_store_state<etcd::config, etcd_
     void check_place(const queued_ptr& q);
     void watch_predecessor(const queued_ptr& q, const std::string& pred);
 
+    // ---- semaphores (permit.cpp): every permit a key of the name's range, the first N by
+    // creation hold; a waiter re-reads at every deletion in the range ----
+    struct permit_entry {
+        unsigned permits = 0;
+        std::string value;  // what the token put: compared by releases before its creation is known
+    };
+    std::map<key_pair, permit_entry> permit_values;
+    std::map<key_pair, std::shared_ptr<etcd::detail::watch_stream>> permit_waits;
+
+    void on_permit_reply(const lease_request& req, const etcd::detail::acquire_reply& a, const std::string& key,
+                         std::int64_t l, clock_type::time_point sent, acquire_handler h);
+    // Deletes the key an attempt put (if still the one created at `created`), then completes it with `ec`.
+    void withdraw_key(const lease_request& req, const std::string& key, std::int64_t created, error_code ec,
+                      acquire_handler h);
+    void start_permit_wait(const std::string& name, const std::string& token, std::int64_t revision);
+    void on_permit_message(const key_pair& k, error_code ec, const etcd::detail::watch_message& m);
+    void stop_permit_wait(const key_pair& k);
+    void stop_permit_waits(bool tell);
+    void delete_holders(std::vector<etcd::detail::key_value> kvs,
+                        boost::asio::any_completion_handler<bool_signature> h);
+
     // Untokened watchers of a name share one stream of deletions under it.
     struct name_stream {
         std::shared_ptr<etcd::detail::watch_stream> stream;

@@ -114,6 +114,39 @@ BOOST_AUTO_TEST_CASE(acquire_replies)
         !parse_acquire(R"({"responses":[{"response_range":{"kvs":[{"key":"***"}]}}]})", false, "k", "t", 1, a, err));
 }
 
+// A semaphore's attempt reads the first N keys; its value says how many permits it is under.
+BOOST_AUTO_TEST_CASE(semaphore_keys_and_values)
+{
+    auto body = json::parse(queued_acquire_txn("pool/1f", "pool/", "v", 31, 3)).as_object();
+    BOOST_TEST(
+        body.at("success").as_array().at(1).as_object().at("request_range").as_object().at("limit").as_string() == "3");
+    acquire_reply a;
+    reply_error err;
+    std::string two = R"({"header":{"revision":"60"},"responses":[{"response_range":{"kvs":[{"key":")" +
+                      b64("pool/1f") + R"(","create_revision":"44","value":")" + b64("v") +
+                      R"("}],"count":"1"}},{"response_range":{"kvs":[{"key":")" + b64("pool/2a") +
+                      R"(","create_revision":"40"},{"key":")" + b64("pool/1f") +
+                      R"(","create_revision":"44"}],"count":"3"}}]})";
+    BOOST_TEST_REQUIRE(parse_acquire(two, true, "pool/1f", "v", 31, a, err));
+    BOOST_TEST(a.firsts.size() == 2u);
+    BOOST_TEST(a.owner->key == "pool/2a");
+    BOOST_TEST(a.firsts[1].key == "pool/1f");
+    BOOST_TEST(permit_value("tok", 3) == "dlock-semaphore/3/tok");
+    BOOST_TEST(permits_in(permit_value("tok", 3)).value_or(0) == 3u);
+    for (auto v : {"", "tok", "dlock-semaphore/", "dlock-semaphore/3", "dlock-semaphore/x/t", "dlock-semaphore/0/t"})
+        BOOST_TEST(!permits_in(v), v);
+    // A release reports a holder among the first N, not only the first.
+    bool deleted = false, held = false;
+    std::string rel = R"({"succeeded":true,"responses":[{"response_range":{"kvs":[{"key":")" + b64("pool/2a") +
+                      R"(","create_revision":"40"},{"key":")" + b64("pool/1f") +
+                      R"(","create_revision":"44"}]}},{"response_delete_range":{"deleted":"1"}}]})";
+    BOOST_TEST_REQUIRE(parse_release(rel, "pool/1f", deleted, held, err));
+    BOOST_TEST(deleted);
+    BOOST_TEST(held);
+    BOOST_TEST_REQUIRE(parse_release(rel, "pool/99", deleted, held, err));
+    BOOST_TEST(!held);
+}
+
 BOOST_AUTO_TEST_CASE(confirm_release_predecessor_and_range)
 {
     confirm_reply c;
