@@ -100,38 +100,47 @@ void etcd_store::impl::send_acquire(const lease_request& req, acquire_handler h,
                     return acquired(req, std::move(h), ec, acquire_result{});
                 if (permit)
                     return on_permit_reply(req, a, key, l, sent, std::move(h));
-                acquire_result res;
-                // A candidate's key may carry its proclaimed value by now: ours if under our
-                // lease (its name is this token's slot, only this token puts there).
-                bool ours = a.mine && (req.kind == lease_kind::leader ? a.mine->lease == l : a.mine->value == value);
-                if (ours && lease == l)
-                    slots.set_created(req.name, req.token, a.mine->create_revision);
-                if (auto n = a.owner ? permits_in(a.owner->value) : std::nullopt; n && a.owner->key != key) {
-                    set_text(dlock::detail::kind_in_use_text(lease_kind::permit, *n));  // a semaphore's key first
-                    if (ours)
-                        return withdraw_key(req, key, a.mine->create_revision, error::kind_mismatch, std::move(h));
-                    if (!a.mine && lease == l)
-                        slots.free(req.name, req.token);  // a try that put nothing
-                    return acquired(req, std::move(h), error::kind_mismatch, acquire_result{});
-                }
-                if (ours && a.owner && a.owner->key == key) {
-                    res.acquired = true;
-                    res.fencing_token = static_cast<std::uint64_t>(a.mine->create_revision);
-                    // At least 1 ms: 0 would read as "as asked"; a lease this short is a late reply.
-                    res.granted_ttl = std::max(milliseconds(1), std::min(req.ttl, ms_until(life.raw_deadline(), sent)));
-                    res.lease_ref = key;
-                    res.session = static_cast<std::uint64_t>(l);
-                    queue.drop(req.name, req.token);
-                } else {
-                    if (a.owner && a.owner->lease == l)
-                        contended[req.name] = true;  // our own holder's next confirmation says so
-                    if (req.queue && ours)
-                        start_queued(req.name, req.token, *a.mine, sent, req.ttl);
-                    else if (!a.mine && lease == l)
-                        slots.free(req.name, req.token);  // nothing was put: the slot is free
-                }
-                acquired(req, std::move(h), error_code(), std::move(res));
+                on_lock_reply(req, a, key, l, sent, value, std::move(h));
             });
+}
+
+// A mutex's or a candidate's attempt: held when ours is the first key; else queued behind
+// it (a queued attempt) or nothing put (a try). A semaphore's key first refuses it.
+void etcd_store::impl::on_lock_reply(const lease_request& req, const acquire_reply& a, const std::string& key,
+                                     std::int64_t l, clock_type::time_point sent, const std::string& value,
+                                     acquire_handler h)
+{
+    acquire_result res;
+    // A candidate's key may carry its proclaimed value by now: ours if under our
+    // lease (its name is this token's slot, only this token puts there).
+    bool ours = a.mine && (req.kind == lease_kind::leader ? a.mine->lease == l : a.mine->value == value);
+    if (ours && lease == l)
+        slots.set_created(req.name, req.token, a.mine->create_revision);
+    if (auto n = a.owner ? permits_in(a.owner->value) : std::nullopt; n && a.owner->key != key) {
+        set_text(dlock::detail::kind_in_use_text(lease_kind::permit, *n));  // a semaphore's key first
+        if (ours)
+            return withdraw_key(req, key, a.mine->create_revision, error::kind_mismatch, std::move(h));
+        if (!a.mine && lease == l)
+            slots.free(req.name, req.token);  // a try that put nothing
+        return acquired(req, std::move(h), error::kind_mismatch, acquire_result{});
+    }
+    if (ours && a.owner && a.owner->key == key) {
+        res.acquired = true;
+        res.fencing_token = static_cast<std::uint64_t>(a.mine->create_revision);
+        // At least 1 ms: 0 would read as "as asked"; a lease this short is a late reply.
+        res.granted_ttl = std::max(milliseconds(1), std::min(req.ttl, ms_until(life.raw_deadline(), sent)));
+        res.lease_ref = key;
+        res.session = static_cast<std::uint64_t>(l);
+        queue.drop(req.name, req.token);
+    } else {
+        if (a.owner && a.owner->lease == l)
+            contended[req.name] = true;  // our own holder's next confirmation says so
+        if (req.queue && ours)
+            start_queued(req.name, req.token, *a.mine, sent, req.ttl);
+        else if (!a.mine && lease == l)
+            slots.free(req.name, req.token);  // nothing was put: the slot is free
+    }
+    acquired(req, std::move(h), error_code(), std::move(res));
 }
 
 // `again`: asked again after a transient failure (the first try may have run).

@@ -102,6 +102,8 @@ struct etcd_store::impl : dlock::detail::session_store_state<etcd::config, etcd_
     std::map<key_pair, permit_entry> permit_values;
     std::map<key_pair, std::shared_ptr<etcd::detail::watch_stream>> permit_waits;
 
+    void on_lock_reply(const lease_request& req, const etcd::detail::acquire_reply& a, const std::string& key,
+                       std::int64_t l, clock_type::time_point sent, const std::string& value, acquire_handler h);
     void on_permit_reply(const lease_request& req, const etcd::detail::acquire_reply& a, const std::string& key,
                          std::int64_t l, clock_type::time_point sent, acquire_handler h);
     // Deletes the key an attempt put (if still the one created at `created`), then completes it with `ec`.
