@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // An acquire (one transaction: put our key if absent, read the first key) and a release
 // (delete our key if it is still ours), in token order, on the store's lease.
-#include "core/kind_text.hpp"
+#include "etcd/latch_codec.hpp"
 #include "etcd/store_impl.hpp"
 
 namespace dlock {
@@ -116,8 +116,9 @@ void etcd_store::impl::on_lock_reply(const lease_request& req, const acquire_rep
     bool ours = a.mine && (req.kind == lease_kind::leader ? a.mine->lease == l : a.mine->value == value);
     if (ours && lease == l)
         slots.set_created(req.name, req.token, a.mine->create_revision);
-    if (auto n = a.owner ? permits_in(a.owner->value) : std::nullopt; n && a.owner->key != key) {
-        set_text(dlock::detail::kind_in_use_text(lease_kind::permit, *n));  // a semaphore's key first
+    // A semaphore's or a latch's key first: the name is that.
+    if (a.owner && a.owner->key != key && (permits_in(a.owner->value) || latch_count_in(a.owner->value))) {
+        set_text(kind_text_of(a.owner->value));
         if (ours)
             return withdraw_key(req, key, a.mine->create_revision, error::kind_mismatch, std::move(h));
         if (!a.mine && lease == l)

@@ -5,7 +5,6 @@
 // and reads the first N in one transaction; a queued one that is not among them keeps its
 // key and re-reads at every deletion in the range (its own watch stream), a try deletes
 // it. A first key that is not a permit of the same N refuses the attempt (kind_mismatch).
-#include "core/kind_text.hpp"
 #include "etcd/store_impl.hpp"
 
 #include <algorithm>
@@ -31,8 +30,7 @@ void etcd_store::impl::on_permit_reply(const lease_request& req, const acquire_r
     }
     // The name is what its first key is: another kind, or a semaphore of another size, refuses us.
     if (auto n = permits_in(a.owner->value); a.owner->key != key && (!n || *n != req.capacity)) {
-        set_text(n ? dlock::detail::kind_in_use_text(lease_kind::permit, *n)
-                   : dlock::detail::kind_in_use_text(lease_kind::mutex));
+        set_text(kind_text_of(a.owner->value));
         return withdraw_key(req, key, a.mine->create_revision, error::kind_mismatch, std::move(h));
     }
     if (std::any_of(a.firsts.begin(), a.firsts.end(), [&](const key_value& kv) { return kv.key == key; })) {

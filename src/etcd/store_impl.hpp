@@ -116,6 +116,23 @@ struct etcd_store::impl : dlock::detail::session_store_state<etcd::config, etcd_
     void delete_holders(std::vector<etcd::detail::key_value> kvs,
                         boost::asio::any_completion_handler<bool_signature> h);
 
+    // What a name's first key says it is, as kind_mismatch's text (a permit's, a latch's, a lock's value).
+    static std::string kind_text_of(std::string_view value);
+
+    // ---- count-down latches (latch.cpp; the keys in latch_codec.hpp) ----
+    struct latch_op {
+        std::string name, member, range;
+        std::uint64_t count = 0;
+        milliseconds ttl{0};
+        int rounds = 0;
+        std::shared_ptr<boost::asio::any_completion_handler<latch_capability::count_down_signature>> h;
+    };
+    using latch_op_ptr = std::shared_ptr<latch_op>;
+    void count_down_round(const latch_op_ptr& op);
+    void put_member(const latch_op_ptr& op, std::int64_t created, std::int64_t lease, bool granted);
+    void keep_latch(const latch_op_ptr& op, std::int64_t lease, std::function<void()> then);
+    void latch_done(const latch_op_ptr& op, error_code ec, std::uint64_t remaining);
+
     // Untokened watchers of a name share one stream of deletions under it.
     struct name_stream {
         std::shared_ptr<etcd::detail::watch_stream> stream;

@@ -41,7 +41,7 @@ namespace dlock {
 /// whole seconds or is below the cluster's minimum. The server's text: last_error_text().
 /// @cancellation Not honoured: each request is bounded by the configured timeouts.
 /// @threadsafety None: use it from its executor only.
-class DLOCK_API etcd_store final : public store, public election_capability {
+class DLOCK_API etcd_store final : public store, public election_capability, public latch_capability {
 public:
     /// A store on `ex`; it connects and grants its lease at first use (or async_connect).
     etcd_store(boost::asio::any_io_executor ex, etcd::config cfg);
@@ -68,6 +68,10 @@ public:
     /// Elections in etcd's concurrency.Election layout: a candidate's key is a lock key, the
     /// first one leads, and a proclaimed value is the leader key's value.
     election_capability* elections() noexcept override { return this; }
+    /// Count-down latches in a layout of ours: `<prefix><name>/latch` (value
+    /// `dlock-latch/<count>`) and `<prefix><name>/member/<member>`, on an etcd lease of the
+    /// latch's own whose TTL is the latch's (each count-down keeps it alive once).
+    latch_capability* latches() noexcept override { return this; }
 
     /// The key this store's current lease holds (or queues) `name` under for `token` (empty
     /// if none).
@@ -88,6 +92,10 @@ private:
     void do_proclaim(const lease_key& key, const std::string& value,
                      boost::asio::any_completion_handler<proclaim_signature> h) override;
     void do_leader(const std::string& name, boost::asio::any_completion_handler<leader_signature> h) override;
+    void do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
+                       std::chrono::milliseconds ttl,
+                       boost::asio::any_completion_handler<count_down_signature> h) override;
+    void do_latch_state(const std::string& name, boost::asio::any_completion_handler<latch_state_signature> h) override;
 
     std::shared_ptr<impl> impl_;
 };

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: BSL-1.0
+// Count-down latches on a real etcd cluster, in a layout of ours (src/etcd/latch_codec.hpp),
+// with separate processes (integration/latch_worker.cpp on an etcd:// URL): a waiter wakes
+// exactly at the last count-down, concurrent members each count once, a count mismatch is
+// refused, an expired latch is gone with every key and starts afresh, a latch and a lock
+// refuse each other's name, and a cancelled wait ends cleanly. One cluster for the suite.
+#include <dlock/dlock.hpp>
+
+#include "common/child.hpp"
+#include "integration/consensus/etcd_family.hpp"
+#include "integration/lock_test_util.hpp"  // eventually
+#include "integration/support.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+
+#include <set>
+
+using namespace dlock::test;  // its asio alias and chrono literals too
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+std::unique_ptr<etcd_cluster> shared;
+struct one_cluster {
+    one_cluster() { shared = std::make_unique<etcd_cluster>(); }
+    ~one_cluster() { shared.reset(); }
+};
+
+std::string latch_worker()
+{
+    return DLOCK_LATCH_WORKER_PATH;
+}
+
+// The latch as the store keeps it, read by a store of its own.
+dlock::latch_state state_of(const std::string& name)
+{
+    asio::io_context io;
+    dlock::etcd_store st(io.get_executor(), etcd_family::config_of(shared->url()));
+    dlock::latch_state s;
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            s = co_await st.latches()->async_latch_state(name, asio::use_awaitable);
+            st.close();
+        },
+        20s);
+    return s;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(etcd_latch, *boost::unit_test::fixture<one_cluster>())
+
+BOOST_AUTO_TEST_CASE(a_waiter_process_wakes_exactly_at_the_last_count_down)
+{
+    const auto url = shared->url();
+    constexpr int n = 4;
+    child waiter({latch_worker(), "wait", url, "job", std::to_string(n)});
+    // n - 1 members, one of them twice (a retry from another process): not done yet.
+    for (const char* m : {"a", "b", "b", "c"}) {
+        child c({latch_worker(), "count_down", url, "job", std::to_string(n), m});
+        BOOST_TEST_MESSAGE("count_down " << m << ": " << c.read_line(20s).value_or("<none>"));
+        BOOST_TEST(c.wait() == 0);
+    }
+    auto s = state_of("dlock:job");
+    BOOST_TEST(s.count == 4u);
+    BOOST_TEST(s.remaining == 1u);
+    BOOST_TEST(!waiter.read_line(200ms).has_value());
+    child last({latch_worker(), "count_down", url, "job", std::to_string(n), "d"});
+    BOOST_TEST(last.read_line(20s).value_or("") == "remaining 0");
+    BOOST_TEST(last.wait() == 0);
+    BOOST_TEST(waiter.read_line(20s).value_or("") == "woken remaining=0");
+    BOOST_TEST(waiter.wait() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_processes_each_count_once)
+{
+    const auto url = shared->url();
+    constexpr int n = 6;
+    child waiter({latch_worker(), "wait", url, "many", std::to_string(n)});
+    std::vector<std::unique_ptr<child>> counters;
+    for (int i = 0; i < n; ++i)
+        counters.push_back(std::make_unique<child>(
+            std::vector<std::string>{latch_worker(), "count_down", url, "many", std::to_string(n), "-"}));
+    // Each count-down's put and count are one transaction: the remaining counts are n-1 .. 0, each once.
+    std::multiset<std::string> seen, expected;
+    for (int i = 0; i < n; ++i)
+        expected.insert("remaining " + std::to_string(i));
+    for (auto& c : counters) {
+        seen.insert(c->read_line(20s).value_or("<none>"));
+        BOOST_TEST(c->wait() == 0);
+    }
+    BOOST_TEST((seen == expected));
+    BOOST_TEST(waiter.read_line(20s).value_or("") == "woken remaining=0");
+    BOOST_TEST(state_of("dlock:many").remaining == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_count_mismatch_across_processes_is_refused)
+{
+    const auto url = shared->url();
+    child a({latch_worker(), "count_down", url, "mm", "3", "a"});
+    BOOST_TEST(a.read_line(20s).value_or("") == "remaining 2");
+    BOOST_TEST(a.wait() == 0);
+    child b({latch_worker(), "count_down", url, "mm", "4", "b"});
+    auto line = b.read_line(20s).value_or("");
+    BOOST_TEST(line.find("different count") != std::string::npos, line);
+    BOOST_TEST(b.wait() != 0);
+    BOOST_TEST(state_of("dlock:mm").remaining == 2u);
+}
+
+// A latch's keys live on its own lease: when its TTL runs out etcd deletes them all, and the
+// next count-down starts a new round with any count. A lock's name refuses a latch and the
+// other way round. Bad input is refused before anything is sent.
+BOOST_AUTO_TEST_CASE(an_expired_latch_is_gone_and_kinds_do_not_mix)
+{
+    asio::io_context io;
+    dlock::etcd_store st(io.get_executor(), etcd_family::config_of(shared->url()));
+    dlock::registry reg(st, {.lease = 5s});
+    auto& ops = *st.latches();
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            const std::string old = "old", a = "a", b = "b";
+            BOOST_TEST(co_await ops.async_count_down(old, a, 2, 2s, asio::use_awaitable) == 1u);
+            auto s = co_await ops.async_latch_state(old, asio::use_awaitable);
+            BOOST_TEST(s.count == 2u);
+            BOOST_TEST(s.remaining == 1u);
+            // Gone with its lease (etcd's clock, a few seconds): no such latch, no key left.
+            BOOST_TEST(co_await eventually([&] { return state_of(old).count == 0; }, 20s));
+            auto left = co_await st.async_status(old, asio::use_awaitable);
+            BOOST_TEST(!left.held, "a key is left: " << left.key);
+            BOOST_TEST(co_await ops.async_count_down(old, b, 3, 60s, asio::use_awaitable) == 2u);
+            // A latch's name refuses a mutex, and a mutex's name a latch, naming what it is
+            // (the registry puts "dlock:" before its names).
+            const std::string latched = "dlock:latched";
+            BOOST_TEST(co_await ops.async_count_down(latched, a, 2, 60s, asio::use_awaitable) == 1u);
+            auto [e0, g0] = co_await reg.obtain("latched").try_acquire(use_tuple);
+            BOOST_TEST(e0 == dlock::error::kind_mismatch, e0.message());
+            BOOST_TEST(st.last_error_text().find("a latch") != std::string::npos, st.last_error_text());
+            auto held = co_await reg.obtain("locked").acquire();
+            const std::string locked = "dlock:locked";
+            auto [e1, r1] = co_await ops.async_count_down(locked, a, 2, 60s, use_tuple);
+            BOOST_TEST(e1 == dlock::error::kind_mismatch, e1.message());
+            BOOST_TEST(st.last_error_text().find("a mutex") != std::string::npos, st.last_error_text());
+            co_await held.release();
+            const std::string empty;
+            auto [e2, r2] = co_await ops.async_count_down(old, empty, 3, 60s, use_tuple);
+            BOOST_TEST(e2 == dlock::error::invalid_option);
+            auto [e3, r3] = co_await ops.async_count_down(old, b, 0, 60s, use_tuple);
+            BOOST_TEST(e3 == dlock::error::invalid_option);
+            auto [e4, r4] = co_await ops.async_count_down(old, b, 3, 0s, use_tuple);
+            BOOST_TEST(e4 == dlock::error::invalid_lease);
+            co_await reg.async_drain();
+            st.close();
+        },
+        60s);
+}
+
+// A wait cancelled (or timed out) is gone: the latch completes later without it, and a new
+// wait then returns at once.
+BOOST_AUTO_TEST_CASE(a_cancelled_or_timed_out_wait_ends_cleanly)
+{
+    asio::io_context io;
+    dlock::etcd_store st(io.get_executor(), etcd_family::config_of(shared->url()));
+    dlock::registry reg(st);
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            dlock::latch l(reg, "c", 1);
+            asio::cancellation_signal sig;
+            std::optional<boost::system::error_code> result;
+            l.wait(asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec) { result = ec; }));
+            sig.emit(asio::cancellation_type::terminal);
+            BOOST_TEST(co_await eventually([&] { return result.has_value(); }));
+            BOOST_TEST((result && *result == asio::error::operation_aborted));
+            auto [ec] = co_await l.wait_for(50ms, use_tuple);
+            BOOST_TEST(ec == dlock::error::timeout);
+            BOOST_TEST(co_await l.count_down(asio::use_awaitable) == 0u);
+            co_await l.wait(asio::use_awaitable);
+            st.close();
+        },
+        20s);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
