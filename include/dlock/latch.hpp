@@ -42,8 +42,8 @@ struct latch_config {
 /// uses; the same name and count in another process (on the same store and prefix) is the
 /// same latch. A latch is a cheap copyable handle; copies share one state.
 ///
-/// Stores: memory_store, redis_store (single node, Sentinel), cluster_store and
-/// postgres_store keep latches; any other store fails every operation with
+/// Stores: memory_store, redis_store (single node, Sentinel), cluster_store, postgres_store
+/// and etcd_store keep latches; any other store fails every operation with
 /// error::not_supported.
 ///
 /// @errors Of every operation: invalid_name (name empty or too long), invalid_option (count
