@@ -13,21 +13,22 @@ using dlock::detail::post_completion;
 using std::chrono::milliseconds;
 using clock_type = std::chrono::steady_clock;
 
-std::string etcd_store::impl::slot_key(const std::string& name, std::size_t slot) const
+std::string etcd_store::impl::slot_key(const std::string& name, std::size_t slot, lease_kind kind) const
 {
-    auto k = lock_key(range_of(name), lease);
+    bool rw = kind == lease_kind::read || kind == lease_kind::write;
+    auto k = lock_key(rw ? side_prefix(range_of(name), kind == lease_kind::write) : range_of(name), lease);
     return slot == 0 ? k : k + "-" + std::to_string(slot);
 }
 
-std::string etcd_store::impl::key_for(const std::string& name, const std::string& token) const
+std::string etcd_store::impl::key_for(const std::string& name, const std::string& token, lease_kind kind) const
 {
     auto slot = lease ? slots.find(name, token) : std::nullopt;
-    return slot ? slot_key(name, *slot) : std::string();
+    return slot ? slot_key(name, *slot, kind) : std::string();
 }
 
-std::string etcd_store::impl::assign_key(const std::string& name, const std::string& token)
+std::string etcd_store::impl::assign_key(const std::string& name, const std::string& token, lease_kind kind)
 {
-    return lease ? slot_key(name, slots.assign(name, token)) : std::string();
+    return lease ? slot_key(name, slots.assign(name, token), kind) : std::string();
 }
 
 std::string_view etcd_store::impl::first_value(lease_kind kind, const std::string& token)
@@ -67,7 +68,9 @@ void etcd_store::impl::acquired(const lease_request& req, acquire_handler h, err
 void etcd_store::impl::send_acquire(const lease_request& req, acquire_handler h, bool retried)
 {
     auto range = range_of(req.name);
-    auto key = assign_key(req.name, req.token);
+    auto key = assign_key(req.name, req.token, req.kind);
+    if (req.kind == lease_kind::read || req.kind == lease_kind::write)
+        return send_rw_acquire(req, std::move(h), retried, key);
     auto l = lease;
     auto sent = clock_type::now();
     std::string value(first_value(req.kind, req.token));
@@ -116,9 +119,9 @@ void etcd_store::impl::on_lock_reply(const lease_request& req, const acquire_rep
     bool ours = a.mine && (req.kind == lease_kind::leader ? a.mine->lease == l : a.mine->value == value);
     if (ours && lease == l)
         slots.set_created(req.name, req.token, a.mine->create_revision);
-    // A semaphore's or a latch's key first: the name is that.
-    if (a.owner && a.owner->key != key && (permits_in(a.owner->value) || latch_count_in(a.owner->value))) {
-        set_text(kind_text_of(a.owner->value));
+    // A semaphore's, a latch's or a read-write lock's key first: the name is that.
+    if (a.owner && a.owner->key != key && !is_lock_key(*a.owner, range_of(req.name))) {
+        set_text(kind_text_of(*a.owner, range_of(req.name)));
         if (ours)
             return withdraw_key(req, key, a.mine->create_revision, error::kind_mismatch, std::move(h));
         if (!a.mine && lease == l)
@@ -137,7 +140,7 @@ void etcd_store::impl::on_lock_reply(const lease_request& req, const acquire_rep
         if (a.owner && a.owner->lease == l)
             contended[req.name] = true;  // our own holder's next confirmation says so
         if (req.queue && ours)
-            start_queued(req.name, req.token, *a.mine, sent, req.ttl);
+            start_queued(req.name, req.token, *a.mine, sent, req.ttl, range_of(req.name));
         else if (!a.mine && lease == l)
             slots.free(req.name, req.token);  // nothing was put: the slot is free
     }
@@ -155,7 +158,7 @@ void etcd_store::impl::release(const lease_key& k, release_handler h, bool again
         return order.after({k.name, k.token}, [self = shared_from_this(), k, hp] { self->release(k, std::move(*hp)); });
     }
     stop_permit_wait({k.name, k.token});
-    auto key = k.ref.empty() ? key_for(k.name, k.token) : k.ref;
+    auto key = k.ref.empty() ? key_for(k.name, k.token, k.kind) : k.ref;
     if (key.empty()) {
         permit_values.erase({k.name, k.token});
         return post_completion(ex, std::move(h), error_code(), false);
@@ -170,6 +173,8 @@ void etcd_store::impl::release(const lease_key& k, release_handler h, bool again
             ec = decode(
                 ec, r, [&](std::string_view b, reply_error& e) { return parse_release(b, key, deleted, held, e); },
                 err);
+            if (k.kind == lease_kind::read)
+                held = deleted;  // readers hold together: the first key says nothing of ours
             if (ec && is_transient(ec) && !closed && l != 0 && lease == l)
                 return release_later(k, std::move(h));
             if (!ec && again && !deleted)

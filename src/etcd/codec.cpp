@@ -262,6 +262,40 @@ bool parse_release(std::string_view body, std::string_view key, bool& deleted, b
     return true;
 }
 
+std::string side_prefix(std::string_view range, bool write)
+{
+    return std::string(range) + (write ? "write/" : "read/");
+}
+
+bool is_rw_key(std::string_view range, std::string_view key)
+{
+    if (key.substr(0, range.size()) != range)
+        return false;
+    auto rest = key.substr(range.size());
+    return rest.substr(0, 5) == "read/" || rest.substr(0, 6) == "write/";
+}
+
+std::string rw_acquire_txn(std::string_view key, std::string_view range, std::string_view value, std::int64_t lease)
+{
+    auto writers = side_prefix(range, true);
+    auto first = op("request_range", range_op(range, prefix_end(range), 1, true));
+    auto writer = op("request_range", range_op(writers, prefix_end(writers), 1, true));
+    return txn({compare_create(key, {}, 0)}, {put_op(key, value, lease), first, writer},
+               {op("request_range", range_op(key, {}, 0, true)), first, writer});
+}
+
+bool parse_rw_acquire(std::string_view body, std::string_view key, std::string_view value, std::int64_t lease,
+                      acquire_reply& out, std::optional<key_value>& first_writer, reply_error& err)
+{
+    if (!parse_acquire(body, true, key, value, lease, out, err))
+        return false;
+    json::value v;
+    auto* o = parse_object(body, v, err);
+    if (!o || !first_kv(response_at(*o, 2, "response_range"), first_writer))
+        return shape_error(err, "read-write acquire: no writers' range");
+    return true;
+}
+
 namespace {
 
 constexpr std::string_view permit_marker = "dlock-semaphore/";

@@ -116,6 +116,21 @@ struct range_reply {
 };
 bool parse_range(std::string_view body, range_reply& out, reply_error& err);
 
+// ---- read-write locks, in the layout of etcd's contrib/recipes RWMutex ----
+// Readers' keys under `<range>read/`, writers' under `<range>write/`; a writer holds when its
+// key is the range's first by creation, a reader when no writer's key is older than its own.
+
+/// `<range>read/` or `<range>write/`.
+std::string side_prefix(std::string_view range, bool write);
+/// Whether `key` (of the name's range `range`) is a read-write lock's.
+bool is_rw_key(std::string_view range, std::string_view key);
+/// Puts our key if absent (else reads it back), and reads the range's first key and the
+/// first writer's, in one step.
+std::string rw_acquire_txn(std::string_view key, std::string_view range, std::string_view value, std::int64_t lease);
+/// As parse_acquire, with `first_writer` = the first writer's key, if any.
+bool parse_rw_acquire(std::string_view body, std::string_view key, std::string_view value, std::int64_t lease,
+                      acquire_reply& out, std::optional<key_value>& first_writer, reply_error& err);
+
 // ---- semaphores: every permit a key of the name's range, the first N by creation hold ----
 /// A permit's value: `dlock-semaphore/<permits>/<token>`, so that every user of the name
 /// sees how many permits it was acquired under (a mutex's value is its token; etcdctl's and

@@ -24,13 +24,20 @@ constexpr int max_rounds = 8;
 
 }  // namespace
 
-std::string etcd_store::impl::kind_text_of(std::string_view value)
+std::string etcd_store::impl::kind_text_of(const key_value& first, std::string_view range)
 {
-    if (auto n = permits_in(value))
+    if (is_rw_key(range, first.key))
+        return dlock::detail::kind_in_use_text(lease_kind::read);
+    if (auto n = permits_in(first.value))
         return dlock::detail::kind_in_use_text(lease_kind::permit, *n);
-    if (latch_count_in(value))
+    if (latch_count_in(first.value))
         return "dlock: the name is in use as a latch";
     return dlock::detail::kind_in_use_text(lease_kind::mutex);
+}
+
+bool etcd_store::impl::is_lock_key(const key_value& first, std::string_view range)
+{
+    return !is_rw_key(range, first.key) && !permits_in(first.value) && !latch_count_in(first.value);
 }
 
 void etcd_store::impl::count_down_round(const latch_op_ptr& op)
@@ -49,7 +56,7 @@ void etcd_store::impl::count_down_round(const latch_op_ptr& op)
             return self->latch_done(op, ec, 0);
         // The name is what its first key is: a lock's key there refuses the latch.
         if (rd.first && (!rd.latch || rd.first->key != rd.latch->key)) {
-            self->set_text(kind_text_of(rd.first->value));
+            self->set_text(kind_text_of(*rd.first, op->range));
             return self->latch_done(op, error::kind_mismatch, 0);
         }
         if (!rd.latch) {

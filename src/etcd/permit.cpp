@@ -30,7 +30,7 @@ void etcd_store::impl::on_permit_reply(const lease_request& req, const acquire_r
     }
     // The name is what its first key is: another kind, or a semaphore of another size, refuses us.
     if (auto n = permits_in(a.owner->value); a.owner->key != key && (!n || *n != req.capacity)) {
-        set_text(kind_text_of(a.owner->value));
+        set_text(kind_text_of(*a.owner, range_of(req.name)));
         return withdraw_key(req, key, a.mine->create_revision, error::kind_mismatch, std::move(h));
     }
     if (std::any_of(a.firsts.begin(), a.firsts.end(), [&](const key_value& kv) { return kv.key == key; })) {

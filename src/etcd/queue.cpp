@@ -14,7 +14,7 @@ using dlock::detail::predecessor_wait;
 using dlock::detail::wait_action;
 
 void etcd_store::impl::start_queued(const std::string& name, const std::string& token, const key_value& mine,
-                                    clock_type::time_point sent, milliseconds ttl)
+                                    clock_type::time_point sent, milliseconds ttl, const std::string& prefix)
 {
     if (auto q = queue.find(name, token); q && q->mine == mine.create_revision)
         return;  // already waiting
@@ -22,6 +22,7 @@ void etcd_store::impl::start_queued(const std::string& name, const std::string& 
     q->name = name;
     q->token = token;
     q->key = mine.key;
+    q->prefix = prefix;
     q->mine = mine.create_revision;
     q->first_send = sent;
     q->ttl = ttl;
@@ -60,7 +61,7 @@ void etcd_store::impl::check_place(const queued_ptr& q)
 {
     if (!watches.watched(q->name, q->token))
         return queue.feed(q, [](predecessor_wait& w) { w.on_abandon(); });  // nobody listens for the grant
-    request(txn_path, predecessor_txn(q->key, q->mine, range_of(q->name)), [this, q](error_code ec, http_reply r) {
+    request(txn_path, predecessor_txn(q->key, q->mine, q->prefix), [this, q](error_code ec, http_reply r) {
         if (closed)
             return;
         reply_error err;

@@ -20,7 +20,7 @@ void etcd_store::impl::answer_status(const std::string& name, asio::any_completi
     if (closed)
         return post_moved(ex, h, error_code(error::closed), lock_status{});
     request(range_path, range_request(range_of(name)),
-            [self = shared_from_this(), with_value, h = std::move(h)](error_code ec, http_reply r) mutable {
+            [self = shared_from_this(), name, with_value, h = std::move(h)](error_code ec, http_reply r) mutable {
                 reply_error err;
                 range_reply rr;
                 ec = self->decode(
@@ -37,7 +37,13 @@ void etcd_store::impl::answer_status(const std::string& name, asio::any_completi
                     s.last_fencing_token =
                         std::max(s.last_fencing_token, static_cast<std::uint64_t>(kv.create_revision));
                 s.queued = rr.kvs.size() - 1;
-                if (auto n = permits_in(first.value)) {  // a semaphore: its first N keys hold
+                auto range = self->range_of(name);
+                if (is_rw_key(range, first.key)) {  // a read-write lock: a writer, or the readers before one
+                    s.kind = lease_kind::read;
+                    s.holders = holders_of(range, rr.kvs).size();
+                    s.writer = first.key.rfind(side_prefix(range, true), 0) == 0;
+                    s.queued = rr.kvs.size() - s.holders;
+                } else if (auto n = permits_in(first.value)) {  // a semaphore: its first N keys hold
                     s.kind = lease_kind::permit;
                     s.capacity = *n;
                     s.holders = std::min<std::size_t>(rr.kvs.size(), *n);
@@ -87,7 +93,7 @@ void etcd_store::do_proclaim(const lease_key& key, const std::string& value,
     auto& m = *impl_;
     if (m.closed)
         return post_moved(m.ex, h, error_code(error::closed), false);
-    auto k = key.ref.empty() ? m.key_for(key.name, key.token) : key.ref;
+    auto k = key.ref.empty() ? m.key_for(key.name, key.token, key.kind) : key.ref;
     auto created = m.slots.created(key.name, key.token);
     if (k.empty() || created == 0 || m.lease == 0)
         return post_moved(m.ex, h, error_code(), false);  // nothing of ours under this lease

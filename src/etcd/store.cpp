@@ -51,7 +51,8 @@ store_traits etcd_store::traits() const noexcept
     t.live = liveness::per_session;
     t.confirms_leases = true;
     t.kinds = static_cast<unsigned>(lease_kind::mutex) | static_cast<unsigned>(lease_kind::leader) |
-              static_cast<unsigned>(lease_kind::permit);
+              static_cast<unsigned>(lease_kind::permit) | static_cast<unsigned>(lease_kind::read) |
+              static_cast<unsigned>(lease_kind::write);
     t.ttl_granularity = std::chrono::seconds(1);
     t.min_ttl = std::chrono::seconds(1);
     t.max_ttl = std::chrono::seconds(9'000'000'000LL);  // etcd's MaxLeaseTTL
@@ -151,7 +152,7 @@ void etcd_store::do_try_acquire(const lease_request& req, asio::any_completion_h
     if (m.closed)
         return post_moved(m.ex, h, error_code(error::closed), acquire_result{});
     if (!(traits().kinds & static_cast<unsigned>(req.kind))) {
-        set_error_text("etcd: this store serves mutexes, semaphores and elections only");
+        set_error_text("etcd: this store serves mutexes, read-write locks, semaphores and elections only");
         return post_moved(m.ex, h, error_code(error::not_supported), acquire_result{});
     }
     if (req.kind == lease_kind::permit && req.capacity == 0) {
@@ -171,13 +172,17 @@ void etcd_store::do_renew(const lease_key& k, std::chrono::milliseconds,
     auto& m = *impl_;
     if (m.closed)
         return post_moved(m.ex, h, error_code(error::closed), renew_result{});
-    auto key = k.ref.empty() ? m.key_for(k.name, k.token) : k.ref;
+    auto key = k.ref.empty() ? m.key_for(k.name, k.token, k.kind) : k.ref;
     if (key.empty())
         return post_moved(m.ex, h, error_code(), renew_result{});  // no lease: nothing of ours exists
-    // Others wait while the range has more keys than holders: one, or a semaphore's permits.
+    // Others wait while the range has more keys than holders: one, or a semaphore's permits;
+    // a reader is waited for by any writer (they are all after it while it holds).
     auto it = m.permit_values.find({k.name, k.token});
-    std::int64_t holders = k.kind == lease_kind::permit && it != m.permit_values.end() ? it->second.permits : 1;
-    m.request(txn_path, confirm_txn(m.our_key_of(k, key), m.range_of(k.name)),
+    std::int64_t holders = k.kind == lease_kind::permit && it != m.permit_values.end() ? it->second.permits
+                           : k.kind == lease_kind::read                                ? 0
+                                                                                       : 1;
+    auto counted = k.kind == lease_kind::read ? side_prefix(m.range_of(k.name), true) : m.range_of(k.name);
+    m.request(txn_path, confirm_txn(m.our_key_of(k, key), counted),
               [self = impl_, name = k.name, holders, h = std::move(h)](error_code ec, http_reply r) mutable {
                   reply_error err;
                   confirm_reply c;
@@ -205,18 +210,32 @@ void etcd_store::do_force_release(const std::string& name, asio::any_completion_
     if (m.closed)
         return post_moved(m.ex, h, error_code(error::closed), false);
     m.request(range_path, range_request(m.range_of(name)),
-              [self = impl_, h = std::move(h)](error_code ec, http_reply r) mutable {
+              [self = impl_, range = m.range_of(name), h = std::move(h)](error_code ec, http_reply r) mutable {
                   reply_error err;
                   range_reply rr;
                   ec = self->decode(
                       ec, r, [&](std::string_view b, reply_error& e) { return parse_range(b, rr, e); }, err);
                   if (ec || rr.kvs.empty())
                       return post_moved(self->ex, h, ec, false);
-                  // The holder: the first key, or a semaphore's first N.
-                  auto n = permits_in(rr.kvs[0].value).value_or(1);
-                  rr.kvs.resize(std::min<std::size_t>(rr.kvs.size(), n));
-                  self->delete_holders(std::move(rr.kvs), std::move(h));
+                  self->delete_holders(self->holders_of(range, std::move(rr.kvs)), std::move(h));
               });
+}
+
+// The keys that hold now, of a name's keys oldest first: the first (a mutex's, a writer's), a
+// semaphore's first N, or every reader before the first writer.
+std::vector<etcd::detail::key_value> etcd_store::impl::holders_of(std::string_view range,
+                                                                  std::vector<etcd::detail::key_value> kvs)
+{
+    std::size_t n = 1;
+    if (!kvs.empty() && is_rw_key(range, kvs[0].key) && kvs[0].key.rfind(side_prefix(range, true), 0) != 0)
+        n = static_cast<std::size_t>(
+            std::find_if(kvs.begin(), kvs.end(),
+                         [&](auto& kv) { return kv.key.rfind(side_prefix(range, true), 0) == 0; }) -
+            kvs.begin());
+    else if (!kvs.empty())
+        n = permits_in(kvs[0].value).value_or(1);
+    kvs.resize(std::min(kvs.size(), n));
+    return kvs;
 }
 
 // Deletes each key only if it is still that key (not a successor's): true if any was.

@@ -56,9 +56,11 @@ struct etcd_store::impl : dlock::detail::session_store_state<etcd::config, etcd_
     etcd::detail::key_slots slots;
 
     std::string range_of(const std::string& name) const { return cfg.prefix + name + "/"; }
-    std::string slot_key(const std::string& name, std::size_t slot) const;
-    std::string key_for(const std::string& name, const std::string& token) const;  // empty: none
-    std::string assign_key(const std::string& name, const std::string& token);
+    // A read-write lock's keys are under `<range>read/` or `<range>write/` (etcd's contrib RWMutex).
+    std::string slot_key(const std::string& name, std::size_t slot, lease_kind kind = lease_kind::mutex) const;
+    std::string key_for(const std::string& name, const std::string& token,
+                        lease_kind kind = lease_kind::mutex) const;  // empty: none
+    std::string assign_key(const std::string& name, const std::string& token, lease_kind kind = lease_kind::mutex);
     // The value an acquire puts: a mutex's token; nothing for an election's candidate (its
     // value comes with proclaim, and etcd's observers read the value of the first key).
     static std::string_view first_value(lease_kind kind, const std::string& token);
@@ -76,7 +78,7 @@ struct etcd_store::impl : dlock::detail::session_store_state<etcd::config, etcd_
     // (common/predecessor_wait.hpp), queue.cpp reads, watches and tells.
     struct queued {
         explicit queued(boost::asio::any_io_executor ex, std::minstd_rand& rng) : wait(&rng), retry(ex) {}
-        std::string name, token, key;
+        std::string name, token, key, prefix;
         std::int64_t mine = 0;                // our key's create_revision
         milliseconds ttl{0};                  // the lease the attempt asked for
         clock_type::time_point first_send{};  // the first queued attempt's send time
@@ -87,8 +89,9 @@ struct etcd_store::impl : dlock::detail::session_store_state<etcd::config, etcd_
     using queued_ptr = std::shared_ptr<queued>;
     dlock::detail::wait_queue<queued> queue{[this](const queued_ptr& q, auto& a) { perform(q, a); }};
 
+    // `prefix`: the keys it waits behind (the name's range; a reader: its writers').
     void start_queued(const std::string& name, const std::string& token, const etcd::detail::key_value& mine,
-                      clock_type::time_point sent, milliseconds ttl);
+                      clock_type::time_point sent, milliseconds ttl, const std::string& prefix);
     void perform(const queued_ptr& q, const dlock::detail::wait_action& a);
     void check_place(const queued_ptr& q);
     void watch_predecessor(const queued_ptr& q, const std::string& pred);
@@ -113,11 +116,22 @@ struct etcd_store::impl : dlock::detail::session_store_state<etcd::config, etcd_
     void on_permit_message(const key_pair& k, error_code ec, const etcd::detail::watch_message& m);
     void stop_permit_wait(const key_pair& k);
     void stop_permit_waits(bool tell);
+    static std::vector<etcd::detail::key_value> holders_of(std::string_view range,
+                                                           std::vector<etcd::detail::key_value> kvs);
     void delete_holders(std::vector<etcd::detail::key_value> kvs,
                         boost::asio::any_completion_handler<bool_signature> h);
 
-    // What a name's first key says it is, as kind_mismatch's text (a permit's, a latch's, a lock's value).
-    static std::string kind_text_of(std::string_view value);
+    // What a name's first key says it is, as kind_mismatch's text (a read-write lock's key; a
+    // permit's, a latch's or a lock's value); `range` is the name's.
+    static std::string kind_text_of(const etcd::detail::key_value& first, std::string_view range);
+    // A mutex's or an election candidate's key (etcdctl's too): none of the others.
+    static bool is_lock_key(const etcd::detail::key_value& first, std::string_view range);
+
+    // ---- read-write locks (rw.cpp): etcd's contrib RWMutex layout ----
+    void send_rw_acquire(const lease_request& req, acquire_handler h, bool retried, const std::string& key);
+    void on_rw_reply(const lease_request& req, const etcd::detail::acquire_reply& a,
+                     const std::optional<etcd::detail::key_value>& first_writer, const std::string& key, std::int64_t l,
+                     clock_type::time_point sent, acquire_handler h);
 
     // ---- count-down latches (latch.cpp; the keys in latch_codec.hpp) ----
     struct latch_op {

@@ -98,6 +98,9 @@ void zookeeper_store::impl::send_acquire(const lease_request& req, any_acquire_h
         req,         round_path(req.name, req.kind), {req.name, req.token}, session_id, clock_type::now(), retried,
         parents_made};
     auto hp = std::make_shared<any_acquire_handler>(std::move(h));
+    if (req.kind == lease_kind::permit)  // a permit held already: the same answer again
+        if (auto it = leases.find(c.key); it != leases.end() && it->second.held)
+            return grant_permit(c, hp);
     auto& ns = nodes[c.key];
     if (ns.uncertain)
         return find_lost_create(c, hp);
@@ -161,19 +164,23 @@ void zookeeper_store::impl::judge_round(const round_ctx& c, const acquire_ptr& h
     // A node this round made is ours whatever comes next: a release must find it.
     if (!closed && r.same_session && r.create == reply::ok && !st.node.empty())
         nodes[c.key] = node_state{.node = st.node, .czxid = st.stat.czxid};
-    // Another kind meeting a semaphore's nodes under the name: looked at before judging.
-    if (r.children == reply::ok && c.req.kind != lease_kind::permit && !st.semaphore_checked && !closed &&
-        r.same_session && zookeeper::semaphore_layout::has_semaphore(st.children))
-        return check_semaphore(c, hp, std::make_shared<round_replies>(std::move(st)));
     std::vector<std::string> sorted;
     if (r.children == reply::ok) {
-        sorted = recipe::contenders(std::move(st.children));
+        sorted = recipe::contenders(st.children);  // the children stay: a semaphore is looked for in them
         r.pos = recipe::find(sorted, c.req.token, c.sid);
     }
     auto known = nodes.find(c.key);
     r.czxid_known = known != nodes.end() && !known->second.node.empty() && known->second.czxid != 0;
     const auto& req = c.req;
-    switch (judge(r)) {
+    auto next = judge(r);
+    // Our node stands among the contenders: once, a semaphore's nodes under the name are looked at.
+    bool placed = next == acquire_next::held || next == acquire_next::queued || next == acquire_next::withdraw;
+    if (placed && req.kind != lease_kind::permit && !nodes[c.key].kind_checked) {
+        if (!st.semaphore_checked && zookeeper::semaphore_layout::has_semaphore(st.children))
+            return check_semaphore(c, hp, std::make_shared<round_replies>(std::move(st)));
+        nodes[c.key].kind_checked = true;
+    }
+    switch (next) {
     case acquire_next::fail_closed: return acquired(req, std::move(*hp), error::closed, {});
     case acquire_next::start_over: return acquire(req, std::move(*hp), true);
     case acquire_next::fail_session_lost: return acquired(req, std::move(*hp), error::connection_lost, {});
@@ -195,6 +202,8 @@ void zookeeper_store::impl::judge_round(const round_ctx& c, const acquire_ptr& h
         return acquired(req, std::move(*hp), to_error(st.children_rc, "children of " + c.path), {});
     case acquire_next::gone:
         nodes.erase(c.key);  // deleted under us (a forced release): nothing of ours is left
+        if (req.kind == lease_kind::permit)
+            return drop_permit(c, hp, error_code());  // nor may its lease count against the permits
         return acquired(req, std::move(*hp), error_code(), {});
     case acquire_next::check_owner: return check_owner(c, c.path + "/" + r.pos.node, hp);
     case acquire_next::held: return req.kind == lease_kind::permit ? take_permit(c, hp) : grant(c, hp);
@@ -242,8 +251,8 @@ void zookeeper_store::impl::check_semaphore(const round_ctx& c, const acquire_pt
     auto decide = [self = shared_from_this(), c, hp, st, seen, waiting] {
         if (seen->first == 1 || waiting->first == 1)
             return;
-        if (int rc = seen->first != ZOK ? seen->first : waiting->first; rc != ZOK)  // its node stays, for the release
-            return self->acquired(c.req, std::move(*hp), self->to_error(rc, "children of a semaphore"), {});
+        if (int rc = seen->first != ZOK ? seen->first : waiting->first; rc != ZOK)
+            return self->withdraw(c, hp, self->to_error(rc, "children of a semaphore"));
         st->semaphore_checked = true;
         if (seen->second.empty() && waiting->second == 0)
             return self->judge_round(c, hp, *st);  // empty containers the servers have not reaped yet
@@ -314,7 +323,12 @@ void zookeeper_store::impl::not_first(const round_ctx& c, std::size_t contenders
 // of every contender while the session lived). `ec`: what the attempt ends with after.
 void zookeeper_store::impl::withdraw(const round_ctx& c, const acquire_ptr& hp, error_code ec)
 {
-    zk->remove(nodes[c.key].node, [self = shared_from_this(), c, hp, ec](int rc) {
+    auto it = nodes.find(c.key);
+    if (it == nodes.end() || it->second.node.empty() || !zk) {
+        nodes.erase(c.key);
+        return acquired(c.req, std::move(*hp), ec, {});
+    }
+    zk->remove(it->second.node, [self = shared_from_this(), c, hp, ec](int rc) {
         if (rc != ZOK && rc != ZNONODE)
             return self->acquired(c.req, std::move(*hp), self->to_error(rc, "withdrawing"), {});
         self->nodes.erase(c.key);

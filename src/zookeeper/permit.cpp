@@ -120,7 +120,8 @@ void zookeeper_store::impl::judge_permit(const round_ctx& c, const acquire_ptr& 
                    .queue = c.req.queue,
                    .permits = c.req.capacity,
                    .create = st.create_sent ? reply_of(st.create_rc) : reply::not_sent,
-                   .leases = reply_of(st.leases_rc),
+                   // A known lease whose `leases` was reaped (a forced release): gone, below.
+                   .leases = reply_of(st.leases_rc == ZNONODE && !st.create_sent ? ZOK : st.leases_rc),
                    .path = reply_of(st.path_rc)};
     if (!closed && r.same_session && r.create == reply::ok && !st.node.empty())
         leases[c.key] = node_state{.node = st.node, .czxid = st.stat.czxid};
@@ -130,10 +131,17 @@ void zookeeper_store::impl::judge_permit(const round_ctx& c, const acquire_ptr& 
     r.foreign = !others.empty();
     auto known = leases.find(c.key);
     r.czxid_known = known != leases.end() && !known->second.node.empty() && known->second.czxid != 0;
+    if (known != leases.end() && known->second.kind_checked) {
+        r.foreign = false;  // looked for once our lease existed: a later comer sees ours instead
+        r.count.other_permits.reset();
+    }
     const auto& req = c.req;
     auto next = judge(r);
     if (next != permit_next::wait)
         permit_waits.erase(c.key);
+    if ((next == permit_next::granted || next == permit_next::wait || next == permit_next::withdraw) &&
+        known != leases.end())
+        known->second.kind_checked = true;
     switch (next) {
     case permit_next::fail_closed: return acquired(req, std::move(*hp), error::closed, {});
     case permit_next::start_over: return acquire(req, std::move(*hp), true);
@@ -142,18 +150,19 @@ void zookeeper_store::impl::judge_permit(const round_ctx& c, const acquire_ptr& 
         return make_parents(
             leases_of(path_of(req.name)),
             [self = shared_from_this(), c, hp](int rc) {
-                if (rc != ZOK && rc != ZNODEEXISTS)
-                    return self->acquired(c.req, std::move(*hp), self->to_error(rc, "creating the leases path"), {});
+                if (rc != ZOK && rc != ZNODEEXISTS)  // our `locks` node must not stay in front of everyone
+                    return self->drop_permit(c, hp, self->to_error(rc, "creating the leases path"));
                 self->take_permit(c, hp, true);
             },
             2);
+    // Failures leave no `locks` node of ours in front of everyone (a permanent error is not
+    // followed by a release); a lease whose create may have run stays for the release.
     case permit_next::fail_create_uncertain:
         leases[c.key].uncertain = true;  // it may exist: the guid finds it next time
-        [[fallthrough]];
-    case permit_next::fail_create: return acquired(req, std::move(*hp), to_error(st.create_rc, "create a lease"), {});
+        return withdraw(c, hp, to_error(st.create_rc, "create a lease"));
+    case permit_next::fail_create: return drop_permit(c, hp, to_error(st.create_rc, "create a lease"));
     case permit_next::fail_children:
-        return acquired(req, std::move(*hp),
-                        to_error(st.leases_rc != ZOK ? st.leases_rc : st.path_rc, "children of a semaphore"), {});
+        return drop_permit(c, hp, to_error(st.leases_rc != ZOK ? st.leases_rc : st.path_rc, "children of a semaphore"));
     case permit_next::mismatch:
         set_text(r.foreign ? dlock::detail::kind_in_use_text(
                                  zookeeper::detail::lease_kind_of(recipe::parse_contender(others.front())->kind))
@@ -168,7 +177,9 @@ void zookeeper_store::impl::judge_permit(const round_ctx& c, const acquire_ptr& 
     case permit_next::wait:
         contended[req.name] = true;
         return acquired(req, std::move(*hp), error_code(), {});  // woken by permit_freed
-    case permit_next::withdraw: return drop_permit(c, hp, error_code());
+    case permit_next::withdraw:
+        contended[req.name] = true;  // every permit taken: a holder of this store hears it
+        return drop_permit(c, hp, error_code());
     }
 }
 
@@ -210,8 +221,9 @@ void zookeeper_store::impl::grant_permit(const round_ctx& c, const acquire_ptr& 
 void zookeeper_store::impl::drop_permit(const round_ctx& c, const acquire_ptr& hp, error_code ec)
 {
     auto it = leases.find(c.key);
-    if (it == leases.end() || it->second.node.empty()) {
-        leases.erase(c.key);
+    if (it == leases.end() || it->second.node.empty() || !zk) {
+        if (it != leases.end() && !it->second.uncertain)  // one that may exist stays for the release
+            leases.erase(it);
         return withdraw(c, hp, ec);
     }
     zk->remove(it->second.node, [self = shared_from_this(), c, hp, ec](int rc) {

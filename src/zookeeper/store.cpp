@@ -181,7 +181,7 @@ void zookeeper_store::do_renew(const lease_key& k, std::chrono::milliseconds,
     auto node = !k.ref.empty() ? k.ref : it != held.end() ? it->second.node : std::string();
     if (node.empty() || !m.session_id || !m.zk)
         return post_moved(m.ex, h, error_code(), renew_result{});  // no session: nothing of ours exists
-    // A semaphore's holder is waited for while anyone is under its `locks`.
+    // A semaphore's holder: the acquirers under its `locks` (and the leases, below).
     bool permit = k.kind == lease_kind::permit;
     auto waiters = permit ? m.round_path(k.name, k.kind) : node.substr(0, node.rfind('/'));
     auto sid = m.session_id;
@@ -189,20 +189,25 @@ void zookeeper_store::do_renew(const lease_key& k, std::chrono::milliseconds,
     // Our node, and behind it the children (the same round trip): a contender waiting for
     // ours, of any session, is `contended`.
     struct replies {
-        int exists_rc = 1, children_rc = 1;  // 1: not come yet
-        node_stat stat;
+        int exists_rc = 1, children_rc = 1, leases_rc = 1;  // 1: not come yet
+        node_stat stat, leases;
         std::vector<std::string> children;
     };
     auto st = std::make_shared<replies>();
+    if (!permit)
+        st->leases_rc = 0;
     auto done = [self = impl_, sid, name = k.name, node, permit, hp, st] {
-        if (st->exists_rc == 1 || st->children_rc == 1)
-            return;  // the other reply is still due
+        if (st->exists_rc == 1 || st->children_rc == 1 || st->leases_rc == 1)
+            return;  // a reply is still due
         int rc = st->exists_rc;
         if (rc != ZOK && rc != ZNONODE)
             return post_moved(self->ex, *hp, self->to_error(rc, "confirming a node"), renew_result{});
         renew_result res{rc == ZOK && st->stat.ephemeral_owner == sid && self->session_id == sid, false};
+        // A semaphore's holder is waited for while someone is under `locks` and every permit is taken.
+        auto permits = zookeeper::semaphore_layout::permits_of(std::string_view(node).substr(node.rfind('/') + 1));
         if (st->children_rc == ZOK)
-            res.contended = permit ? !st->children.empty()
+            res.contended = permit ? !st->children.empty() && st->leases_rc == ZOK &&
+                                         st->leases.num_children >= static_cast<std::int32_t>(permits.value_or(1))
                                    : recipe::waited_for(recipe::contenders(std::move(st->children)),
                                                         std::string_view(node).substr(node.rfind('/') + 1));
         if (auto it = self->contended.find(name); it != self->contended.end()) {
@@ -217,6 +222,12 @@ void zookeeper_store::do_renew(const lease_key& k, std::chrono::milliseconds,
         st->stat = s;
         done();
     });
+    if (permit)
+        m.zk->exists(node.substr(0, node.rfind('/')), [st, done](int rc, node_stat s) {
+            st->leases_rc = rc;
+            st->leases = s;
+            done();
+        });
     m.zk->get_children(waiters, [st, done](int rc, std::vector<std::string> children) {
         st->children_rc = rc == ZNONODE ? ZOK : rc;
         st->children = std::move(children);

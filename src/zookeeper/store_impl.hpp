@@ -76,6 +76,9 @@ struct zookeeper_store::impl
         std::int64_t czxid = 0;
         bool uncertain = false;  // a create's reply was lost: look for the guid before creating again
         bool held = false;
+        // Other kinds were looked for once our node existed: any made later sees ours, so
+        // later rounds need not look again (a waiter is not refused by a later comer).
+        bool kind_checked = false;
     };
     std::map<key_pair, node_state> nodes;
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSL-1.0
-// libFuzzer target for the etcd gateway codec (src/etcd/codec.cpp): any reply body must parse
+// libFuzzer target for the etcd gateway codecs (src/etcd/codec.cpp, latch_codec.cpp): any reply body must parse
 // or fail with an error code, without crashing, leaking or reading out of bounds; base64
 // round-trips. The first byte picks the parser, the rest is the body.
 #include "etcd/codec.hpp"
+#include "etcd/latch_codec.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -28,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0;
     std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
     codec::reply_error err;
-    switch (data[0] % 10) {
+    switch (data[0] % 13) {
     case 0:
     case 1: {
         codec::acquire_reply r;
@@ -79,6 +80,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (!codec::base64_decode(codec::base64_encode(body), back) || back != body)
             __builtin_trap();
         codec::base64_decode(body, back);
+        codec::permits_in(body);
+        codec::latch_count_in(body);
+        break;
+    }
+    case 10: {
+        codec::latch_read r;
+        check(codec::parse_latch_read(body, r, err), err);
+        break;
+    }
+    case 11: {
+        codec::latch_count r;
+        check(codec::parse_latch_count_down(body, r, err), err);
+        break;
+    }
+    case 12: {
+        codec::acquire_reply r;
+        std::optional<codec::key_value> writer;
+        check(codec::parse_rw_acquire(body, "/p/n/read/694d", "tok", 0x694d, r, writer, err), err);
         break;
     }
     }

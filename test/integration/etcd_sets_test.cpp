@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSL-1.0
-// The semaphore on a real etcd cluster, in a layout of ours (src/etcd/permit.cpp): processes
-// that never hold more than the permits, a killed holder's permit back with its lease, one
-// kind per name (with `etcdctl lock` too), cancelled waiters leaving no key, and the tool.
-// One cluster for the suite.
+// Read-write locks and semaphores on a real etcd cluster: the read-write scenarios every
+// store with the primitive runs (rw_scenarios.hpp), in the layout of etcd's contrib RWMutex
+// (src/etcd/rw.cpp), with `etcdctl lock` and a writer excluding each other; the semaphore in a
+// layout of ours (src/etcd/permit.cpp): processes that never hold more than the permits, a
+// killed holder's permit back with its lease, one kind per name (with `etcdctl lock` too),
+// cancelled waiters leaving no key, and the tool. One cluster for the suite.
 #include "common/child.hpp"
 #include "integration/consensus/etcd_family.hpp"
 #include "integration/rw_scenarios.hpp"
@@ -56,7 +58,73 @@ bool left_nothing(const std::vector<std::string>& names)
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(etcd_semaphore, *boost::unit_test::fixture<one_cluster>())
+BOOST_AUTO_TEST_SUITE(etcd_sets, *boost::unit_test::fixture<one_cluster>())
+
+// Readers share and writers exclude across processes; a writer gets in while a stream of
+// readers never lets go; nothing is left behind.
+BOOST_AUTO_TEST_CASE(readers_share_writers_exclude_and_a_writer_is_not_starved)
+{
+    auto dir = temp_dir("dlock-etcdrw");
+    rw::readers_share_writers_exclude(shared->url(), dir + "/log");
+    rw::a_writer_gets_in_while_readers_keep_arriving(shared->url(), dir + "/stream");
+    BOOST_TEST(left_nothing({"dlock:rw", "dlock:stream"}));
+    std::filesystem::remove_all(dir);
+}
+
+// `etcdctl lock NAME` and a dlock writer on NAME never hold at once: etcdctl's lock waits
+// behind the writer's key, and a writer is refused while etcdctl's key is the name's first.
+// A reader queued behind the writer is cancelled and leaves no key.
+BOOST_AUTO_TEST_CASE(etcdctl_lock_and_a_writer_exclude_each_other)
+{
+    asio::io_context io;
+    dlock::etcd_store a(io.get_executor(), config()), b(io.get_executor(), config());
+    dlock::registry ra(a, {.lease = 5s}), rb(b, {.lease = 5s});
+    std::unique_ptr<child> etcdctl;
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto w = co_await ra.obtain_rw("x").write().acquire();
+            etcdctl = std::make_unique<child>(std::vector<std::string>{
+                "/usr/bin/env", "ETCDCTL_API=3", "etcdctl", "--endpoints=" + shared->endpoints_csv(), "lock", "dlock:x",
+                "--", "/bin/sh", "-c", "echo got; exec sleep 30"});
+            auto queued = co_await status_until(a, "dlock:x", [](auto& s) { return s.queued > 0; });
+            BOOST_TEST(queued.queued == 1u);
+            BOOST_TEST(queued.writer);
+            BOOST_TEST(!etcdctl->read_line(200ms).has_value(), "etcdctl lock ran while dlock's writer held");
+            // A reader queued behind the writer, cancelled: its key goes.
+            asio::cancellation_signal stop;
+            std::optional<boost::system::error_code> ended;
+            rb.obtain_rw("x").read().acquire(asio::bind_cancellation_slot(
+                stop.slot(), [&](boost::system::error_code ec, dlock::guard) { ended = ec; }));
+            auto two = co_await status_until(a, "dlock:x", [](auto& s) { return s.queued == 2; });
+            BOOST_TEST(two.queued == 2u);
+            stop.emit(asio::cancellation_type::terminal);
+            BOOST_TEST(co_await eventually([&] { return ended.has_value(); }));
+            BOOST_TEST((ended && *ended == asio::error::operation_aborted));
+            auto one = co_await status_until(a, "dlock:x", [](auto& s) { return s.queued == 1; });
+            BOOST_TEST(one.queued == 1u);
+            co_await w.release();
+            BOOST_TEST(etcdctl->read_line(20s).value_or("") == "got");
+            // etcdctl's key is the name's first now: a writer is refused, naming it.
+            auto [ec, g] = co_await rb.obtain_rw("x").write().try_acquire(use_tuple);
+            BOOST_TEST(ec == dlock::error::kind_mismatch, ec.message());
+            BOOST_TEST(b.last_error_text().find("a mutex") != std::string::npos, b.last_error_text());
+            co_await ra.async_drain();
+            co_await rb.async_drain();
+            a.close();
+            b.close();
+        },
+        60s);
+    etcdctl->signal(SIGTERM);
+    etcdctl->wait();
+    BOOST_TEST(left_nothing({"dlock:x"}));
+}
+
+BOOST_AUTO_TEST_CASE(the_tool_runs_readers_together_and_a_writer_alone)
+{
+    rw::the_tool_runs_readers_together_and_a_writer_alone(DLOCK_CLI_PATH, shared->url());
+    BOOST_TEST(left_nothing({"dlock:doc"}));
+}
 
 // Three processes of three coroutines on a semaphore of 2: never more than 2 inside, both
 // permits used, every token once.
@@ -127,6 +195,8 @@ BOOST_AUTO_TEST_CASE(a_name_is_one_kind)
             auto [e2, g2] = co_await rb.obtain_semaphore("one", 3).try_acquire(use_tuple);
             BOOST_TEST(e2 == dlock::error::kind_mismatch, e2.message());
             BOOST_TEST(b.last_error_text().find("a semaphore of 2 permits") != std::string::npos, b.last_error_text());
+            auto [e5, g5] = co_await rb.obtain_rw("one").read().try_acquire(use_tuple);
+            BOOST_TEST(e5 == dlock::error::kind_mismatch, e5.message());
             auto st = co_await b.async_status("dlock:one", asio::use_awaitable);
             BOOST_TEST((st.kind == dlock::lease_kind::permit));
             BOOST_TEST(st.capacity == 2u);
