@@ -184,15 +184,7 @@ void zookeeper_store::impl::judge_round(const round_ctx& c, const acquire_ptr& h
     case acquire_next::fail_closed: return acquired(req, std::move(*hp), error::closed, {});
     case acquire_next::start_over: return acquire(req, std::move(*hp), true);
     case acquire_next::fail_session_lost: return acquired(req, std::move(*hp), error::connection_lost, {});
-    case acquire_next::make_parents:
-        return make_parents(
-            c.path,
-            [self = shared_from_this(), req, hp, retried = c.retried](int rc) {
-                if (rc != ZOK && rc != ZNODEEXISTS)
-                    return self->acquired(req, std::move(*hp), self->to_error(rc, "creating the lock path"), {});
-                self->send_acquire(req, std::move(*hp), retried, true);
-            },
-            req.kind == lease_kind::permit ? 2 : 1);
+    case acquire_next::make_parents: return make_lock_path(c, hp);
     case acquire_next::fail_create_uncertain:
         nodes[c.key].uncertain = true;  // it may exist: the guid finds it next time
         [[fallthrough]];
@@ -237,6 +229,18 @@ void zookeeper_store::impl::make_parent(std::shared_ptr<std::vector<std::string>
                        return done(rc);
                    self->make_parent(chain, i + 1, containers, done);
                });
+}
+
+void zookeeper_store::impl::make_lock_path(const round_ctx& c, const acquire_ptr& hp)
+{
+    make_parents(
+        c.path,
+        [self = shared_from_this(), req = c.req, hp, retried = c.retried](int rc) {
+            if (rc != ZOK && rc != ZNODEEXISTS)
+                return self->acquired(req, std::move(*hp), self->to_error(rc, "creating the lock path"), {});
+            self->send_acquire(req, std::move(*hp), retried, true);
+        },
+        c.req.kind == lease_kind::permit ? 2 : 1);
 }
 
 // In use as a semaphore while a lease or an acquirer is there; the names of the leases say

@@ -111,7 +111,10 @@ void zookeeper_store::impl::find_lost_lease(const round_ctx& c, const acquire_pt
     });
 }
 
-void zookeeper_store::impl::judge_permit(const round_ctx& c, const acquire_ptr& hp, permit_replies& st)
+// The round's replies as judge() reads them; a lease this round made is ours from now.
+// `others`: the contenders of other kinds under the name.
+permit_round zookeeper_store::impl::permit_round_of(const round_ctx& c, permit_replies& st,
+                                                    std::vector<std::string>& others)
 {
     permit_round r{.closed = closed,
                    .same_session = session_id == c.sid && zk,
@@ -127,7 +130,7 @@ void zookeeper_store::impl::judge_permit(const round_ctx& c, const acquire_ptr& 
         leases[c.key] = node_state{.node = st.node, .czxid = st.stat.czxid};
     if (r.leases == reply::ok)
         r.count = layout::count_leases(st.leases, c.req.token, c.sid, c.req.capacity);
-    auto others = recipe::contenders(std::move(st.children));
+    others = recipe::contenders(std::move(st.children));
     r.foreign = !others.empty();
     auto known = leases.find(c.key);
     r.czxid_known = known != leases.end() && !known->second.node.empty() && known->second.czxid != 0;
@@ -135,6 +138,14 @@ void zookeeper_store::impl::judge_permit(const round_ctx& c, const acquire_ptr& 
         r.foreign = false;  // looked for once our lease existed: a later comer sees ours instead
         r.count.other_permits.reset();
     }
+    return r;
+}
+
+void zookeeper_store::impl::judge_permit(const round_ctx& c, const acquire_ptr& hp, permit_replies& st)
+{
+    std::vector<std::string> others;
+    auto r = permit_round_of(c, st, others);
+    auto known = leases.find(c.key);
     const auto& req = c.req;
     auto next = judge(r);
     if (next != permit_next::wait)

@@ -181,7 +181,6 @@ void zookeeper_store::do_renew(const lease_key& k, std::chrono::milliseconds,
     auto node = !k.ref.empty() ? k.ref : it != held.end() ? it->second.node : std::string();
     if (node.empty() || !m.session_id || !m.zk)
         return post_moved(m.ex, h, error_code(), renew_result{});  // no session: nothing of ours exists
-    // A semaphore's holder: the acquirers under its `locks` (and the leases, below).
     bool permit = k.kind == lease_kind::permit;
     auto waiters = permit ? m.round_path(k.name, k.kind) : node.substr(0, node.rfind('/'));
     auto sid = m.session_id;
@@ -194,8 +193,7 @@ void zookeeper_store::do_renew(const lease_key& k, std::chrono::milliseconds,
         std::vector<std::string> children;
     };
     auto st = std::make_shared<replies>();
-    if (!permit)
-        st->leases_rc = 0;
+    st->leases_rc = permit ? 1 : 0;
     auto done = [self = impl_, sid, name = k.name, node, permit, hp, st] {
         if (st->exists_rc == 1 || st->children_rc == 1 || st->leases_rc == 1)
             return;  // a reply is still due
@@ -203,13 +201,13 @@ void zookeeper_store::do_renew(const lease_key& k, std::chrono::milliseconds,
         if (rc != ZOK && rc != ZNONODE)
             return post_moved(self->ex, *hp, self->to_error(rc, "confirming a node"), renew_result{});
         renew_result res{rc == ZOK && st->stat.ephemeral_owner == sid && self->session_id == sid, false};
+        auto ours = std::string_view(node).substr(node.rfind('/') + 1);
+        if (st->children_rc == ZOK && !permit)
+            res.contended = recipe::waited_for(recipe::contenders(std::move(st->children)), ours);
         // A semaphore's holder is waited for while someone is under `locks` and every permit is taken.
-        auto permits = zookeeper::semaphore_layout::permits_of(std::string_view(node).substr(node.rfind('/') + 1));
-        if (st->children_rc == ZOK)
-            res.contended = permit ? !st->children.empty() && st->leases_rc == ZOK &&
-                                         st->leases.num_children >= static_cast<std::int32_t>(permits.value_or(1))
-                                   : recipe::waited_for(recipe::contenders(std::move(st->children)),
-                                                        std::string_view(node).substr(node.rfind('/') + 1));
+        auto permits = static_cast<std::int32_t>(zookeeper::semaphore_layout::permits_of(ours).value_or(1));
+        if (st->children_rc == ZOK && permit)
+            res.contended = !st->children.empty() && st->leases_rc == ZOK && st->leases.num_children >= permits;
         if (auto it = self->contended.find(name); it != self->contended.end()) {
             res.contended = true;  // this store's own attempt found it taken
             self->contended.erase(it);
@@ -234,6 +232,7 @@ void zookeeper_store::do_renew(const lease_key& k, std::chrono::milliseconds,
         done();
     });
 }
+
 
 void zookeeper_store::do_release(const lease_key& k, asio::any_completion_handler<bool_signature> h)
 {

@@ -15,6 +15,7 @@
 #include "common/session_store_state.hpp"
 #include "zookeeper/acquire_round.hpp"
 #include "zookeeper/client.hpp"
+#include "zookeeper/permit_round.hpp"
 #include "zookeeper/recipe.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -126,6 +127,8 @@ struct zookeeper_store::impl
     // The path's missing parents: persistent, but the last `containers` (the lock path, and a
     // semaphore's path above its `locks` or `leases`) as containers the servers reap once empty.
     void make_parents(const std::string& path, std::function<void(int)> done, std::size_t containers = 1);
+    // The lock path (a semaphore's `locks` and the name's path above it) made, then the round again.
+    void make_lock_path(const round_ctx& c, const acquire_ptr& hp);
     void make_parent(std::shared_ptr<std::vector<std::string>> chain, std::size_t i, std::size_t containers,
                      std::function<void(int)> done);
     // Another kind's round found a semaphore's `locks` or `leases` under the name: in use if
@@ -180,6 +183,7 @@ struct zookeeper_store::impl
     };
     void take_permit(const round_ctx& c, const acquire_ptr& hp, bool parents_made = false);
     void find_lost_lease(const round_ctx& c, const acquire_ptr& hp);
+    zookeeper::permit_round permit_round_of(const round_ctx& c, permit_replies& st, std::vector<std::string>& others);
     void judge_permit(const round_ctx& c, const acquire_ptr& hp, permit_replies& st);
     void check_lease_owner(const round_ctx& c, const acquire_ptr& hp);
     void grant_permit(const round_ctx& c, const acquire_ptr& hp);
