@@ -29,6 +29,11 @@ namespace dlock {
 /// store campaign against each other and `etcdctl elect -l NAME` shows dlock's value. Like
 /// etcd's own recipes, the keys do not say whether a name is a lock or an election.
 ///
+/// Read-write locks in etcd's contrib RWMutex layout (`<prefix><name>/read/<lease>`,
+/// `<prefix><name>/write/<lease>`), semaphores (each permit a key with the value
+/// `dlock-semaphore/<N>/<token>`, the first N hold) and latches in layouts of ours; the
+/// name's first key says what it is, and any other kind is refused with kind_mismatch.
+///
 /// Session: one etcd lease per store, granted at first use with the first acquire's lease
 /// (or config::lease_ttl), kept alive every TTL/3 and revoked by close(). Every lock of the
 /// store is lost together when the keep-alive says the lease is gone, or when none was
