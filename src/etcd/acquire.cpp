@@ -99,6 +99,8 @@ void etcd_store::impl::send_acquire(const lease_request& req, acquire_handler h,
                     if (!retried)  // our lease vanished under us: once more, with a new one
                         return acquire(req, std::move(h), true);
                 }
+                if (ec && permit && !is_transient(ec))
+                    permit_values.erase({req.name, req.token});  // no release follows a permanent error
                 if (ec)
                     return acquired(req, std::move(h), ec, acquire_result{});
                 if (permit)

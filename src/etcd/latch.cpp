@@ -16,6 +16,7 @@ namespace asio = boost::asio;
 using namespace etcd::detail;
 using boost::system::error_code;
 using dlock::detail::post_moved;
+using std::chrono::milliseconds;
 
 namespace {
 
@@ -30,14 +31,15 @@ std::string etcd_store::impl::kind_text_of(const key_value& first, std::string_v
         return dlock::detail::kind_in_use_text(lease_kind::read);
     if (auto n = permits_in(first.value))
         return dlock::detail::kind_in_use_text(lease_kind::permit, *n);
-    if (latch_count_in(first.value))
+    if (latch_count_in(first.value) || is_latch_key(range, first.key))
         return "dlock: the name is in use as a latch";
     return dlock::detail::kind_in_use_text(lease_kind::mutex);
 }
 
 bool etcd_store::impl::is_lock_key(const key_value& first, std::string_view range)
 {
-    return !is_rw_key(range, first.key) && !permits_in(first.value) && !latch_count_in(first.value);
+    return !is_rw_key(range, first.key) && !is_latch_key(range, first.key) && !permits_in(first.value) &&
+           !latch_count_in(first.value);
 }
 
 void etcd_store::impl::count_down_round(const latch_op_ptr& op)
@@ -54,8 +56,9 @@ void etcd_store::impl::count_down_round(const latch_op_ptr& op)
             ec, r, [&](std::string_view b, reply_error& e) { return parse_latch_read(b, rd, e); }, err);
         if (ec)
             return self->latch_done(op, ec, 0);
-        // The name is what its first key is: a lock's key there refuses the latch.
-        if (rd.first && (!rd.latch || rd.first->key != rd.latch->key)) {
+        // The name is what its first key is: a lock's key there refuses the latch (a member made
+        // with the latch key shares its revision, and may be read first).
+        if (rd.first && (!rd.latch || rd.first->create_revision != rd.latch->create_revision)) {
             self->set_text(kind_text_of(*rd.first, op->range));
             return self->latch_done(op, error::kind_mismatch, 0);
         }
@@ -77,8 +80,10 @@ void etcd_store::impl::count_down_round(const latch_op_ptr& op)
                            std::to_string(op->count));
             return self->latch_done(op, error::count_mismatch, 0);
         }
-        if (rd.members >= static_cast<std::int64_t>(n))  // done: no more members, the expiry set again
-            return self->keep_latch(op, rd.latch->lease, [self, op] { self->latch_done(op, error_code(), 0); });
+        if (rd.members >= static_cast<std::int64_t>(n))  // done: no more members; waiters told again
+            return self->keep_latch(op, rd.latch->lease, [self, op, rd] {
+                self->touch_latch(op, rd.latch->create_revision, rd.latch->lease);
+            });
         self->put_member(op, rd.latch->create_revision, rd.latch->lease, false);
     });
 }
@@ -86,38 +91,41 @@ void etcd_store::impl::count_down_round(const latch_op_ptr& op)
 // `granted`: the lease is new (for a new latch): revoked if the put does not go through.
 void etcd_store::impl::put_member(const latch_op_ptr& op, std::int64_t created, std::int64_t lease, bool granted)
 {
-    request(txn_path, latch_count_down_txn(op->range, created, op->count, op->member, lease),
-            [self = shared_from_this(), op, created, lease, granted](error_code ec, http_reply r) {
+    request(
+        txn_path, latch_count_down_txn(op->range, created, op->count, op->member, lease),
+        [self = shared_from_this(), op, lease, granted](error_code ec, http_reply r) {
+            reply_error err;
+            latch_count c;
+            ec = self->decode(
+                ec, r, [&](std::string_view b, reply_error& e) { return parse_latch_count_down(b, c, e); }, err);
+            // Only a definite "not put" frees a new lease: after an error the put may have
+            // run (the lease then carries the latch; unused, it runs out by itself).
+            if (!ec && !c.put && granted)
+                self->request(revoke_path, lease_id_request(lease), [](error_code, http_reply) {});
+            if (ec)
+                return self->latch_done(op, ec, 0);
+            if (!c.put)
+                return self->count_down_round(op);  // the latch changed since the read: read again
+            auto members = static_cast<std::uint64_t>(std::max<std::int64_t>(c.members, 0));
+            auto remaining = op->count - std::min(members, op->count);
+            if (granted)
+                return self->latch_done(op, error_code(), remaining);
+            self->keep_latch(op, lease, [self, op, remaining] { self->latch_done(op, error_code(), remaining); });
+        },
+        milliseconds(0), false, false);  // not resent: a second send could not tell ours from another's
+}
+
+// A done latch counted down again: its key put again, so a waiter that missed the last
+// count-down's new value (that count-down's reply was lost and it was retried) hears one.
+void etcd_store::impl::touch_latch(const latch_op_ptr& op, std::int64_t created, std::int64_t lease)
+{
+    request(txn_path, latch_touch_txn(op->range, created, op->count, lease),
+            [self = shared_from_this(), op](error_code ec, http_reply r) {
                 reply_error err;
-                latch_count c;
+                bool put = false;
                 ec = self->decode(
-                    ec, r, [&](std::string_view b, reply_error& e) { return parse_latch_count_down(b, c, e); }, err);
-                if ((ec || !c.put) && granted)
-                    self->request(revoke_path, lease_id_request(lease), [](error_code, http_reply) {});
-                if (ec)
-                    return self->latch_done(op, ec, 0);
-                if (!c.put)
-                    return self->count_down_round(op);  // the latch changed since the read: read again
-                auto key_created = created ? created : c.revision;
-                auto members = static_cast<std::uint64_t>(std::max<std::int64_t>(c.members, 0));
-                auto finish = [self, op, key_created, lease, members] {
-                    if (members < op->count)
-                        return self->latch_done(op, error_code(), op->count - members);
-                    // Every member is in: a new value of the latch key wakes the waiters.
-                    self->request(
-                        txn_path, latch_touch_txn(op->range, key_created, op->count, lease),
-                        [self, op](error_code ec, http_reply r) {
-                            reply_error err;
-                            bool put = false;
-                            ec = self->decode(
-                                ec, r, [&](std::string_view b, reply_error& e) { return parse_succeeded(b, put, e); },
-                                err);
-                            self->latch_done(op, ec, 0);
-                        });
-                };
-                if (granted)
-                    return finish();
-                self->keep_latch(op, lease, finish);
+                    ec, r, [&](std::string_view b, reply_error& e) { return parse_succeeded(b, put, e); }, err);
+                self->latch_done(op, ec, 0);
             });
 }
 

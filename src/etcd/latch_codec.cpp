@@ -78,18 +78,28 @@ bool parse_latch_read(std::string_view body, latch_read& out, reply_error& err)
 std::string latch_count_down_txn(std::string_view range, std::int64_t created, std::uint64_t count,
                                  std::string_view member, std::int64_t lease)
 {
-    json::array ops;
-    if (created == 0)
-        ops.push_back(put_op(latch_key(range), latch_value(count), lease));
-    ops.push_back(put_op(member_key(range, member), {}, lease));
-    ops.push_back(count_members(range));
-    return txn({compare_create(latch_key(range), {}, created)}, std::move(ops), {});
+    // The latch key is put again by every count-down: a new value the waiters' watch hears, in
+    // the same step as the member (a count-down retried after a lost reply wakes them too).
+    // A new latch needs the whole range empty: no other kind's key came meanwhile.
+    json::array ops{put_op(latch_key(range), latch_value(count), lease), put_op(member_key(range, member), {}, lease),
+                    count_members(range)};
+    auto cmp =
+        created == 0 ? compare_create(range, prefix_end(range), 0) : compare_create(latch_key(range), {}, created);
+    return txn({std::move(cmp)}, std::move(ops), {});
 }
 
 std::string latch_touch_txn(std::string_view range, std::int64_t created, std::uint64_t count, std::int64_t lease)
 {
     return txn({compare_create(latch_key(range), {}, created)}, {put_op(latch_key(range), latch_value(count), lease)},
                {});
+}
+
+bool is_latch_key(std::string_view range, std::string_view key)
+{
+    if (key.substr(0, range.size()) != range)
+        return false;
+    auto rest = key.substr(range.size());
+    return rest == "latch" || rest.substr(0, 7) == "member/";
 }
 
 bool parse_latch_count_down(std::string_view body, latch_count& out, reply_error& err)

@@ -14,6 +14,8 @@ std::string member_key(std::string_view range, std::string_view member);
 std::string latch_value(std::uint64_t count);
 /// The count a latch key's value was put with, or nothing if it is not a latch's.
 std::optional<std::uint64_t> latch_count_in(std::string_view value);
+/// Whether `key` (of the name's range `range`) is a latch's: its latch key or a member's.
+bool is_latch_key(std::string_view range, std::string_view key);
 
 /// Reads the latch key, the range's first-created key (what the name is) and the number of
 /// members, at one revision.
@@ -26,8 +28,9 @@ struct latch_read {
 };
 bool parse_latch_read(std::string_view body, latch_read& out, reply_error& err);
 
-/// If the latch key is still the one created at `created` (0: there is none, and then it is
-/// put with `count`), puts the member's key, all on `lease`, and counts the members.
+/// If the latch key is still the one created at `created` (0: the name has no key at all),
+/// puts the latch key (again: its waiters hear the new value) and the member's key, all on
+/// `lease`, and counts the members.
 std::string latch_count_down_txn(std::string_view range, std::int64_t created, std::uint64_t count,
                                  std::string_view member, std::int64_t lease);
 /// If the latch key is still the one created at `created`, puts it again unchanged: a new

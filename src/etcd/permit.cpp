@@ -5,6 +5,7 @@
 // and reads the first N in one transaction; a queued one that is not among them keeps its
 // key and re-reads at every deletion in the range (its own watch stream), a try deletes
 // it. A first key that is not a permit of the same N refuses the attempt (kind_mismatch).
+#include "etcd/latch_codec.hpp"
 #include "etcd/store_impl.hpp"
 
 #include <algorithm>
@@ -26,12 +27,20 @@ void etcd_store::impl::on_permit_reply(const lease_request& req, const acquire_r
     if (!ours) {
         if (!a.mine && lease == l)
             slots.free(req.name, req.token);
+        permit_values.erase({req.name, req.token});
         return acquired(req, std::move(h), error_code(), acquire_result{});
     }
-    // The name is what its first key is: another kind, or a semaphore of another size, refuses us.
-    if (auto n = permits_in(a.owner->value); a.owner->key != key && (!n || *n != req.capacity)) {
-        set_text(kind_text_of(*a.owner, range_of(req.name)));
-        return withdraw_key(req, key, a.mine->create_revision, error::kind_mismatch, std::move(h));
+    // The name is what its keys before ours are: another kind, or a semaphore of another
+    // size (even one being withdrawn), refuses us.
+    for (auto& kv : a.firsts) {
+        if (kv.key == key)
+            break;
+        auto range = range_of(req.name);
+        if (permits_in(kv.value) != std::optional<unsigned>(req.capacity) || is_rw_key(range, kv.key) ||
+            is_latch_key(range, kv.key)) {
+            set_text(kind_text_of(kv, range));
+            return withdraw_key(req, key, a.mine->create_revision, error::kind_mismatch, std::move(h));
+        }
     }
     if (std::any_of(a.firsts.begin(), a.firsts.end(), [&](const key_value& kv) { return kv.key == key; })) {
         stop_permit_wait({req.name, req.token});
@@ -55,18 +64,39 @@ void etcd_store::impl::withdraw_key(const lease_request& req, const std::string&
                                     error_code ec, acquire_handler h)
 {
     request(txn_path, delete_if_created_txn(key, created),
-            [this, req, ec, l = lease, h = std::move(h)](error_code dec, http_reply r) mutable {
+            [this, req, key, created, ec, l = lease, h = std::move(h)](error_code dec, http_reply r) mutable {
                 reply_error err;
                 bool deleted = false;
                 dec = decode(
                     dec, r, [&](std::string_view b, reply_error& e) { return parse_succeeded(b, deleted, e); }, err);
-                if (dec)  // the key stays ours, for the release that follows the error
+                if (dec) {  // a permanent error is followed by no release: delete it in the background
+                    delete_later(key, created);
                     return acquired(req, std::move(h), dec, acquire_result{});
+                }
                 if (lease == l)
                     slots.free(req.name, req.token);
                 permit_values.erase({req.name, req.token});
                 acquired(req, std::move(h), ec, acquire_result{});
             });
+}
+
+// A key an attempt must not leave behind, deleted (if still the one created at `created`)
+// and asked again while the store's lease lives (its end deletes the key).
+void etcd_store::impl::delete_later(const std::string& key, std::int64_t created)
+{
+    auto t = std::make_shared<boost::asio::steady_timer>(ex, std::max(milliseconds(10), life.ttl() / 20));
+    t->async_wait([w = weak_from_this(), t, key, created, l = lease](error_code) {
+        auto s = w.lock();
+        if (!s || s->closed || s->lease != l || l == 0)
+            return;
+        s->request(txn_path, delete_if_created_txn(key, created), [s, key, created](error_code ec, http_reply r) {
+            reply_error err;
+            bool deleted = false;
+            if (s->decode(
+                    ec, r, [&](std::string_view b, reply_error& e) { return parse_succeeded(b, deleted, e); }, err))
+                s->delete_later(key, created);
+        });
+    });
 }
 
 // From the revision the attempt read at: a deletion after it is seen (a watch starting in

@@ -112,6 +112,7 @@ struct etcd_store::impl : dlock::detail::session_store_state<etcd::config, etcd_
     // Deletes the key an attempt put (if still the one created at `created`), then completes it with `ec`.
     void withdraw_key(const lease_request& req, const std::string& key, std::int64_t created, error_code ec,
                       acquire_handler h);
+    void delete_later(const std::string& key, std::int64_t created);
     void start_permit_wait(const std::string& name, const std::string& token, std::int64_t revision);
     void on_permit_message(const key_pair& k, error_code ec, const etcd::detail::watch_message& m);
     void stop_permit_wait(const key_pair& k);
@@ -145,6 +146,7 @@ struct etcd_store::impl : dlock::detail::session_store_state<etcd::config, etcd_
     void count_down_round(const latch_op_ptr& op);
     void put_member(const latch_op_ptr& op, std::int64_t created, std::int64_t lease, bool granted);
     void keep_latch(const latch_op_ptr& op, std::int64_t lease, std::function<void()> then);
+    void touch_latch(const latch_op_ptr& op, std::int64_t created, std::int64_t lease);
     void latch_done(const latch_op_ptr& op, error_code ec, std::uint64_t remaining);
 
     // Untokened watchers of a name share one stream of deletions under it.

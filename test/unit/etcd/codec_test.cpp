@@ -5,6 +5,7 @@
 #include <dlock/etcd/config.hpp>
 
 #include "etcd/codec.hpp"
+#include "etcd/latch_codec.hpp"
 #include "unit/print.hpp"
 
 #include <boost/json/parse.hpp>
@@ -145,6 +146,27 @@ BOOST_AUTO_TEST_CASE(semaphore_keys_and_values)
     BOOST_TEST(held);
     BOOST_TEST_REQUIRE(parse_release(rel, "pool/99", deleted, held, err));
     BOOST_TEST(!held);
+}
+
+// A latch's count-down puts the latch key every time (its waiters hear a new value); a new
+// latch needs the whole range empty, an existing one its latch key unchanged.
+BOOST_AUTO_TEST_CASE(latch_keys_and_count_down)
+{
+    BOOST_TEST(is_latch_key("job/", "job/latch"));
+    BOOST_TEST(is_latch_key("job/", "job/member/a"));
+    BOOST_TEST(!is_latch_key("job/", "job/694d"));
+    BOOST_TEST(!is_latch_key("job/", "other/latch"));
+    BOOST_TEST(latch_count_in(latch_value(4)).value_or(0) == 4u);
+    BOOST_TEST(!latch_count_in("dlock-latch/0"));
+    auto fresh = json::parse(latch_count_down_txn("job/", 0, 4, "a", 7)).as_object();
+    auto cmp = fresh.at("compare").as_array().at(0).as_object();
+    BOOST_TEST(cmp.contains("range_end"));  // the whole range, not only the latch key
+    BOOST_TEST(fresh.at("success").as_array().size() == 3u);
+    auto again = json::parse(latch_count_down_txn("job/", 9, 4, "a", 7)).as_object();
+    auto cmp2 = again.at("compare").as_array().at(0).as_object();
+    BOOST_TEST(!cmp2.contains("range_end"));
+    BOOST_TEST(cmp2.at("create_revision").as_string() == "9");
+    BOOST_TEST(again.at("success").as_array().size() == 3u);  // the latch key put again, with the member
 }
 
 BOOST_AUTO_TEST_CASE(confirm_release_predecessor_and_range)
