@@ -214,11 +214,7 @@ json::object compare_ours(our_key mine)
 
 std::string confirm_txn(our_key mine, std::string_view prefix)
 {
-    auto r = range_op(prefix, prefix_end(prefix), 0, true);
-    r["count_only"] = true;
-    r.erase("sort_target");
-    r.erase("sort_order");
-    return txn({compare_ours(mine)}, {op("request_range", std::move(r))}, {});
+    return txn({compare_ours(mine)}, {op("request_range", count_range_op(prefix))}, {});
 }
 
 bool parse_confirm(std::string_view body, confirm_reply& out, reply_error& err)

@@ -121,20 +121,21 @@ bool all_kvs(const json::object* range, std::vector<key_value>& out)
 bool first_kv(const json::object* range, std::optional<key_value>& out)
 {
     out.reset();
-    if (!range)
+    std::vector<key_value> kvs;
+    if (!all_kvs(range, kvs))
         return false;
-    auto* kvs = range->if_contains("kvs");
-    if (!kvs)
-        return true;
-    if (!kvs->is_array())
-        return false;
-    if (kvs->as_array().empty())
-        return true;
-    key_value kv;
-    if (!get_kv(kvs->as_array()[0], kv))
-        return false;
-    out = std::move(kv);
+    if (!kvs.empty())
+        out = std::move(kvs.front());
     return true;
+}
+
+json::object count_range_op(std::string_view prefix)
+{
+    auto r = range_op(prefix, prefix_end(prefix), 0, true);
+    r["count_only"] = true;
+    r.erase("sort_target");
+    r.erase("sort_order");
+    return r;
 }
 
 json::object range_op(std::string_view key, std::string_view end, std::int64_t limit, bool ascend,

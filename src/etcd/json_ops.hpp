@@ -34,6 +34,8 @@ bool first_kv(const json::object* range, std::optional<key_value>& out);
 /// `max_create` > 0 keeps only keys created at or before it.
 json::object range_op(std::string_view key, std::string_view end, std::int64_t limit, bool ascend,
                       std::int64_t max_create = 0);
+/// How many keys start with `prefix` (a count-only range).
+json::object count_range_op(std::string_view prefix);
 json::object op(std::string_view kind, json::object body);
 json::object compare_create(std::string_view key, std::string_view end, std::int64_t rev);
 json::object compare_value(std::string_view key, std::string_view value);

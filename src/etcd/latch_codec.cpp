@@ -13,12 +13,7 @@ constexpr std::string_view latch_marker = "dlock-latch/";
 
 json::object count_members(std::string_view range)
 {
-    auto prefix = std::string(range) + "member/";
-    auto r = range_op(prefix, prefix_end(prefix), 0, true);
-    r["count_only"] = true;
-    r.erase("sort_target");
-    r.erase("sort_order");
-    return op("request_range", std::move(r));
+    return op("request_range", count_range_op(std::string(range) + "member/"));
 }
 
 }  // namespace
