@@ -2,6 +2,7 @@
 // An acquire round: an ephemeral sequential node (Curator's layout) and the children read
 // behind it, judged together by judge() (acquire_round.hpp) and carried out here.
 #include "core/kind_text.hpp"
+#include "zookeeper/latch_node.hpp"
 #include "zookeeper/semaphore_layout.hpp"
 #include "zookeeper/store_impl.hpp"
 
@@ -176,6 +177,10 @@ void zookeeper_store::impl::judge_round(const round_ctx& c, const acquire_ptr& h
     // Our node stands among the contenders: once, a semaphore's nodes under the name are looked at.
     bool placed = next == acquire_next::held || next == acquire_next::queued || next == acquire_next::withdraw;
     if (placed && req.kind != lease_kind::permit && !nodes[c.key].kind_checked) {
+        if (zookeeper::latch_node::in(st.children)) {
+            set_text(std::string(zookeeper::latch_node::in_use_text));
+            return withdraw(c, hp, error::kind_mismatch);
+        }
         if (!st.semaphore_checked && zookeeper::semaphore_layout::has_semaphore(st.children))
             return check_semaphore(c, hp, std::make_shared<round_replies>(std::move(st)));
         nodes[c.key].kind_checked = true;

@@ -37,7 +37,7 @@ void log_line(const char* message)
 
 node_stat to_stat(const Stat* st)
 {
-    return st ? node_stat{st->czxid, st->ephemeralOwner, st->numChildren} : node_stat{};
+    return st ? node_stat{st->czxid, st->ephemeralOwner, st->numChildren, st->mtime, st->version} : node_stat{};
 }
 
 // A reply from the servers (not one the client made up when the connection or session went).
@@ -223,7 +223,7 @@ client::call* watch_call(client::call* c, client::watch_fn fn)
 }  // namespace
 
 void client::create(const std::string& path, const std::string& data, int flags,
-                    std::function<void(int, std::string, node_stat)> cb)
+                    std::function<void(int, std::string, node_stat)> cb, std::int64_t ttl)
 {
     auto* c = add_call(false);
     c->raw = [cb = std::move(cb)](int rc, const char* s, int len, const Stat* st,
@@ -233,9 +233,11 @@ void client::create(const std::string& path, const std::string& data, int flags,
         };
     };
     auto id = c->id;
-    int rc = zh_ ? zoo_acreate2(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE,
-                                flags, &client_access::string_stat, c)
-                 : ZCLOSING;
+    int rc = !zh_      ? ZCLOSING
+             : ttl > 0 ? zoo_acreate2_ttl(zh_, path.c_str(), data.data(), static_cast<int>(data.size()),
+                                          &ZOO_OPEN_ACL_UNSAFE, flags, ttl, &client_access::string_stat, c)
+                       : zoo_acreate2(zh_, path.c_str(), data.data(), static_cast<int>(data.size()),
+                                      &ZOO_OPEN_ACL_UNSAFE, flags, &client_access::string_stat, c);
     started(rc, id);
 }
 
@@ -294,13 +296,13 @@ void client::get(const std::string& path, std::function<void(int, std::string, n
     started(rc, id);
 }
 
-void client::remove(const std::string& path, std::function<void(int)> cb)
+void client::remove(const std::string& path, std::function<void(int)> cb, int version)
 {
     auto* c = add_call(false);
     c->raw = [cb = std::move(cb)](int rc, const char*, int, const Stat*,
                                   const String_vector*) -> std::function<void()> { return [cb, rc] { cb(rc); }; };
     auto id = c->id;
-    int rc = zh_ ? zoo_adelete(zh_, path.c_str(), -1, &client_access::void_done, c) : ZCLOSING;
+    int rc = zh_ ? zoo_adelete(zh_, path.c_str(), version, &client_access::void_done, c) : ZCLOSING;
     started(rc, id);
 }
 
@@ -312,6 +314,20 @@ void client::set(const std::string& path, const std::string& data, std::function
     auto id = c->id;
     int rc = zh_ ? zoo_aset(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), -1, &client_access::stat, c)
                  : ZCLOSING;
+    started(rc, id);
+}
+
+void client::set(const std::string& path, const std::string& data, int version, std::function<void(int, node_stat)> cb)
+{
+    auto* c = add_call(false);
+    c->raw = [cb = std::move(cb)](int rc, const char*, int, const Stat* st,
+                                  const String_vector*) -> std::function<void()> {
+        return [cb, rc, stat = to_stat(st)] { cb(rc, stat); };
+    };
+    auto id = c->id;
+    int rc =
+        zh_ ? zoo_aset(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), version, &client_access::stat, c)
+            : ZCLOSING;
     started(rc, id);
 }
 

@@ -27,6 +27,8 @@ struct node_stat {
     std::int64_t czxid = 0;
     std::int64_t ephemeral_owner = 0;
     std::int32_t num_children = 0;
+    std::int64_t mtime = 0;    ///< the last write's time, ms since the epoch on the leader's clock
+    std::int32_t version = 0;  ///< the data's version (a conditional set or delete names it)
 };
 
 class client : public std::enable_shared_from_this<client> {
@@ -54,16 +56,22 @@ public:
     /// Send time of the most recent request the servers answered (the session was alive then).
     clock::time_point confirmed() const noexcept { return confirmed_; }
 
+    /// `ttl` > 0 with ZOO_PERSISTENT_WITH_TTL: the servers delete the node once it has been
+    /// unchanged that long and has no children (when they allow TTL nodes at all).
     void create(const std::string& path, const std::string& data, int flags,
-                std::function<void(int rc, std::string path, node_stat)> cb);
+                std::function<void(int rc, std::string path, node_stat)> cb, std::int64_t ttl = 0);
     void get_children(const std::string& path, std::function<void(int rc, std::vector<std::string>)> cb,
                       watch_fn watch = {});
     void exists(const std::string& path, std::function<void(int rc, node_stat)> cb, watch_fn watch = {});
     /// A data watch (Curator's choice for the predecessor: no lingering creation watch).
     void get(const std::string& path, std::function<void(int rc, std::string data, node_stat)> cb, watch_fn watch = {});
-    void remove(const std::string& path, std::function<void(int rc)> cb);
+    /// Deletes a node if its version is `version` (-1: whatever it is).
+    void remove(const std::string& path, std::function<void(int rc)> cb, int version = -1);
     /// Replaces a node's data, whatever its version.
     void set(const std::string& path, const std::string& data, std::function<void(int rc)> cb);
+    /// Replaces a node's data if its version is `version` (-1: whatever it is); the node's
+    /// Stat after the write (its mtime: the servers' time of this write).
+    void set(const std::string& path, const std::string& data, int version, std::function<void(int rc, node_stat)> cb);
     /// The server catches up with the leader first: a read sent after it sees every write
     /// committed before it (one whose reply was lost on another connection, too).
     void sync(const std::string& path, std::function<void(int rc)> cb);

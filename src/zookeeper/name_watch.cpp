@@ -2,7 +2,9 @@
 // A name's untokened watchers share one children watch of its lock path, re-armed on each
 // change; a child gone since the last read is a release. No lock path yet: its creation is
 // watched instead. An election's leader node is watched too: its data is the value it
-// proclaims, and observers re-read the leader when it changes.
+// proclaims, and observers re-read the leader when it changes; so is a latch's node, whose
+// data every count-down changes (its waiters read it again).
+#include "zookeeper/latch_node.hpp"
 #include "zookeeper/store_impl.hpp"
 
 #include <zookeeper/zookeeper.h>
@@ -48,6 +50,8 @@ void zookeeper_store::impl::arm_name(const std::string& name)
                 if (rc == ZOK && !sorted.empty() &&
                     recipe::parse_contender(sorted.front())->kind == recipe::node_kind::latch)
                     self->watch_leader_value(name, self->path_of(name) + "/" + sorted.front());
+                else if (rc == ZOK && zookeeper::latch_node::in(children))  // each count-down changes its data
+                    self->watch_leader_value(name, self->latch_path(name));
                 self->on_children(name, rc, std::move(children));
             },
             on_change);

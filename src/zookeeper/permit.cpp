@@ -5,6 +5,7 @@
 // queued acquirer without one keeps it and waits for a lease to go; a release deletes the
 // lease node. Status and force release of a semaphore's name live here too.
 #include "core/kind_text.hpp"
+#include "zookeeper/latch_node.hpp"
 #include "zookeeper/permit_round.hpp"
 #include "zookeeper/store_impl.hpp"
 
@@ -130,8 +131,9 @@ permit_round zookeeper_store::impl::permit_round_of(const round_ctx& c, permit_r
         leases[c.key] = node_state{.node = st.node, .czxid = st.stat.czxid};
     if (r.leases == reply::ok)
         r.count = layout::count_leases(st.leases, c.req.token, c.sid, c.req.capacity);
+    bool latch = zookeeper::latch_node::in(st.children);
     others = recipe::contenders(std::move(st.children));
-    r.foreign = !others.empty();
+    r.foreign = !others.empty() || latch;
     auto known = leases.find(c.key);
     r.czxid_known = known != leases.end() && !known->second.node.empty() && known->second.czxid != 0;
     if (known != leases.end() && known->second.kind_checked) {
@@ -175,9 +177,10 @@ void zookeeper_store::impl::judge_permit(const round_ctx& c, const acquire_ptr& 
     case permit_next::fail_children:
         return drop_permit(c, hp, to_error(st.leases_rc != ZOK ? st.leases_rc : st.path_rc, "children of a semaphore"));
     case permit_next::mismatch:
-        set_text(r.foreign ? dlock::detail::kind_in_use_text(
-                                 zookeeper::detail::lease_kind_of(recipe::parse_contender(others.front())->kind))
-                           : dlock::detail::kind_in_use_text(lease_kind::permit, *r.count.other_permits));
+        set_text(!r.foreign       ? dlock::detail::kind_in_use_text(lease_kind::permit, *r.count.other_permits)
+                 : others.empty() ? std::string(zookeeper::latch_node::in_use_text)
+                                  : dlock::detail::kind_in_use_text(zookeeper::detail::lease_kind_of(
+                                        recipe::parse_contender(others.front())->kind)));
         return drop_permit(c, hp, error::kind_mismatch);
     case permit_next::gone:  // deleted under us (a forced release): start again from `locks`
         leases.erase(c.key);

@@ -207,6 +207,33 @@ struct zookeeper_store::impl
     std::map<std::string, name_watch> names;
     std::uint64_t name_epochs = 0;  // the last epoch given to any name's watch
 
+    // ---- count-down latches (latch.cpp) ----
+    struct latch_op {
+        std::string name, member;
+        std::uint64_t count = 0;
+        milliseconds ttl{0};
+        int rounds = 0;
+        bool parents_made = false;
+        boost::asio::any_completion_handler<count_down_signature> h;
+    };
+    struct latch_replies;
+    // The servers' time (ms) from the mtime of a write of ours, and when it was heard.
+    std::optional<std::pair<std::int64_t, clock_type::time_point>> server_time;
+    bool ttl_nodes = true;  // until the servers refuse TTL nodes (extendedTypesEnabled off)
+    static std::optional<lease_kind> other_kind(const std::vector<std::string>& children,
+                                                const std::vector<std::string>& locks,
+                                                const std::vector<std::string>& leases);
+    std::string clock_path() const;
+    std::string latch_path(const std::string& name) const;
+    void count_down(std::shared_ptr<latch_op> op);
+    void judge_count_down(std::shared_ptr<latch_op> op, latch_replies& st);
+    void create_latch(std::shared_ptr<latch_op> op, const std::string& data, std::uint64_t remaining);
+    void check_new_latch(std::shared_ptr<latch_op> op, std::uint64_t remaining);
+    void make_clock(std::function<void(int)> done);
+    void latch_done(const std::shared_ptr<latch_op>& op, error_code ec, std::uint64_t remaining);
+    void note_server_time(std::int64_t mtime);
+    void read_latch(const std::string& name, boost::asio::any_completion_handler<latch_state_signature> h);
+
     void arm_name(const std::string& name);
     void watch_leader_value(const std::string& name, const std::string& node);
     void on_children(const std::string& name, int rc, std::vector<std::string> children);

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -92,7 +93,7 @@ std::string zk_ensemble::curator_classpath()
     return cp;
 }
 
-zk_ensemble::zk_ensemble(std::size_t n)
+zk_ensemble::zk_ensemble(std::size_t n, std::vector<std::string> properties) : properties_(std::move(properties))
 {
     char tmpl[] = "/tmp/dlock-zk-XXXXXX";
     if (!::mkdtemp(tmpl))
@@ -156,11 +157,12 @@ void zk_ensemble::launch(std::size_t i)
                                      "-XX:TieredStopAtLevel=1",
                                      "-Xss512k",
                                      "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
-                                     "-Dzookeeper.admin.enableServer=false",
-                                     "-cp",
-                                     server_classpath,
-                                     "org.apache.zookeeper.server.quorum.QuorumPeerMain",
-                                     s.cfg};
+                                     "-Dzookeeper.admin.enableServer=false"};
+    for (const auto& p : properties_)
+        argv.push_back("-D" + p);
+    for (const char* a : {"-cp", server_classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain"})
+        argv.emplace_back(a);
+    argv.push_back(s.cfg);
     std::vector<char*> args;
     for (auto& a : argv)
         args.push_back(a.data());
@@ -261,6 +263,17 @@ std::string zk_ensemble::mode(std::size_t i) const
         return {};
     auto end = out.find('\n', at);
     return out.substr(at + 6, end == std::string::npos ? std::string::npos : end - at - 6);
+}
+
+long zk_ensemble::node_count(std::size_t i) const
+{
+    if (servers_.at(i).pid <= 0)
+        return -1;
+    auto out = four_letter(servers_[i].client_port, "srvr");
+    auto at = out.find("Node count: ");
+    if (at == std::string::npos)
+        return -1;
+    return std::strtol(out.c_str() + at + 12, nullptr, 10);
 }
 
 std::size_t zk_ensemble::leader() const

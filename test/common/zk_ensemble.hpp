@@ -18,7 +18,9 @@ public:
     /// Starts `servers` ZooKeeper servers and returns once each has joined a quorum (its log
     /// says LEADING or FOLLOWING; a single server: serving); throws with a log's tail if
     /// not within 60 s. tickTime 100 ms; sessions of 200 ms to 30 s are accepted.
-    explicit zk_ensemble(std::size_t servers = 3);
+    /// `properties`: Java system properties for every server ("name=value", e.g.
+    /// "zookeeper.extendedTypesEnabled=true").
+    explicit zk_ensemble(std::size_t servers = 3, std::vector<std::string> properties = {});
     ~zk_ensemble();  // kills every server and removes the directories
     zk_ensemble(const zk_ensemble&) = delete;
     zk_ensemble& operator=(const zk_ensemble&) = delete;
@@ -38,6 +40,8 @@ public:
 
     /// `srvr`'s "Mode:" of server i ("leader", "follower", "standalone"), empty if it does not answer.
     std::string mode(std::size_t i) const;
+    /// `srvr`'s "Node count:" of server i (every znode it keeps), -1 if it does not answer.
+    long node_count(std::size_t i) const;
     /// The index of the server that says it leads; size() if none.
     std::size_t leader() const;
     /// True once some server leads, within `limit`.
@@ -56,6 +60,7 @@ private:
     void launch(std::size_t i);
     void wait_ready(std::size_t i, std::size_t log_offset);
     std::vector<server> servers_;
+    std::vector<std::string> properties_;
     std::string dir_;
 };
 

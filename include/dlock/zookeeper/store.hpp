@@ -46,7 +46,7 @@ namespace dlock {
 /// wrong_type (the lock path is an ephemeral node) are permanent. last_error_text() says more.
 /// @cancellation Not honoured: each request is bounded by the configured timeouts.
 /// @threadsafety None: use it from its executor only.
-class DLOCK_API zookeeper_store final : public store, public election_capability {
+class DLOCK_API zookeeper_store final : public store, public latch_capability, public election_capability {
 public:
     /// A store on `ex`; it opens its session at first use (or async_connect).
     zookeeper_store(boost::asio::any_io_executor ex, zookeeper::config cfg);
@@ -71,6 +71,10 @@ public:
 
     /// Elections in LeaderLatch's layout: a proclaimed value is the leader's node's data.
     election_capability* elections() noexcept override { return this; }
+    /// Latches in a layout of dlock's: one node `<root>/<N>/dlock-latch` (a TTL node where the
+    /// servers allow them) whose data holds the count, the ttl and the members; expiry judged
+    /// on the servers' clock (src/zookeeper/latch_node.hpp).
+    latch_capability* latches() noexcept override;
 
     /// The node `token` holds or waits with under `name` (empty if none).
     std::string node_of(const std::string& name, const std::string& token) const;
@@ -88,6 +92,10 @@ private:
     void do_proclaim(const lease_key& key, const std::string& value,
                      boost::asio::any_completion_handler<proclaim_signature> h) override;
     void do_leader(const std::string& name, boost::asio::any_completion_handler<leader_signature> h) override;
+    void do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
+                       std::chrono::milliseconds ttl,
+                       boost::asio::any_completion_handler<count_down_signature> h) override;
+    void do_latch_state(const std::string& name, boost::asio::any_completion_handler<latch_state_signature> h) override;
 
     std::shared_ptr<impl> impl_;
 };

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: BSL-1.0
+// Count-down latches on a real ZooKeeper server, in a layout of ours (src/zookeeper/latch_node.hpp),
+// with separate processes (integration/latch_worker.cpp on a zk:// URL): a waiter wakes
+// exactly at the last count-down, concurrent members each count once, a count mismatch is
+// refused, an expired latch starts afresh and its TTL node is deleted by the server (or, where
+// the server refuses TTL nodes, by the next read), a latch and a lock refuse each other's name,
+// and a cancelled wait ends cleanly. One server for the suite, with TTL nodes allowed and
+// containers checked every 100 ms.
+#include <dlock/dlock.hpp>
+
+#include "common/child.hpp"
+#include "integration/consensus/zookeeper_family.hpp"
+#include "integration/lock_test_util.hpp"  // eventually
+#include "integration/support.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+
+#include <set>
+
+using namespace dlock::test;  // its asio alias and chrono literals too
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+std::unique_ptr<zk_ensemble> shared;
+struct one_server {
+    one_server()
+    {
+        shared = std::make_unique<zk_ensemble>(
+            1, std::vector<std::string>{"zookeeper.extendedTypesEnabled=true", "znode.container.checkIntervalMs=100"});
+    }
+    ~one_server() { shared.reset(); }
+};
+
+std::string url()
+{
+    return shared->url("?session_timeout=4s");
+}
+
+std::string latch_worker()
+{
+    return DLOCK_LATCH_WORKER_PATH;
+}
+
+// The latch as the store keeps it, read by a store of its own.
+dlock::latch_state state_of(const std::string& where, const std::string& name)
+{
+    asio::io_context io;
+    dlock::zookeeper_store st(io.get_executor(), zookeeper_family::config_of(where));
+    dlock::latch_state s;
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            s = co_await st.latches()->async_latch_state(name, asio::use_awaitable);
+            st.close();
+        },
+        20s);
+    return s;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(zookeeper_latch, *boost::unit_test::fixture<one_server>())
+
+BOOST_AUTO_TEST_CASE(a_waiter_process_wakes_exactly_at_the_last_count_down)
+{
+    constexpr int n = 4;
+    child waiter({latch_worker(), "wait", url(), "job", std::to_string(n)});
+    // n - 1 members, one of them twice (a retry from another process): not done yet.
+    for (const char* m : {"a", "b", "b", "c"}) {
+        child c({latch_worker(), "count_down", url(), "job", std::to_string(n), m});
+        BOOST_TEST_MESSAGE("count_down " << m << ": " << c.read_line(20s).value_or("<none>"));
+        BOOST_TEST(c.wait() == 0);
+    }
+    auto s = state_of(url(), "dlock:job");
+    BOOST_TEST(s.count == 4u);
+    BOOST_TEST(s.remaining == 1u);
+    BOOST_TEST(!waiter.read_line(200ms).has_value());
+    child last({latch_worker(), "count_down", url(), "job", std::to_string(n), "d"});
+    BOOST_TEST(last.read_line(20s).value_or("") == "remaining 0");
+    BOOST_TEST(last.wait() == 0);
+    BOOST_TEST(waiter.read_line(20s).value_or("") == "woken remaining=0");
+    BOOST_TEST(waiter.wait() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_processes_each_count_once)
+{
+    constexpr int n = 6;
+    child waiter({latch_worker(), "wait", url(), "many", std::to_string(n)});
+    std::vector<std::unique_ptr<child>> counters;
+    for (int i = 0; i < n; ++i)
+        counters.push_back(std::make_unique<child>(
+            std::vector<std::string>{latch_worker(), "count_down", url(), "many", std::to_string(n), "-"}));
+    // Each count-down is one conditional write of the node: the remaining counts are n-1 .. 0, each once.
+    std::multiset<std::string> seen, expected;
+    for (int i = 0; i < n; ++i)
+        expected.insert("remaining " + std::to_string(i));
+    for (auto& c : counters) {
+        seen.insert(c->read_line(20s).value_or("<none>"));
+        BOOST_TEST(c->wait() == 0);
+    }
+    BOOST_TEST((seen == expected));
+    BOOST_TEST(waiter.read_line(20s).value_or("") == "woken remaining=0");
+    BOOST_TEST(state_of(url(), "dlock:many").remaining == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_count_mismatch_across_processes_is_refused)
+{
+    child a({latch_worker(), "count_down", url(), "mm", "3", "a"});
+    BOOST_TEST(a.read_line(20s).value_or("") == "remaining 2");
+    BOOST_TEST(a.wait() == 0);
+    child b({latch_worker(), "count_down", url(), "mm", "4", "b"});
+    auto line = b.read_line(20s).value_or("");
+    BOOST_TEST(line.find("different count") != std::string::npos, line);
+    BOOST_TEST(b.wait() != 0);
+    BOOST_TEST(state_of(url(), "dlock:mm").remaining == 2u);
+}
+
+// A latch expires `ttl` after its latest count-down, on the server's clock: it reads as none,
+// the next count-down starts afresh with any count, and the server deletes its TTL node and
+// the name's container (the node count goes back). A lock's name refuses a latch and the
+// other way round. Bad input is refused before anything is sent.
+BOOST_AUTO_TEST_CASE(an_expired_latch_starts_afresh_and_its_nodes_go)
+{
+    asio::io_context io;
+    dlock::zookeeper_store st(io.get_executor(), zookeeper_family::config_of(url()));
+    dlock::registry reg(st, {.lease = 5s});
+    auto& ops = *st.latches();
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            const std::string old = "old", gone = "gone", a = "a", b = "b";
+            // The store's clock node and root exist after a first latch: the baseline.
+            BOOST_TEST(co_await ops.async_count_down(old, a, 2, 60s, asio::use_awaitable) == 1u);
+            const long before = shared->node_count(0);
+            BOOST_TEST(co_await ops.async_count_down(gone, a, 2, 500ms, asio::use_awaitable) == 1u);
+            BOOST_TEST(shared->node_count(0) == before + 2, "the name's path and its latch node");
+            auto s = co_await ops.async_latch_state(gone, asio::use_awaitable);
+            BOOST_TEST(s.count == 2u);
+            BOOST_TEST(s.remaining == 1u);
+            // Deleted by the server (a TTL node, then the empty container), nobody reading it.
+            BOOST_TEST(co_await eventually([&] { return shared->node_count(0) == before; }, 20s),
+                       "nodes: " << shared->node_count(0) << ", before: " << before);
+            BOOST_TEST(state_of(url(), gone).count == 0u);
+            // Starts afresh with another count.
+            BOOST_TEST(co_await ops.async_count_down(gone, b, 3, 60s, asio::use_awaitable) == 2u);
+            // Each count-down extends the latch by its ttl (the first count-down's): 4 s after
+            // a first of 3 s, with another at 2 s, it is alive.
+            const std::string ext = "ext";
+            BOOST_TEST(co_await ops.async_count_down(ext, a, 3, 3s, asio::use_awaitable) == 2u);
+            asio::steady_timer t(io, 2s);
+            co_await t.async_wait(asio::use_awaitable);
+            BOOST_TEST(co_await ops.async_count_down(ext, b, 3, 60s, asio::use_awaitable) == 1u);
+            t.expires_after(2s);
+            co_await t.async_wait(asio::use_awaitable);
+            BOOST_TEST((co_await ops.async_latch_state(ext, asio::use_awaitable)).remaining == 1u);
+            // A latch's name refuses a mutex, and a mutex's name a latch, naming what it is
+            // (the registry puts "dlock:" before its names).
+            const std::string latched = "dlock:latched";
+            BOOST_TEST(co_await ops.async_count_down(latched, a, 2, 60s, asio::use_awaitable) == 1u);
+            auto [e0, g0] = co_await reg.obtain("latched").try_acquire(use_tuple);
+            BOOST_TEST(e0 == dlock::error::kind_mismatch, e0.message());
+            BOOST_TEST(st.last_error_text().find("a latch") != std::string::npos, st.last_error_text());
+            auto [e5, g5] = co_await reg.obtain_semaphore("latched", 2).try_acquire(use_tuple);
+            BOOST_TEST(e5 == dlock::error::kind_mismatch, e5.message());
+            auto held = co_await reg.obtain("locked").acquire();
+            const std::string locked = "dlock:locked";
+            auto [e1, r1] = co_await ops.async_count_down(locked, a, 2, 60s, use_tuple);
+            BOOST_TEST(e1 == dlock::error::kind_mismatch, e1.message());
+            BOOST_TEST(st.last_error_text().find("a mutex") != std::string::npos, st.last_error_text());
+            co_await held.release();
+            const std::string empty;
+            auto [e2, r2] = co_await ops.async_count_down(old, empty, 3, 60s, use_tuple);
+            BOOST_TEST(e2 == dlock::error::invalid_option);
+            auto [e3, r3] = co_await ops.async_count_down(old, b, 0, 60s, use_tuple);
+            BOOST_TEST(e3 == dlock::error::invalid_option);
+            auto [e4, r4] = co_await ops.async_count_down(old, b, 3, 0s, use_tuple);
+            BOOST_TEST(e4 == dlock::error::invalid_lease);
+            co_await reg.async_drain();
+            st.close();
+        },
+        60s);
+}
+
+// A server that refuses TTL nodes (extendedTypesEnabled off, ZooKeeper's default): the latch
+// is a plain node, it still expires on the server's clock, and the read that finds it
+// expired deletes it.
+BOOST_AUTO_TEST_CASE(without_ttl_nodes_an_expired_latch_is_deleted_by_its_next_read)
+{
+    zk_ensemble plain(1);
+    const auto where = plain.url("?session_timeout=4s");
+    asio::io_context io;
+    dlock::zookeeper_store st(io.get_executor(), zookeeper_family::config_of(where));
+    auto& ops = *st.latches();
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            const std::string first = "first", name = "plain", a = "a";
+            BOOST_TEST(co_await ops.async_count_down(first, a, 2, 60s, asio::use_awaitable) == 1u);
+            const long before = plain.node_count(0);
+            BOOST_TEST(co_await ops.async_count_down(name, a, 2, 300ms, asio::use_awaitable) == 1u);
+            BOOST_TEST(plain.node_count(0) == before + 2);
+            BOOST_TEST(co_await eventually([&] { return state_of(where, name).count == 0; }, 20s));
+            // Its node went with that read; the container follows when the server reaps it (60 s).
+            BOOST_TEST(plain.node_count(0) <= before + 1);
+            st.close();
+        },
+        40s);
+}
+
+// A wait cancelled (or timed out) is gone: the latch completes later without it, and a new
+// wait then returns at once.
+BOOST_AUTO_TEST_CASE(a_cancelled_or_timed_out_wait_ends_cleanly)
+{
+    asio::io_context io;
+    dlock::zookeeper_store st(io.get_executor(), zookeeper_family::config_of(url()));
+    dlock::registry reg(st);
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            dlock::latch l(reg, "c", 1);
+            asio::cancellation_signal sig;
+            std::optional<boost::system::error_code> result;
+            l.wait(asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec) { result = ec; }));
+            sig.emit(asio::cancellation_type::terminal);
+            BOOST_TEST(co_await eventually([&] { return result.has_value(); }));
+            BOOST_TEST((result && *result == asio::error::operation_aborted));
+            auto [ec] = co_await l.wait_for(50ms, use_tuple);
+            BOOST_TEST(ec == dlock::error::timeout);
+            BOOST_TEST(co_await l.count_down(asio::use_awaitable) == 0u);
+            co_await l.wait(asio::use_awaitable);
+            st.close();
+        },
+        20s);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
