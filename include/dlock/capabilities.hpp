@@ -22,7 +22,8 @@ public:
 
     /// Counts `member` down on the latch `name` of `count`, once per member however often it
     /// is repeated (so a retry after a lost reply, or a second process with the same member,
-    /// counts once), and sets the latch's expiry to `ttl` from now. Completes with the
+    /// counts once), and sets the latch's expiry to `ttl` from now (on etcd and ZooKeeper the
+    /// ttl of the latch's first count-down: its lease's, its TTL node's). Completes with the
     /// count-downs still missing (0: done). The count-down that brings it to 0 wakes the
     /// name's watchers (watch_event::released). The first count-down creates the latch with
     /// `count`; a later one with another count fails with error::count_mismatch and changes

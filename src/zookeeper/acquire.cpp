@@ -177,10 +177,8 @@ void zookeeper_store::impl::judge_round(const round_ctx& c, const acquire_ptr& h
     // Our node stands among the contenders: once, a semaphore's nodes under the name are looked at.
     bool placed = next == acquire_next::held || next == acquire_next::queued || next == acquire_next::withdraw;
     if (placed && req.kind != lease_kind::permit && !nodes[c.key].kind_checked) {
-        if (zookeeper::latch_node::in(st.children)) {
-            set_text(std::string(zookeeper::latch_node::in_use_text));
-            return withdraw(c, hp, error::kind_mismatch);
-        }
+        if (!st.latch_checked && zookeeper::latch_node::in(st.children))
+            return check_latch(c, hp, std::make_shared<round_replies>(std::move(st)));
         if (!st.semaphore_checked && zookeeper::semaphore_layout::has_semaphore(st.children))
             return check_semaphore(c, hp, std::make_shared<round_replies>(std::move(st)));
         nodes[c.key].kind_checked = true;
@@ -210,6 +208,21 @@ void zookeeper_store::impl::judge_round(const round_ctx& c, const acquire_ptr& h
         set_text(dlock::detail::kind_in_use_text(zookeeper::detail::lease_kind_of(r.pos.foreign_kind)));
         return withdraw(c, hp, error::kind_mismatch);
     }
+}
+
+// A latch's node under the name: another kind of lock is refused unless it expired. Our
+// node's create this round dates the servers' time now.
+void zookeeper_store::impl::check_latch(const round_ctx& c, const acquire_ptr& hp, std::shared_ptr<round_replies> st)
+{
+    auto now = st->create_sent && st->create_rc == ZOK ? st->stat.mtime : 0;
+    latch_in_use(c.req.name, now, [self = shared_from_this(), c, hp, st](bool in_use) {
+        if (in_use) {
+            self->set_text(std::string(zookeeper::latch_node::in_use_text));
+            return self->withdraw(c, hp, error::kind_mismatch);
+        }
+        st->latch_checked = true;
+        self->judge_round(c, hp, *st);
+    });
 }
 
 // The node's parents: the root chain as persistent nodes, the lock path as a container.

@@ -57,7 +57,8 @@ std::optional<lease_kind> zookeeper_store::impl::other_kind(const std::vector<st
 
 std::string zookeeper_store::impl::clock_path() const
 {
-    return cfg.root + "/dlock-clock";
+    std::string why;
+    return recipe::lock_path(cfg.root, "dlock-clock", why);  // as a name's path: a root of "/" too
 }
 
 std::string zookeeper_store::impl::latch_path(const std::string& name) const
@@ -110,8 +111,8 @@ void zookeeper_store::impl::count_down(std::shared_ptr<latch_op> op)
 void zookeeper_store::impl::judge_count_down(std::shared_ptr<latch_op> op, latch_replies& st)
 {
     namespace ln = zookeeper::latch_node;
-    if (closed)
-        return latch_done(op, error::closed, 0);
+    if (closed || !zk)  // closed, or the session went between two steps
+        return latch_done(op, closed ? error::closed : error::connection_lost, 0);
     if (st.clock_rc == ZNONODE)  // the first latch under this root: make the clock node
         return make_clock([self = shared_from_this(), op](int rc) {
             if (rc != ZOK && rc != ZNODEEXISTS)
@@ -125,6 +126,11 @@ void zookeeper_store::impl::judge_count_down(std::shared_ptr<latch_op> op, latch
     if (st.latch_rc != ZOK && st.latch_rc != ZNONODE)
         return latch_done(op, to_error(st.latch_rc, "read " + latch_path(op->name)), 0);
     note_server_time(st.now);
+    // Another kind on the name refuses every count-down (a latch made in a race with it too).
+    if (auto k = other_kind(st.children, st.locks, st.leases)) {
+        set_text(in_use_text(*k));
+        return latch_done(op, error::kind_mismatch, 0);
+    }
     std::optional<ln::content> current;
     if (st.latch_rc == ZOK) {
         current = ln::decode(st.data);
@@ -132,11 +138,11 @@ void zookeeper_store::impl::judge_count_down(std::shared_ptr<latch_op> op, latch
             set_text("zookeeper: " + latch_path(op->name) + " is not a dlock latch's node");
             return latch_done(op, error::kind_mismatch, 0);
         }
+        // Expired: deleted (if unchanged since read), then made afresh, as a TTL node with
+        // this count-down's ttl (a TTL node's own cannot change).
         if (ln::expired(*current, st.stat.mtime, st.now))
-            current.reset();  // starts afresh, over the expired one (same version check)
-    } else if (auto k = other_kind(st.children, st.locks, st.leases)) {
-        set_text(in_use_text(*k));
-        return latch_done(op, error::kind_mismatch, 0);
+            return zk->remove(
+                latch_path(op->name), [self = shared_from_this(), op](int) { self->count_down(op); }, st.stat.version);
     }
     auto step = ln::count_down(current, op->member, op->count, op->ttl.count());
     if (step.mismatch) {
@@ -166,6 +172,8 @@ void zookeeper_store::impl::judge_count_down(std::shared_ptr<latch_op> op, latch
 // A new latch node: a TTL node where the servers allow them, so an abandoned one goes too.
 void zookeeper_store::impl::create_latch(std::shared_ptr<latch_op> op, const std::string& data, std::uint64_t remaining)
 {
+    if (closed || !zk)
+        return latch_done(op, closed ? error::closed : error::connection_lost, 0);
     auto path = latch_path(op->name);
     const bool ttl = ttl_nodes;
     auto created = [self = shared_from_this(), op, data, remaining, ttl, path](int rc, std::string, node_stat) {
@@ -194,12 +202,17 @@ void zookeeper_store::impl::create_latch(std::shared_ptr<latch_op> op, const std
 // after their own write, so at least one sees the other; the latch backs off if it does.
 void zookeeper_store::impl::check_new_latch(std::shared_ptr<latch_op> op, std::uint64_t remaining)
 {
+    if (closed || !zk)
+        return latch_done(op, closed ? error::closed : error::connection_lost, 0);
     auto base = path_of(op->name);
     auto st = std::make_shared<impl::latch_replies>();
     st->pending = 3;
     auto next = [self = shared_from_this(), op, st, remaining] {
         if (--st->pending > 0)
             return;
+        for (int rc : {st->children_rc, st->locks_rc, st->leases_rc})
+            if (rc != ZOK)  // counted, but what else the name holds is unknown: the caller retries
+                return self->latch_done(op, self->to_error(rc, "children of " + self->path_of(op->name)), 0);
         auto k = self->other_kind(st->children, st->locks, st->leases);
         if (!k)
             return self->latch_done(op, error_code(), remaining);
@@ -208,15 +221,16 @@ void zookeeper_store::impl::check_new_latch(std::shared_ptr<latch_op> op, std::u
             self->latch_path(op->name), [](int) {}, 0);  // only as we made it
         self->latch_done(op, error::kind_mismatch, 0);
     };
-    auto children = [next](std::vector<std::string>& out) {
-        return [&out, next](int, std::vector<std::string> c) {
+    auto children = [next](int& rc_out, std::vector<std::string>& out) {
+        return [&rc_out, &out, next](int rc, std::vector<std::string> c) {
+            rc_out = rc == ZNONODE ? ZOK : rc;
             out = std::move(c);
             next();
         };
     };
-    zk->get_children(base, children(st->children));
-    zk->get_children(base + "/" + std::string(layout::locks), children(st->locks));
-    zk->get_children(base + "/" + std::string(layout::leases), children(st->leases));
+    zk->get_children(base, children(st->children_rc, st->children));
+    zk->get_children(base + "/" + std::string(layout::locks), children(st->locks_rc, st->locks));
+    zk->get_children(base + "/" + std::string(layout::leases), children(st->leases_rc, st->leases));
 }
 
 // The clock node and the root above it, all persistent.
@@ -267,14 +281,11 @@ void zookeeper_store::impl::read_latch(const std::string& name,
             auto c = zookeeper::latch_node::decode(st->data);
             if (!c)
                 return dlock::detail::post_completion(self->ex, std::move(*hp), error_code(), latch_state{});
-            auto now = self->server_time
-                           ? self->server_time->first +
-                                 std::chrono::duration_cast<milliseconds>(clock_type::now() - self->server_time->second)
-                                     .count()
-                           : st->stat.mtime;
+            auto now = self->server_time ? self->estimated_server_time() : st->stat.mtime;
             if (zookeeper::latch_node::expired(*c, st->stat.mtime, now)) {
-                self->zk->remove(
-                    self->latch_path(name), [](int) {}, st->stat.version);  // if unchanged since
+                if (self->zk)
+                    self->zk->remove(
+                        self->latch_path(name), [](int) {}, st->stat.version);  // if unchanged since
                 return dlock::detail::post_completion(self->ex, std::move(*hp), error_code(), latch_state{});
             }
             dlock::detail::post_completion(self->ex, std::move(*hp), error_code(),
@@ -292,6 +303,35 @@ void zookeeper_store::impl::read_latch(const std::string& name,
             st->stat = s;
             next();
         });
+    });
+}
+
+std::int64_t zookeeper_store::impl::estimated_server_time() const
+{
+    if (!server_time)
+        return 0;
+    return server_time->first +
+           std::chrono::duration_cast<milliseconds>(clock_type::now() - server_time->second).count();
+}
+
+// A latch node on a name that another kind asks for: in use unless it expired, then deleted
+// (if unchanged since read). `now`: the servers' time from the asker's own write this round
+// (0: none; then estimated from an earlier write, and without one the latch counts as alive).
+void zookeeper_store::impl::latch_in_use(const std::string& name, std::int64_t now, std::function<void(bool)> done)
+{
+    if (!zk)
+        return done(true);
+    zk->get(latch_path(name), [self = shared_from_this(), name, now, done](int rc, std::string data, node_stat s) {
+        if (rc == ZNONODE)
+            return done(false);
+        auto c = rc == ZOK ? zookeeper::latch_node::decode(data) : std::nullopt;
+        auto t = now > 0 ? now : self->estimated_server_time();
+        if (!c || t == 0 || !zookeeper::latch_node::expired(*c, s.mtime, t))
+            return done(true);
+        if (self->zk)
+            self->zk->remove(
+                self->latch_path(name), [](int) {}, s.version);
+        done(false);
     });
 }
 
@@ -314,7 +354,8 @@ void zookeeper_store::do_count_down(const std::string& name, const std::string& 
     if (ec)
         return dlock::detail::post_completion(impl_->ex, std::move(h), ec, std::uint64_t{0});
     // Constructed with its handler: Boost 1.81's any_completion_handler move assignment recurses.
-    impl_->count_down(std::make_shared<impl::latch_op>(impl::latch_op{name, member, count, ttl, 0, false, std::move(h)}));
+    impl_->count_down(
+        std::make_shared<impl::latch_op>(impl::latch_op{name, member, count, ttl, 0, false, std::move(h)}));
 }
 
 void zookeeper_store::do_latch_state(const std::string& name,

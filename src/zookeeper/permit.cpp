@@ -131,7 +131,7 @@ permit_round zookeeper_store::impl::permit_round_of(const round_ctx& c, permit_r
         leases[c.key] = node_state{.node = st.node, .czxid = st.stat.czxid};
     if (r.leases == reply::ok)
         r.count = layout::count_leases(st.leases, c.req.token, c.sid, c.req.capacity);
-    bool latch = zookeeper::latch_node::in(st.children);
+    bool latch = st.latch_checked ? st.latch_alive : zookeeper::latch_node::in(st.children);
     others = recipe::contenders(std::move(st.children));
     r.foreign = !others.empty() || latch;
     auto known = leases.find(c.key);
@@ -143,8 +143,22 @@ permit_round zookeeper_store::impl::permit_round_of(const round_ctx& c, permit_r
     return r;
 }
 
+// A latch's node under the name keeps the semaphore out unless it expired (then deleted).
+void zookeeper_store::impl::check_permit_latch(const round_ctx& c, const acquire_ptr& hp,
+                                               std::shared_ptr<permit_replies> st)
+{
+    auto now = st->create_sent && st->create_rc == ZOK ? st->stat.mtime : 0;
+    latch_in_use(c.req.name, now, [self = shared_from_this(), c, hp, st](bool in_use) {
+        st->latch_checked = true;
+        st->latch_alive = in_use;
+        self->judge_permit(c, hp, *st);
+    });
+}
+
 void zookeeper_store::impl::judge_permit(const round_ctx& c, const acquire_ptr& hp, permit_replies& st)
 {
+    if (!st.latch_checked && st.path_rc == ZOK && zookeeper::latch_node::in(st.children))
+        return check_permit_latch(c, hp, std::make_shared<permit_replies>(std::move(st)));
     std::vector<std::string> others;
     auto r = permit_round_of(c, st, others);
     auto known = leases.find(c.key);

@@ -103,6 +103,7 @@ struct zookeeper_store::impl
     struct round_replies {
         bool create_sent = false;
         bool semaphore_checked = false;      // a semaphore's nodes under the name were looked at
+        bool latch_checked = false;          // a latch node under the name was found expired and deleted
         int create_rc = 1, children_rc = 1;  // 1: not come yet (0 is ZOK)
         std::string node;
         zookeeper::detail::node_stat stat;
@@ -134,6 +135,8 @@ struct zookeeper_store::impl
     // Another kind's round found a semaphore's `locks` or `leases` under the name: in use if
     // either has children (else they are containers not reaped yet), then judged again.
     void check_semaphore(const round_ctx& c, const acquire_ptr& hp, std::shared_ptr<round_replies> st);
+    // A latch's node under the name: alive refuses the round (kind_mismatch), expired is deleted.
+    void check_latch(const round_ctx& c, const acquire_ptr& hp, std::shared_ptr<round_replies> st);
     void check_owner(const round_ctx& c, const std::string& node, const acquire_ptr& hp);
     void grant(const round_ctx& c, const acquire_ptr& hp);
     void not_first(const round_ctx& c, std::size_t contenders, const acquire_ptr& hp);
@@ -176,7 +179,8 @@ struct zookeeper_store::impl
     // One round's replies: the lease node's create, the children of `leases` and of the name.
     struct permit_replies {
         bool create_sent = false, parents_made = false, retaken = false;
-        int create_rc = 1, leases_rc = 1, path_rc = 1;  // 1: not come yet
+        bool latch_checked = false, latch_alive = false;  // a latch node under the name, looked at
+        int create_rc = 1, leases_rc = 1, path_rc = 1;    // 1: not come yet
         std::string node{};
         zookeeper::detail::node_stat stat{};
         std::vector<std::string> leases{}, children{};
@@ -185,6 +189,7 @@ struct zookeeper_store::impl
     void find_lost_lease(const round_ctx& c, const acquire_ptr& hp);
     zookeeper::permit_round permit_round_of(const round_ctx& c, permit_replies& st, std::vector<std::string>& others);
     void judge_permit(const round_ctx& c, const acquire_ptr& hp, permit_replies& st);
+    void check_permit_latch(const round_ctx& c, const acquire_ptr& hp, std::shared_ptr<permit_replies> st);
     void check_lease_owner(const round_ctx& c, const acquire_ptr& hp);
     void grant_permit(const round_ctx& c, const acquire_ptr& hp);
     void drop_permit(const round_ctx& c, const acquire_ptr& hp, error_code ec);
@@ -232,6 +237,9 @@ struct zookeeper_store::impl
     void make_clock(std::function<void(int)> done);
     void latch_done(const std::shared_ptr<latch_op>& op, error_code ec, std::uint64_t remaining);
     void note_server_time(std::int64_t mtime);
+    std::int64_t estimated_server_time() const;  // 0: no write of ours heard yet
+    // Whether a name's latch node keeps another kind out: alive, or not a latch's (expired: deleted).
+    void latch_in_use(const std::string& name, std::int64_t now, std::function<void(bool)> done);
     void read_latch(const std::string& name, boost::asio::any_completion_handler<latch_state_signature> h);
 
     void arm_name(const std::string& name);

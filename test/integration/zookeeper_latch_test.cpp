@@ -147,13 +147,13 @@ BOOST_AUTO_TEST_CASE(an_expired_latch_starts_afresh_and_its_nodes_go)
             BOOST_TEST(state_of(url(), gone).count == 0u);
             // Starts afresh with another count.
             BOOST_TEST(co_await ops.async_count_down(gone, b, 3, 60s, asio::use_awaitable) == 2u);
-            // Each count-down extends the latch by its ttl (the first count-down's): 4 s after
-            // a first of 3 s, with another at 2 s, it is alive.
+            // Each count-down extends the latch by its ttl, the first count-down's: 4 s after a
+            // first of 3 s, with another (of 1 s, not taken) at 2 s, it is alive.
             const std::string ext = "ext";
             BOOST_TEST(co_await ops.async_count_down(ext, a, 3, 3s, asio::use_awaitable) == 2u);
             asio::steady_timer t(io, 2s);
             co_await t.async_wait(asio::use_awaitable);
-            BOOST_TEST(co_await ops.async_count_down(ext, b, 3, 60s, asio::use_awaitable) == 1u);
+            BOOST_TEST(co_await ops.async_count_down(ext, b, 3, 1s, asio::use_awaitable) == 1u);
             t.expires_after(2s);
             co_await t.async_wait(asio::use_awaitable);
             BOOST_TEST((co_await ops.async_latch_state(ext, asio::use_awaitable)).remaining == 1u);
@@ -206,6 +206,28 @@ BOOST_AUTO_TEST_CASE(without_ttl_nodes_an_expired_latch_is_deleted_by_its_next_r
             BOOST_TEST(co_await eventually([&] { return state_of(where, name).count == 0; }, 20s));
             // Its node went with that read; the container follows when the server reaps it (60 s).
             BOOST_TEST(plain.node_count(0) <= before + 1);
+
+            // An expired latch nobody read: the next count-down deletes it and starts afresh.
+            const std::string again = "again", b = "b";
+            BOOST_TEST(co_await ops.async_count_down(again, a, 2, 300ms, asio::use_awaitable) == 1u);
+            asio::steady_timer t(io, 600ms);  // its expiry, on the server's clock
+            co_await t.async_wait(asio::use_awaitable);
+            BOOST_TEST(co_await ops.async_count_down(again, b, 3, 60s, asio::use_awaitable) == 2u);
+
+            // An expired latch nobody read keeps no mutex out: alive it refuses one, expired
+            // the mutex's round deletes it.
+            dlock::registry reg(st, {.lease = 5s});
+            const std::string held = "dlock:held";
+            BOOST_TEST(co_await ops.async_count_down(held, a, 2, 300ms, asio::use_awaitable) == 1u);
+            auto [e0, g0] = co_await reg.obtain("held").try_acquire(use_tuple);
+            BOOST_TEST(e0 == dlock::error::kind_mismatch, e0.message());
+            t.expires_after(600ms);
+            co_await t.async_wait(asio::use_awaitable);
+            auto [e1, g1] = co_await reg.obtain("held").try_acquire(use_tuple);
+            BOOST_TEST(!e1, e1.message());
+            BOOST_TEST(g1.owns_lock());
+            co_await g1.release();
+            co_await reg.async_drain();
             st.close();
         },
         40s);
