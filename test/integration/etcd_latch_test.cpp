@@ -8,6 +8,7 @@
 
 #include "common/child.hpp"
 #include "integration/consensus/etcd_family.hpp"
+#include "integration/latch_scenarios.hpp"
 #include "integration/lock_test_util.hpp"  // eventually
 #include "integration/support.hpp"
 
@@ -15,7 +16,6 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 
-#include <set>
 
 using namespace dlock::test;  // its asio alias and chrono literals too
 
@@ -29,25 +29,10 @@ struct one_cluster {
     ~one_cluster() { shared.reset(); }
 };
 
-std::string latch_worker()
-{
-    return DLOCK_LATCH_WORKER_PATH;
-}
-
 // The latch as the store keeps it, read by a store of its own.
 dlock::latch_state state_of(const std::string& name)
 {
-    asio::io_context io;
-    dlock::etcd_store st(io.get_executor(), etcd_family::config_of(shared->url()));
-    dlock::latch_state s;
-    run_test(
-        io,
-        [&]() -> asio::awaitable<void> {
-            s = co_await st.latches()->async_latch_state(name, asio::use_awaitable);
-            st.close();
-        },
-        20s);
-    return s;
+    return dlock::test::latch::state_from<dlock::etcd_store>(etcd_family::config_of(shared->url()), name);
 }
 
 }  // namespace
@@ -56,59 +41,17 @@ BOOST_AUTO_TEST_SUITE(etcd_latch, *boost::unit_test::fixture<one_cluster>())
 
 BOOST_AUTO_TEST_CASE(a_waiter_process_wakes_exactly_at_the_last_count_down)
 {
-    const auto url = shared->url();
-    constexpr int n = 4;
-    child waiter({latch_worker(), "wait", url, "job", std::to_string(n)});
-    // n - 1 members, one of them twice (a retry from another process): not done yet.
-    for (const char* m : {"a", "b", "b", "c"}) {
-        child c({latch_worker(), "count_down", url, "job", std::to_string(n), m});
-        BOOST_TEST_MESSAGE("count_down " << m << ": " << c.read_line(20s).value_or("<none>"));
-        BOOST_TEST(c.wait() == 0);
-    }
-    auto s = state_of("dlock:job");
-    BOOST_TEST(s.count == 4u);
-    BOOST_TEST(s.remaining == 1u);
-    BOOST_TEST(!waiter.read_line(200ms).has_value());
-    child last({latch_worker(), "count_down", url, "job", std::to_string(n), "d"});
-    BOOST_TEST(last.read_line(20s).value_or("") == "remaining 0");
-    BOOST_TEST(last.wait() == 0);
-    BOOST_TEST(waiter.read_line(20s).value_or("") == "woken remaining=0");
-    BOOST_TEST(waiter.wait() == 0);
+    dlock::test::latch::a_waiter_wakes_exactly_at_the_last_count_down(shared->url(), state_of);
 }
 
 BOOST_AUTO_TEST_CASE(concurrent_processes_each_count_once)
 {
-    const auto url = shared->url();
-    constexpr int n = 6;
-    child waiter({latch_worker(), "wait", url, "many", std::to_string(n)});
-    std::vector<std::unique_ptr<child>> counters;
-    for (int i = 0; i < n; ++i)
-        counters.push_back(std::make_unique<child>(
-            std::vector<std::string>{latch_worker(), "count_down", url, "many", std::to_string(n), "-"}));
-    // Each count-down's put and count are one transaction: the remaining counts are n-1 .. 0, each once.
-    std::multiset<std::string> seen, expected;
-    for (int i = 0; i < n; ++i)
-        expected.insert("remaining " + std::to_string(i));
-    for (auto& c : counters) {
-        seen.insert(c->read_line(20s).value_or("<none>"));
-        BOOST_TEST(c->wait() == 0);
-    }
-    BOOST_TEST((seen == expected));
-    BOOST_TEST(waiter.read_line(20s).value_or("") == "woken remaining=0");
-    BOOST_TEST(state_of("dlock:many").remaining == 0u);
+    dlock::test::latch::concurrent_processes_each_count_once(shared->url(), state_of);
 }
 
 BOOST_AUTO_TEST_CASE(a_count_mismatch_across_processes_is_refused)
 {
-    const auto url = shared->url();
-    child a({latch_worker(), "count_down", url, "mm", "3", "a"});
-    BOOST_TEST(a.read_line(20s).value_or("") == "remaining 2");
-    BOOST_TEST(a.wait() == 0);
-    child b({latch_worker(), "count_down", url, "mm", "4", "b"});
-    auto line = b.read_line(20s).value_or("");
-    BOOST_TEST(line.find("different count") != std::string::npos, line);
-    BOOST_TEST(b.wait() != 0);
-    BOOST_TEST(state_of("dlock:mm").remaining == 2u);
+    dlock::test::latch::a_count_mismatch_across_processes_is_refused(shared->url(), state_of);
 }
 
 // A latch's keys live on its own lease: when its TTL runs out etcd deletes them all, and the

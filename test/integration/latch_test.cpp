@@ -8,6 +8,7 @@
 #include "common/child.hpp"
 #include "common/redis_server.hpp"
 #include "common/tcp_proxy.hpp"
+#include "integration/latch_scenarios.hpp"
 #include "integration/lock_test_util.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -17,7 +18,6 @@
 #include <boost/test/unit_test.hpp>
 
 #include <optional>
-#include <set>
 
 using boost::system::error_code;
 using dlock::test::child;
@@ -28,11 +28,6 @@ using dlock::test::spawn;
 namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-
-std::string latch_worker()
-{
-    return DLOCK_LATCH_WORKER_PATH;
-}
 
 // Subscribers of `channel` at the server.
 int numsub(const redis_server& srv, const std::string& channel)
@@ -60,6 +55,20 @@ std::string channel_of(const redis_server& srv, const std::string& name)
     return st.channel("dlock:" + name);
 }
 
+// The latch as the store keeps it, read by a store of its own.
+dlock::test::latch::state_fn state_in(const redis_server& srv)
+{
+    return [cfg = srv.config()](const std::string& name) {
+        return dlock::test::latch::state_from<dlock::redis_store>(cfg, name);
+    };
+}
+
+// A waiter process's watch is in place once the server counts its subscription.
+dlock::test::latch::watching_fn watching(const redis_server& srv)
+{
+    return [&srv](const std::string& name) { return numsub_reaches(srv, channel_of(srv, name), 1); };
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(latch_suite)
@@ -67,49 +76,14 @@ BOOST_AUTO_TEST_SUITE(latch_suite)
 BOOST_AUTO_TEST_CASE(a_waiter_process_wakes_exactly_at_the_last_count_down)
 {
     redis_server srv;
-    const std::string port = std::to_string(srv.port());
-    constexpr int n = 4;
-    child waiter({latch_worker(), "wait", port, "job", std::to_string(n)});
-    // Its watch is in place once the server counts its subscription.
-    BOOST_REQUIRE(numsub_reaches(srv, channel_of(srv, "job"), 1));
-    // n - 1 members, one of them twice (a retry from another process): not done yet.
-    for (const char* m : {"a", "b", "b", "c"}) {
-        child c({latch_worker(), "count_down", port, "job", std::to_string(n), m});
-        auto line = c.read_line(20s);
-        BOOST_TEST_MESSAGE("count_down " << m << ": " << line.value_or("<none>"));
-        BOOST_TEST(c.wait() == 0);
-    }
-    // Checked from outside: the waiter is still waiting and its subscription still there.
-    BOOST_TEST(numsub(srv, channel_of(srv, "job")) == 1);
-    BOOST_TEST(!waiter.read_line(200ms).has_value());
-    child last({latch_worker(), "count_down", port, "job", std::to_string(n), "d"});
-    BOOST_TEST(last.read_line(20s).value_or("") == "remaining 0");
-    BOOST_TEST(last.wait() == 0);
-    BOOST_TEST(waiter.read_line(20s).value_or("") == "woken remaining=0");
-    BOOST_TEST(waiter.wait() == 0);
+    dlock::test::latch::a_waiter_wakes_exactly_at_the_last_count_down(std::to_string(srv.port()), state_in(srv),
+                                                                      watching(srv));
 }
 
 BOOST_AUTO_TEST_CASE(concurrent_processes_each_count_once)
 {
     redis_server srv;
-    const std::string port = std::to_string(srv.port());
-    constexpr int n = 6;
-    child waiter({latch_worker(), "wait", port, "many", std::to_string(n)});
-    BOOST_REQUIRE(numsub_reaches(srv, channel_of(srv, "many"), 1));
-    std::vector<std::unique_ptr<child>> counters;
-    for (int i = 0; i < n; ++i)
-        counters.push_back(std::make_unique<child>(
-            std::vector<std::string>{latch_worker(), "count_down", port, "many", std::to_string(n), "-"}));
-    // Each SADD is atomic: the remaining counts reported are n-1 .. 0, each exactly once.
-    std::multiset<std::string> seen, expected;
-    for (int i = 0; i < n; ++i)
-        expected.insert("remaining " + std::to_string(i));
-    for (auto& c : counters) {
-        seen.insert(c->read_line(20s).value_or("<none>"));
-        BOOST_TEST(c->wait() == 0);
-    }
-    BOOST_TEST((seen == expected));
-    BOOST_TEST(waiter.read_line(20s).value_or("") == "woken remaining=0");
+    dlock::test::latch::concurrent_processes_each_count_once(std::to_string(srv.port()), state_in(srv), watching(srv));
     // Both keys carry the latch's expiry (the default: one day).
     asio::io_context io;
     dlock::redis_store st(io.get_executor(), srv.config());
@@ -194,13 +168,7 @@ BOOST_AUTO_TEST_CASE(a_cancelled_or_timed_out_wait_leaves_no_subscription)
 BOOST_AUTO_TEST_CASE(a_count_mismatch_across_processes_is_refused)
 {
     redis_server srv;
-    const std::string port = std::to_string(srv.port());
-    child a({latch_worker(), "count_down", port, "mm", "3", "a"});
-    BOOST_TEST(a.read_line(20s).value_or("") == "remaining 2");
-    child b({latch_worker(), "count_down", port, "mm", "4", "b"});
-    auto line = b.read_line(20s).value_or("");
-    BOOST_TEST(line.find("different count") != std::string::npos, line);
-    BOOST_TEST(b.wait() != 0);
+    dlock::test::latch::a_count_mismatch_across_processes_is_refused(std::to_string(srv.port()), state_in(srv));
 }
 
 BOOST_AUTO_TEST_CASE(other_stores_answer_not_supported)

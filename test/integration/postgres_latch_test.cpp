@@ -6,6 +6,7 @@
 #include <dlock/dlock.hpp>
 
 #include "common/child.hpp"
+#include "integration/latch_scenarios.hpp"
 #include "integration/sql/postgres_family.hpp"
 #include "integration/sql/scenarios.hpp"  // use_tuple
 #include "integration/support.hpp"
@@ -13,17 +14,11 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 
-#include <set>
 
 using namespace dlock::test;  // its asio alias and chrono literals too
 using dlock::test::sql::use_tuple;
 
 namespace {
-
-std::string latch_worker()
-{
-    return DLOCK_LATCH_WORKER_PATH;
-}
 
 // Backends of the stores that LISTEN (a latch waiter's watch is in place once its
 // listener has run LISTEN).
@@ -38,6 +33,17 @@ bool listeners_reach(long n)
     return pg_reaches(listeners, n);
 }
 
+// A waiter process's watch is in place once one more backend LISTENs than now.
+dlock::test::latch::watching_fn watching()
+{
+    return [before = listeners()](const std::string&) { return listeners_reach(before + 1); };
+}
+
+dlock::latch_state state_of(const std::string& name)
+{
+    return dlock::test::latch::state_from<dlock::postgres_store>(pg_server().config(), name);
+}
+
 long members_of(const std::string& name)
 {
     return pg_count("SELECT count(*) FROM dlock_locks_latch_member WHERE name = " + postgres_family::literal(name));
@@ -49,48 +55,14 @@ BOOST_AUTO_TEST_SUITE(postgres_latch)
 
 BOOST_AUTO_TEST_CASE(a_waiter_process_wakes_exactly_at_the_last_count_down)
 {
-    const auto url = pg_server().url();
-    constexpr int n = 4;
-    const long before = listeners();
-    child waiter({latch_worker(), "wait", url, "job", std::to_string(n)});
-    BOOST_REQUIRE(listeners_reach(before + 1));
-    // n - 1 members, one of them twice (a retry from another process): not done yet.
-    for (const char* m : {"a", "b", "b", "c"}) {
-        child c({latch_worker(), "count_down", url, "job", std::to_string(n), m});
-        BOOST_TEST_MESSAGE("count_down " << m << ": " << c.read_line(20s).value_or("<none>"));
-        BOOST_TEST(c.wait() == 0);
-    }
-    BOOST_TEST(members_of("dlock:job") == 3);
-    BOOST_TEST(!waiter.read_line(200ms).has_value());
-    child last({latch_worker(), "count_down", url, "job", std::to_string(n), "d"});
-    BOOST_TEST(last.read_line(20s).value_or("") == "remaining 0");
-    BOOST_TEST(last.wait() == 0);
-    BOOST_TEST(waiter.read_line(20s).value_or("") == "woken remaining=0");
-    BOOST_TEST(waiter.wait() == 0);
+    dlock::test::latch::a_waiter_wakes_exactly_at_the_last_count_down(pg_server().url(), state_of, watching());
+    BOOST_TEST(members_of("dlock:job") == 4);
 }
 
 BOOST_AUTO_TEST_CASE(concurrent_processes_each_count_once)
 {
-    const auto url = pg_server().url();
-    constexpr int n = 6;
-    const long before = listeners();
-    child waiter({latch_worker(), "wait", url, "many", std::to_string(n)});
-    BOOST_REQUIRE(listeners_reach(before + 1));
-    std::vector<std::unique_ptr<child>> counters;
-    for (int i = 0; i < n; ++i)
-        counters.push_back(std::make_unique<child>(
-            std::vector<std::string>{latch_worker(), "count_down", url, "many", std::to_string(n), "-"}));
-    // Each count-down runs in the latch's turn: the remaining counts are n-1 .. 0, each once.
-    std::multiset<std::string> seen, expected;
-    for (int i = 0; i < n; ++i)
-        expected.insert("remaining " + std::to_string(i));
-    for (auto& c : counters) {
-        seen.insert(c->read_line(20s).value_or("<none>"));
-        BOOST_TEST(c->wait() == 0);
-    }
-    BOOST_TEST((seen == expected));
-    BOOST_TEST(waiter.read_line(20s).value_or("") == "woken remaining=0");
-    BOOST_TEST(members_of("dlock:many") == n);
+    dlock::test::latch::concurrent_processes_each_count_once(pg_server().url(), state_of, watching());
+    BOOST_TEST(members_of("dlock:many") == 6);
     // The latch's expiry on the server's clock: the default, one day.
     BOOST_TEST(pg_count("SELECT count(*) FROM dlock_locks_latch WHERE name = 'dlock:many'"
                         " AND expires_at > clock_timestamp() + interval '23 hours'"
@@ -99,14 +71,7 @@ BOOST_AUTO_TEST_CASE(concurrent_processes_each_count_once)
 
 BOOST_AUTO_TEST_CASE(a_count_mismatch_across_processes_is_refused)
 {
-    const auto url = pg_server().url();
-    child a({latch_worker(), "count_down", url, "mm", "3", "a"});
-    BOOST_TEST(a.read_line(20s).value_or("") == "remaining 2");
-    BOOST_TEST(a.wait() == 0);
-    child b({latch_worker(), "count_down", url, "mm", "4", "b"});
-    auto line = b.read_line(20s).value_or("");
-    BOOST_TEST(line.find("different count") != std::string::npos, line);
-    BOOST_TEST(b.wait() != 0);
+    dlock::test::latch::a_count_mismatch_across_processes_is_refused(pg_server().url(), state_of);
     BOOST_TEST(members_of("dlock:mm") == 1);
 }
 

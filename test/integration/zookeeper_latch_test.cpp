@@ -10,6 +10,7 @@
 
 #include "common/child.hpp"
 #include "integration/consensus/zookeeper_family.hpp"
+#include "integration/latch_scenarios.hpp"
 #include "integration/lock_test_util.hpp"  // eventually
 #include "integration/support.hpp"
 
@@ -17,7 +18,6 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 
-#include <set>
 
 using namespace dlock::test;  // its asio alias and chrono literals too
 
@@ -40,25 +40,12 @@ std::string url()
     return shared->url("?session_timeout=4s");
 }
 
-std::string latch_worker()
+// The latch as the store keeps it, read by a store of its own at `where`.
+dlock::test::latch::state_fn state_in(const std::string& where)
 {
-    return DLOCK_LATCH_WORKER_PATH;
-}
-
-// The latch as the store keeps it, read by a store of its own.
-dlock::latch_state state_of(const std::string& where, const std::string& name)
-{
-    asio::io_context io;
-    dlock::zookeeper_store st(io.get_executor(), zookeeper_family::config_of(where));
-    dlock::latch_state s;
-    run_test(
-        io,
-        [&]() -> asio::awaitable<void> {
-            s = co_await st.latches()->async_latch_state(name, asio::use_awaitable);
-            st.close();
-        },
-        20s);
-    return s;
+    return [where](const std::string& name) {
+        return dlock::test::latch::state_from<dlock::zookeeper_store>(zookeeper_family::config_of(where), name);
+    };
 }
 
 }  // namespace
@@ -67,56 +54,17 @@ BOOST_AUTO_TEST_SUITE(zookeeper_latch, *boost::unit_test::fixture<one_server>())
 
 BOOST_AUTO_TEST_CASE(a_waiter_process_wakes_exactly_at_the_last_count_down)
 {
-    constexpr int n = 4;
-    child waiter({latch_worker(), "wait", url(), "job", std::to_string(n)});
-    // n - 1 members, one of them twice (a retry from another process): not done yet.
-    for (const char* m : {"a", "b", "b", "c"}) {
-        child c({latch_worker(), "count_down", url(), "job", std::to_string(n), m});
-        BOOST_TEST_MESSAGE("count_down " << m << ": " << c.read_line(20s).value_or("<none>"));
-        BOOST_TEST(c.wait() == 0);
-    }
-    auto s = state_of(url(), "dlock:job");
-    BOOST_TEST(s.count == 4u);
-    BOOST_TEST(s.remaining == 1u);
-    BOOST_TEST(!waiter.read_line(200ms).has_value());
-    child last({latch_worker(), "count_down", url(), "job", std::to_string(n), "d"});
-    BOOST_TEST(last.read_line(20s).value_or("") == "remaining 0");
-    BOOST_TEST(last.wait() == 0);
-    BOOST_TEST(waiter.read_line(20s).value_or("") == "woken remaining=0");
-    BOOST_TEST(waiter.wait() == 0);
+    dlock::test::latch::a_waiter_wakes_exactly_at_the_last_count_down(url(), state_in(url()));
 }
 
 BOOST_AUTO_TEST_CASE(concurrent_processes_each_count_once)
 {
-    constexpr int n = 6;
-    child waiter({latch_worker(), "wait", url(), "many", std::to_string(n)});
-    std::vector<std::unique_ptr<child>> counters;
-    for (int i = 0; i < n; ++i)
-        counters.push_back(std::make_unique<child>(
-            std::vector<std::string>{latch_worker(), "count_down", url(), "many", std::to_string(n), "-"}));
-    // Each count-down is one conditional write of the node: the remaining counts are n-1 .. 0, each once.
-    std::multiset<std::string> seen, expected;
-    for (int i = 0; i < n; ++i)
-        expected.insert("remaining " + std::to_string(i));
-    for (auto& c : counters) {
-        seen.insert(c->read_line(20s).value_or("<none>"));
-        BOOST_TEST(c->wait() == 0);
-    }
-    BOOST_TEST((seen == expected));
-    BOOST_TEST(waiter.read_line(20s).value_or("") == "woken remaining=0");
-    BOOST_TEST(state_of(url(), "dlock:many").remaining == 0u);
+    dlock::test::latch::concurrent_processes_each_count_once(url(), state_in(url()));
 }
 
 BOOST_AUTO_TEST_CASE(a_count_mismatch_across_processes_is_refused)
 {
-    child a({latch_worker(), "count_down", url(), "mm", "3", "a"});
-    BOOST_TEST(a.read_line(20s).value_or("") == "remaining 2");
-    BOOST_TEST(a.wait() == 0);
-    child b({latch_worker(), "count_down", url(), "mm", "4", "b"});
-    auto line = b.read_line(20s).value_or("");
-    BOOST_TEST(line.find("different count") != std::string::npos, line);
-    BOOST_TEST(b.wait() != 0);
-    BOOST_TEST(state_of(url(), "dlock:mm").remaining == 2u);
+    dlock::test::latch::a_count_mismatch_across_processes_is_refused(url(), state_in(url()));
 }
 
 // A latch expires `ttl` after its latest count-down, on the server's clock: it reads as none,
@@ -144,7 +92,7 @@ BOOST_AUTO_TEST_CASE(an_expired_latch_starts_afresh_and_its_nodes_go)
             // Deleted by the server (a TTL node, then the empty container), nobody reading it.
             BOOST_TEST(co_await eventually([&] { return shared->node_count(0) == before; }, 20s),
                        "nodes: " << shared->node_count(0) << ", before: " << before);
-            BOOST_TEST(state_of(url(), gone).count == 0u);
+            BOOST_TEST(state_in(url())(gone).count == 0u);
             // Starts afresh with another count.
             BOOST_TEST(co_await ops.async_count_down(gone, b, 3, 60s, asio::use_awaitable) == 2u);
             // Each count-down extends the latch by its ttl, the first count-down's: 4 s after a
@@ -203,7 +151,7 @@ BOOST_AUTO_TEST_CASE(without_ttl_nodes_an_expired_latch_is_deleted_by_its_next_r
             const long before = plain.node_count(0);
             BOOST_TEST(co_await ops.async_count_down(name, a, 2, 300ms, asio::use_awaitable) == 1u);
             BOOST_TEST(plain.node_count(0) == before + 2);
-            BOOST_TEST(co_await eventually([&] { return state_of(where, name).count == 0; }, 20s));
+            BOOST_TEST(co_await eventually([&] { return state_in(where)(name).count == 0; }, 20s));
             // Its node went with that read; the container follows when the server reaps it (60 s).
             BOOST_TEST(plain.node_count(0) <= before + 1);
 
