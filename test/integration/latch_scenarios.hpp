@@ -5,16 +5,22 @@
 // calls them and adds what only it can check (its keys and their expiry on Redis).
 #pragma once
 
-#include <dlock/store.hpp>
+#include <dlock/dlock.hpp>
 
 #include "common/child.hpp"
+#include "integration/lock_test_util.hpp"  // eventually
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -118,6 +124,24 @@ inline void a_count_mismatch_across_processes_is_refused(const std::string& wher
     BOOST_TEST(line.find("different count") != std::string::npos, line);
     BOOST_TEST(b.wait() != 0);
     BOOST_TEST(state_of("dlock:mm").remaining == 2u);
+}
+
+/// A wait cancelled (or timed out) is gone: the latch completes later without it, and a new
+/// wait then returns at once. Ends by closing nothing: the caller closes its store.
+inline boost::asio::awaitable<void> a_cancelled_or_timed_out_wait_ends_cleanly(dlock::registry& reg)
+{
+    namespace asio = boost::asio;
+    dlock::latch l(reg, "c", 1);
+    asio::cancellation_signal sig;
+    std::optional<boost::system::error_code> result;
+    l.wait(asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec) { result = ec; }));
+    sig.emit(asio::cancellation_type::terminal);
+    BOOST_TEST(co_await eventually([&] { return result.has_value(); }));
+    BOOST_TEST((result && *result == asio::error::operation_aborted));
+    auto [ec] = co_await l.wait_for(50ms, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == dlock::error::timeout);
+    BOOST_TEST(co_await l.count_down(asio::use_awaitable) == 0u);
+    co_await l.wait(asio::use_awaitable);
 }
 
 }  // namespace dlock::test::latch

@@ -191,17 +191,7 @@ BOOST_AUTO_TEST_CASE(a_cancelled_or_timed_out_wait_ends_cleanly)
     run_test(
         io,
         [&]() -> asio::awaitable<void> {
-            dlock::latch l(reg, "c", 1);
-            asio::cancellation_signal sig;
-            std::optional<boost::system::error_code> result;
-            l.wait(asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec) { result = ec; }));
-            sig.emit(asio::cancellation_type::terminal);
-            BOOST_TEST(co_await eventually([&] { return result.has_value(); }));
-            BOOST_TEST((result && *result == asio::error::operation_aborted));
-            auto [ec] = co_await l.wait_for(50ms, use_tuple);
-            BOOST_TEST(ec == dlock::error::timeout);
-            BOOST_TEST(co_await l.count_down(asio::use_awaitable) == 0u);
-            co_await l.wait(asio::use_awaitable);
+            co_await dlock::test::latch::a_cancelled_or_timed_out_wait_ends_cleanly(reg);
             st.close();
         },
         20s);
