@@ -241,8 +241,7 @@ void zookeeper_store::impl::make_clock(std::function<void(int)> done)
 
 void zookeeper_store::impl::latch_done(const std::shared_ptr<latch_op>& op, error_code ec, std::uint64_t remaining)
 {
-    auto h = std::move(op->h);
-    dlock::detail::post_completion(ex, std::move(h), ec, ec ? std::uint64_t{0} : remaining);
+    dlock::detail::post_completion(ex, op->h.take(), ec, ec ? std::uint64_t{0} : remaining);
 }
 
 // The servers' time, from the mtime of a write of ours, and when it was heard: a read
@@ -353,7 +352,6 @@ void zookeeper_store::do_count_down(const std::string& name, const std::string& 
         ec = impl_->refused(name);
     if (ec)
         return dlock::detail::post_completion(impl_->ex, std::move(h), ec, std::uint64_t{0});
-    // Constructed with its handler: Boost 1.81's any_completion_handler move assignment recurses.
     impl_->count_down(
         std::make_shared<impl::latch_op>(impl::latch_op{name, member, count, ttl, 0, false, std::move(h)}));
 }

@@ -13,6 +13,7 @@
 #include "common/post_completion.hpp"
 #include "common/predecessor_wait.hpp"
 #include "common/session_store_state.hpp"
+#include "common/stored_handler.hpp"
 #include "zookeeper/acquire_round.hpp"
 #include "zookeeper/client.hpp"
 #include "zookeeper/permit_round.hpp"
@@ -219,7 +220,7 @@ struct zookeeper_store::impl
         milliseconds ttl{0};
         int rounds = 0;
         bool parents_made = false;
-        boost::asio::any_completion_handler<count_down_signature> h;
+        dlock::detail::stored_handler<count_down_signature> h;
     };
     struct latch_replies;
     // The servers' time (ms) from the mtime of a write of ours, and when it was heard.
