@@ -141,8 +141,7 @@ void zookeeper_store::impl::judge_count_down(std::shared_ptr<latch_op> op, latch
         // Expired: deleted (if unchanged since read), then made afresh, as a TTL node with
         // this count-down's ttl (a TTL node's own cannot change).
         if (ln::expired(*current, st.stat.mtime, st.now))
-            return zk->remove(
-                latch_path(op->name), [self = shared_from_this(), op](int) { self->count_down(op); }, st.stat.version);
+            return remove_expired(op, st.stat.version);
     }
     auto step = ln::count_down(current, op->member, op->count, op->ttl.count());
     if (step.mismatch) {
@@ -167,6 +166,19 @@ void zookeeper_store::impl::judge_count_down(std::shared_ptr<latch_op> op, latch
                            self->latch_done(op, error_code(), remaining);
                        });
     create_latch(op, data, step.remaining);
+}
+
+// An expired latch read at `version`: deleted (unless it changed), then the count-down again.
+void zookeeper_store::impl::remove_expired(std::shared_ptr<latch_op> op, int version)
+{
+    zk->remove(
+        latch_path(op->name),
+        [self = shared_from_this(), op](int rc) {
+            if (rc != ZOK && rc != ZNONODE && rc != ZBADVERSION)  // a refusal, not a race
+                return self->latch_done(op, self->to_error(rc, "delete " + self->latch_path(op->name)), 0);
+            self->count_down(op);
+        },
+        version);
 }
 
 // A new latch node: a TTL node where the servers allow them, so an abandoned one goes too.
@@ -217,8 +229,9 @@ void zookeeper_store::impl::check_new_latch(std::shared_ptr<latch_op> op, std::u
         if (!k)
             return self->latch_done(op, error_code(), remaining);
         self->set_text(in_use_text(*k));
-        self->zk->remove(
-            self->latch_path(op->name), [](int) {}, 0);  // only as we made it
+        if (self->zk)
+            self->zk->remove(
+                self->latch_path(op->name), [](int) {}, 0);  // only as we made it
         self->latch_done(op, error::kind_mismatch, 0);
     };
     auto children = [next](int& rc_out, std::vector<std::string>& out) {

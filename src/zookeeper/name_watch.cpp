@@ -43,9 +43,16 @@ void zookeeper_store::impl::arm_name(const std::string& name)
                 auto it = self->names.find(name);
                 if (it == self->names.end() || it->second.epoch != epoch)
                     return;
-                if (rc == ZNONODE)  // no lock path yet (or reaped): watch for its creation instead
+                // No lock path yet (or reaped): watch for its creation instead. Made meanwhile,
+                // the exists sets a data watch (blind to children): read the children again.
+                if (rc == ZNONODE)
                     self->zk->exists(
-                        self->path_of(name), [](int, node_stat) {}, on_change);
+                        self->path_of(name),
+                        [on_change](int rc, node_stat) {
+                            if (rc == ZOK)
+                                on_change(0);
+                        },
+                        on_change);
                 auto sorted = recipe::contenders(children);
                 if (rc == ZOK && !sorted.empty() &&
                     recipe::parse_contender(sorted.front())->kind == recipe::node_kind::latch)

@@ -233,6 +233,7 @@ struct zookeeper_store::impl
     std::string latch_path(const std::string& name) const;
     void count_down(std::shared_ptr<latch_op> op);
     void judge_count_down(std::shared_ptr<latch_op> op, latch_replies& st);
+    void remove_expired(std::shared_ptr<latch_op> op, int version);
     void create_latch(std::shared_ptr<latch_op> op, const std::string& data, std::uint64_t remaining);
     void check_new_latch(std::shared_ptr<latch_op> op, std::uint64_t remaining);
     void make_clock(std::function<void(int)> done);
