@@ -144,4 +144,30 @@ inline boost::asio::awaitable<void> a_cancelled_or_timed_out_wait_ends_cleanly(d
     co_await l.wait(asio::use_awaitable);
 }
 
+/// A latch's name refuses a mutex and a mutex's name a latch, each naming what the name is
+/// (`st` is the store under `reg` and `ops`); bad input is refused before anything is sent.
+/// Leaves the latch "dlock:latched" for the caller's own checks.
+inline boost::asio::awaitable<void> kinds_do_not_mix_and_bad_input_is_refused(dlock::registry& reg, dlock::store& st,
+                                                                              dlock::latch_capability& ops)
+{
+    namespace asio = boost::asio;
+    constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+    const std::string latched = "dlock:latched", locked = "dlock:locked", bad = "bad", a = "a", b = "b", empty;
+    BOOST_TEST(co_await ops.async_count_down(latched, a, 2, 60s, asio::use_awaitable) == 1u);
+    auto [e0, g0] = co_await reg.obtain("latched").try_acquire(use_tuple);
+    BOOST_TEST(e0 == dlock::error::kind_mismatch, e0.message());
+    BOOST_TEST(st.last_error_text().find("a latch") != std::string::npos, st.last_error_text());
+    auto held = co_await reg.obtain("locked").acquire(asio::use_awaitable);
+    auto [e1, r1] = co_await ops.async_count_down(locked, a, 2, 60s, use_tuple);
+    BOOST_TEST(e1 == dlock::error::kind_mismatch, e1.message());
+    BOOST_TEST(st.last_error_text().find("a mutex") != std::string::npos, st.last_error_text());
+    co_await held.release(asio::use_awaitable);
+    auto [e2, r2] = co_await ops.async_count_down(bad, empty, 3, 60s, use_tuple);
+    BOOST_TEST(e2 == dlock::error::invalid_option);
+    auto [e3, r3] = co_await ops.async_count_down(bad, b, 0, 60s, use_tuple);
+    BOOST_TEST(e3 == dlock::error::invalid_option);
+    auto [e4, r4] = co_await ops.async_count_down(bad, b, 3, 0s, use_tuple);
+    BOOST_TEST(e4 == dlock::error::invalid_lease);
+}
+
 }  // namespace dlock::test::latch

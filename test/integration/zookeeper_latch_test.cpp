@@ -107,26 +107,9 @@ BOOST_AUTO_TEST_CASE(an_expired_latch_starts_afresh_and_its_nodes_go)
             BOOST_TEST((co_await ops.async_latch_state(ext, asio::use_awaitable)).remaining == 1u);
             // A latch's name refuses a mutex, and a mutex's name a latch, naming what it is
             // (the registry puts "dlock:" before its names).
-            const std::string latched = "dlock:latched";
-            BOOST_TEST(co_await ops.async_count_down(latched, a, 2, 60s, asio::use_awaitable) == 1u);
-            auto [e0, g0] = co_await reg.obtain("latched").try_acquire(use_tuple);
-            BOOST_TEST(e0 == dlock::error::kind_mismatch, e0.message());
-            BOOST_TEST(st.last_error_text().find("a latch") != std::string::npos, st.last_error_text());
+            co_await dlock::test::latch::kinds_do_not_mix_and_bad_input_is_refused(reg, st, ops);
             auto [e5, g5] = co_await reg.obtain_semaphore("latched", 2).try_acquire(use_tuple);
             BOOST_TEST(e5 == dlock::error::kind_mismatch, e5.message());
-            auto held = co_await reg.obtain("locked").acquire();
-            const std::string locked = "dlock:locked";
-            auto [e1, r1] = co_await ops.async_count_down(locked, a, 2, 60s, use_tuple);
-            BOOST_TEST(e1 == dlock::error::kind_mismatch, e1.message());
-            BOOST_TEST(st.last_error_text().find("a mutex") != std::string::npos, st.last_error_text());
-            co_await held.release();
-            const std::string empty;
-            auto [e2, r2] = co_await ops.async_count_down(old, empty, 3, 60s, use_tuple);
-            BOOST_TEST(e2 == dlock::error::invalid_option);
-            auto [e3, r3] = co_await ops.async_count_down(old, b, 0, 60s, use_tuple);
-            BOOST_TEST(e3 == dlock::error::invalid_option);
-            auto [e4, r4] = co_await ops.async_count_down(old, b, 3, 0s, use_tuple);
-            BOOST_TEST(e4 == dlock::error::invalid_lease);
             co_await reg.async_drain();
             st.close();
         },
