@@ -276,7 +276,10 @@ step next_step(boost::system::error_code ec, const reply& r, const node_address&
     if (rd.kind == redirect_kind::none)
         return s;  // an ordinary error reply (a script error...): the caller's to see
     s.refresh = rd.kind == redirect_kind::moved || rd.kind == redirect_kind::down;
-    if (attempts >= max_attempts) {
+    // TRYAGAIN and CLUSTERDOWN are bounded by the caller's clock, not counted: the attempt
+    // that followed an ASK to a target answering TRYAGAIN must not use up the redirections.
+    bool counted = rd.kind == redirect_kind::moved || rd.kind == redirect_kind::ask;
+    if (counted && attempts >= max_attempts) {
         s.kind = step_kind::fail;
         s.ec = error::server_error;  // the last redirection's text stays in the reply
         return s;

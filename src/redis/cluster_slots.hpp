@@ -105,7 +105,9 @@ struct step {
 
 /// Decides the next step from an attempt's outcome. `ec`/`r` as a connection completes a
 /// script (error::server_error with the error reply in `r`); `from` is the node asked;
-/// `attempts` counts the attempts made so far for this operation (1 after the first).
+/// `attempts` counts the attempts made so far for this operation (1 after the first);
+/// only a MOVED or an ASK fails at `max_attempts` (TRYAGAIN and CLUSTERDOWN: retry_later
+/// always, the caller bounds them by time).
 step next_step(boost::system::error_code ec, const reply& r, const node_address& from, int attempts, int max_attempts);
 
 }  // namespace dlock::redis::detail

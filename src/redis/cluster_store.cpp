@@ -16,6 +16,7 @@
 #include "redis/latch_replies.hpp"
 #include "redis/redis_scripts.hpp"
 #include "redis/script_replies.hpp"
+#include "redis/set_scripts.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -45,12 +46,15 @@ enum script_id : std::size_t {
     s_acquire,
     s_renew,
     s_release,
-    s_force_release,
     s_status,
     s_count_down,
     s_latch_state,
     s_proclaim,
     s_leader,
+    s_set_acquire,
+    s_set_renew,
+    s_set_release,
+    s_set_status,
     s_count
 };
 
@@ -62,7 +66,8 @@ struct op {
     unsigned slot = 0;
     std::vector<std::string> keys, args;
     int attempts = 0;
-    std::optional<node_address> ask;  // the next attempt goes there, with ASKING
+    std::optional<node_address> ask;                                  // the next attempt goes there, with ASKING
+    std::optional<std::chrono::steady_clock::time_point> busy_since;  // the first TRYAGAIN
     asio::cancellation_slot cslot;
     detail::stored_handler<void(error_code, reply)> h;
 };
@@ -74,18 +79,26 @@ using detail::as_int;
 struct cluster_store::impl : std::enable_shared_from_this<impl> {
     impl(asio::any_io_executor e, std::vector<redis::config> s, std::string n, cluster_options o)
         : ex(e), seeds(std::move(s)), ns(std::move(n)), opts(o),
-          retry_timer(e), scripts{redis::script(dlock::scripts::acquire),
+          retry_timer(e), scripts{redis::script(cluster_scripts::sharded(dlock::scripts::acquire)),
                                   redis::script(dlock::scripts::renew),
-                                  redis::script(cluster_scripts::release),
-                                  redis::script(cluster_scripts::force_release),
+                                  redis::script(cluster_scripts::sharded(dlock::scripts::release)),
                                   redis::script(dlock::scripts::status),
                                   redis::script(cluster_scripts::sharded(dlock::scripts::count_down)),
                                   redis::script(dlock::scripts::latch_state),
                                   redis::script(cluster_scripts::sharded(dlock::scripts::proclaim)),
-                                  redis::script(dlock::scripts::leader)}
+                                  redis::script(dlock::scripts::leader),
+                                  set_script(dlock::scripts::set_acquire),
+                                  set_script(dlock::scripts::set_renew),
+                                  set_script(dlock::scripts::set_release),
+                                  set_script(dlock::scripts::set_status)}
     {
         if (seeds.empty())
             seeds.emplace_back();
+    }
+
+    static redis::script set_script(const char* body)
+    {
+        return redis::script(cluster_scripts::sharded(std::string(dlock::scripts::set_prelude) + body));
     }
 
     struct node {
@@ -121,11 +134,27 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
 
     detail::channel_table table;
     std::unordered_map<std::string, channel_route> routes;  // the same channels as `table`
-    std::map<watch_id, std::pair<std::string, watch_callback>> watchers;
+    // One watch: the name's release channel (part 0) and, with a token, the token's grant
+    // channel (part 1), each in `table` as watcher id * 2 + part. Ready once both confirmed.
+    struct watcher {
+        watch_callback cb;
+        std::array<std::string, 2> channels;
+        std::array<bool, 2> confirmed{};
+        bool ready = false;
+    };
+    std::map<watch_id, watcher> watchers;
     watch_id next_watch = 1;
 
     redis::detail::keys names(const std::string& name) const { return {ns, name}; }
     redis::detail::keys names(std::string&&) const = delete;  // keys refers to the name
+    // A set's keys, then the mutex's lock hash (where the name's kind is marked) and queue,
+    // as redis_store's, then the migration guard (every set script may delete a key).
+    std::vector<std::string> set_keys(const std::string& name) const
+    {
+        auto k = names(name);
+        return {k.holders(),       k.info(), k.fence(), k.set_queue(),
+                k.set_queue_ttl(), k.lock(), k.queue(), k.migration_guard()};
+    }
 
     // ---- nodes ----
 
@@ -411,7 +440,17 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
             o->ask = std::move(s.target);
             return send(std::move(o));
         case step_kind::retry_later: {
+            // Waited out for tryagain_limit rather than counted, with the ASK that may have led
+            // here: a script with the migration guard waits until its slot's migration ends.
             ++st.tryagain;
+            o->attempts = 0;
+            auto now = std::chrono::steady_clock::now();
+            if (!o->busy_since)
+                o->busy_since = now;
+            else if (now - *o->busy_since >= opts.tryagain_limit) {
+                ++st.redirect_failures;
+                return std::move(o->h)(error_code(error::server_busy), std::move(r));
+            }
             auto timer = std::make_shared<asio::steady_timer>(ex, opts.tryagain_delay);
             std::weak_ptr<impl> weak = weak_from_this();
             auto slot = o->cslot;
@@ -430,15 +469,86 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
 
     // ---- sharded pub/sub ----
 
-    // Watchers may watch or unwatch from inside the callback: `ids` is a copy.
-    void tell(const std::vector<watch_id>& ids, watch_event ev)
+    // Watchers may watch or unwatch from inside a callback: each is looked up again, and
+    // nothing of it is touched after its callback ran.
+    void tell_message(const std::string& channel, const std::string& payload)
     {
-        for (auto id : ids) {
-            auto w = watchers.find(id);
-            if (w != watchers.end()) {
-                auto cb = w->second.second;
-                cb(ev, {});
+        for (auto tid : table.watchers(channel)) {
+            auto w = watchers.find(tid / 2);
+            if (w == watchers.end())
+                continue;
+            auto cb = w->second.cb;
+            if (tid % 2 == 0) {
+                cb(watch_event::released, {});
+                continue;
             }
+            grant_notice g;
+            if (detail::parse_grant(payload, g))
+                cb(watch_event::granted, g);
+            else if (w->second.ready)
+                cb(watch_event::resync, {});  // not ours to trust: re-check at the store
+        }
+    }
+
+    // A subscription of watch `tid / 2` confirmed: before `ready` it counts towards it, after
+    // it (`again`) messages may have been missed.
+    void tell_confirmed(watch_id tid, bool again)
+    {
+        auto w = watchers.find(tid / 2);
+        if (w == watchers.end())
+            return;
+        auto& st = w->second;
+        auto cb = st.cb;
+        if (st.ready) {
+            if (again)
+                cb(watch_event::resync, {});
+            return;
+        }
+        st.confirmed[tid % 2] = true;
+        if (!st.confirmed[0] || (!st.channels[1].empty() && !st.confirmed[1]))
+            return;
+        st.ready = true;
+        cb(watch_event::ready, {});
+    }
+
+    // Watcher `tid` joins `channel`: the first one subscribes where its slot lives; a later
+    // one of a confirmed channel hears its confirmation (posted).
+    void add_channel(const std::string& channel, watch_id tid)
+    {
+        if (table.add(channel, tid)) {
+            auto& route = routes[channel];
+            route.slot = key_slot(channel);
+            if (closed)
+                return table.on_lost(channel);  // nothing sent
+            if (const auto* owner = have_map ? map.master_of(route.slot) : nullptr) {
+                subscribe(channel, route, *owner);
+            } else {
+                table.on_lost(channel);  // nothing sent yet:
+                request_refresh();       // reassign_channels() subscribes it once the map is in
+            }
+        } else if (table.is_confirmed(channel)) {
+            std::weak_ptr<impl> weak = weak_from_this();
+            asio::post(ex, [weak, tid] {
+                if (auto self = weak.lock())
+                    self->tell_confirmed(tid, false);
+            });
+        }
+    }
+
+    void remove_channel(const std::string& channel, watch_id tid)
+    {
+        if (!table.remove(channel, tid))
+            return;
+        auto it = routes.find(channel);
+        if (it == routes.end())
+            return;
+        auto node = std::move(it->second.node);
+        routes.erase(it);
+        auto n = nodes.find(node);
+        if (!node.empty() && n != nodes.end() && n->second.push && !closed) {
+            redis::request req;
+            req.push("SUNSUBSCRIBE", channel);
+            n->second.push->send(req);
         }
     }
 
@@ -495,14 +605,13 @@ struct cluster_store::impl : std::enable_shared_from_this<impl> {
             return;
         auto& route = it->second;
         if (kind == "smessage") {
-            tell(table.watchers(channel), watch_event::released);
+            tell_message(channel, r.elements[2].str);
         } else if (kind == "ssubscribe") {
             if (route.node != node)
                 return;  // a late answer from a master the channel has left
             auto c = table.on_confirm(channel);
-            if (c.kind != detail::channel_table::confirm_kind::none)
-                tell(c.watchers,
-                     c.kind == detail::channel_table::confirm_kind::resync ? watch_event::resync : watch_event::ready);
+            for (auto tid : c.watchers)
+                tell_confirmed(tid, c.kind == detail::channel_table::confirm_kind::resync);
         } else if (kind == "sunsubscribe") {
             // Ours come before the re-subscribe that follows them (pending > 0); one with
             // nothing pending is the server dropping the channel as its slot moved away.
@@ -663,9 +772,12 @@ auto script_result(Decode decode, std::function<void(std::string)> keep)
 // lock_status, with the lock's key for operators.
 template <class Decode>
 auto name_read_op(script_id sid, const redis::detail::keys& k, Decode decode,
-                  asio::any_completion_handler<void(error_code, lock_status)> h, std::function<void(std::string)> keep)
+                  asio::any_completion_handler<void(error_code, lock_status)> h, std::function<void(std::string)> keep,
+                  bool with_queue = false)
 {
     std::vector<std::string> keys{k.lock(), k.fence()};
+    if (with_queue)
+        keys.push_back(k.queue());
     auto slot = key_slot(keys[0]);
     auto with_key = [key = keys[0], decode](const reply& r, lock_status& st) {
         auto ec = decode(r, st);
@@ -682,6 +794,9 @@ store_traits cluster_store::traits() const noexcept
 {
     store_traits t;
     t.max_ttl = detail::redis_max_ttl;
+    t.direct_handoff = true;
+    t.kinds |= static_cast<unsigned>(lease_kind::read) | static_cast<unsigned>(lease_kind::write) |
+               static_cast<unsigned>(lease_kind::permit);
     return t;
 }
 
@@ -701,18 +816,34 @@ std::function<void(std::string)> cluster_store::text_keeper()
     };
 }
 
+// The mutex queues (with "1") for the direct hand-off: the release, or an acquire after the
+// holder's lease ran out, grants the first waiter still subscribed to its grant channel.
 void cluster_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
-    if (req.kind != lease_kind::mutex)
-        return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), acquire_result{});
     if (!detail::valid_redis_ttl(req.ttl))
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), acquire_result{});
+    auto decode = [ttl = req.ttl](const reply& r, acquire_result& out, auto& keep) {
+        return detail::decode_acquire(r, ttl, out, keep);
+    };
+    auto map = script_result<acquire_result, acquire_signature>(decode, text_keeper());
     auto k = impl_->names(req.name);
-    std::vector<std::string> keys{k.lock(), k.fence()};
+    if (req.kind == lease_kind::mutex) {
+        std::vector<std::string> keys{k.lock(), k.fence(), k.queue(), k.queue_ttl(), k.migration_guard()};
+        auto slot = key_slot(keys[0]);
+        return impl_->start(
+            make_op(s_acquire, slot, std::move(keys),
+                    {req.token, std::to_string(req.ttl.count()), req.queue ? "1" : "0", k.grant_prefix()}, std::move(h),
+                    std::move(map)));
+    }
+    if (req.kind == lease_kind::permit && req.capacity == 0)
+        return post_completion(impl_->ex, std::move(h), error_code(error::invalid_option), acquire_result{});
+    auto keys = impl_->set_keys(req.name);
     auto slot = key_slot(keys[0]);
-    auto decode = [ttl = req.ttl](const reply& r, acquire_result& out) { return detail::decode_acquire(r, ttl, out); };
-    impl_->start(make_op(s_acquire, slot, std::move(keys), {req.token, std::to_string(req.ttl.count())}, std::move(h),
-                         script_result<acquire_result, acquire_signature>(decode, text_keeper())));
+    impl_->start(make_op(s_set_acquire, slot, std::move(keys),
+                         {req.token, std::to_string(req.ttl.count()), std::string(1, detail::set_kind_letter(req.kind)),
+                          std::to_string(req.kind == lease_kind::permit ? req.capacity : 0), k.grant_prefix(),
+                          req.queue ? "1" : "0"},
+                         std::move(h), std::move(map)));
 }
 
 void cluster_store::do_renew(const lease_key& k, std::chrono::milliseconds ttl,
@@ -720,33 +851,90 @@ void cluster_store::do_renew(const lease_key& k, std::chrono::milliseconds ttl,
 {
     if (!detail::valid_redis_ttl(ttl))
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_lease), renew_result{});
+    auto map = script_result<renew_result, renew_signature>(detail::decode_renew, text_keeper());
+    if (k.kind != lease_kind::mutex) {
+        auto keys = impl_->set_keys(k.name);
+        auto slot = key_slot(keys[0]);
+        return impl_->start(
+            make_op(s_set_renew, slot, std::move(keys), {k.token, std::to_string(ttl.count())}, std::move(h), map));
+    }
     auto key = lock_key(k.name);
     auto slot = key_slot(key);
-    impl_->start(make_op(s_renew, slot, {std::move(key)}, {k.token, std::to_string(ttl.count())}, std::move(h),
-                         script_result<renew_result, renew_signature>(detail::decode_renew, text_keeper())));
+    impl_->start(make_op(s_renew, slot, {std::move(key)}, {k.token, std::to_string(ttl.count())}, std::move(h), map));
 }
 
 void cluster_store::do_release(const lease_key& k, asio::any_completion_handler<bool_signature> h)
 {
-    auto n = impl_->names(k.name);
-    auto key = n.lock();
-    auto slot = key_slot(key);
-    impl_->start(make_op(s_release, slot, {std::move(key)}, {k.token, n.released()}, std::move(h),
-                         script_result<bool, bool_signature>(detail::decode_release, text_keeper())));
+    if (k.kind != lease_kind::mutex)
+        return release_set(k.name, k.token, false, std::move(h));
+    release_mutex(k.name, k.token, false, std::move(h));
 }
 
+// Whoever holds it, and hands it on; a name no mutex holds may be a read-write lock's or a
+// semaphore's.
 void cluster_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
 {
+    auto slot = asio::get_associated_cancellation_slot(h);
+    release_mutex(name, std::string(), true,
+                  asio::bind_cancellation_slot(
+                      slot, [this, alive = lifetime(), name, h = std::move(h)](error_code ec, bool held) mutable {
+                          if (ec || held || alive.expired())
+                              return std::move(h)(ec, held);
+                          release_set(name, std::string(), true, std::move(h));
+                      }));
+}
+
+void cluster_store::release_mutex(const std::string& name, const std::string& token, bool force,
+                                  asio::any_completion_handler<bool_signature> h)
+{
     auto n = impl_->names(name);
-    auto key = n.lock();
-    auto slot = key_slot(key);
-    impl_->start(make_op(s_force_release, slot, {std::move(key)}, {n.released()}, std::move(h),
+    std::vector<std::string> keys{n.lock(), n.fence(), n.queue(), n.queue_ttl(), n.migration_guard()};
+    std::vector<std::string> args{token, n.released(), n.grant_prefix()};
+    if (force)
+        args.emplace_back("1");
+    auto slot = key_slot(keys[0]);
+    impl_->start(make_op(s_release, slot, std::move(keys), std::move(args), std::move(h),
                          script_result<bool, bool_signature>(detail::decode_release, text_keeper())));
 }
 
+void cluster_store::release_set(const std::string& name, const std::string& token, bool force,
+                                asio::any_completion_handler<bool_signature> h)
+{
+    auto n = impl_->names(name);
+    auto keys = impl_->set_keys(name);
+    auto slot = key_slot(keys[0]);
+    impl_->start(make_op(s_set_release, slot, std::move(keys),
+                         {token, n.released(), n.grant_prefix(), force ? "1" : "0"}, std::move(h),
+                         script_result<bool, bool_signature>(detail::decode_release, text_keeper())));
+}
+
+// A name no mutex holds may be a read-write lock's or a semaphore's: then their view.
 void cluster_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
 {
-    impl_->start(name_read_op(s_status, impl_->names(name), detail::decode_status, std::move(h), text_keeper()));
+    auto slot = asio::get_associated_cancellation_slot(h);
+    asio::any_completion_handler<status_signature> then = asio::bind_cancellation_slot(
+        slot, [this, alive = lifetime(), name, h = std::move(h)](error_code ec, lock_status st) mutable {
+            if (ec || st.held || st.queued > 0 || alive.expired())
+                return std::move(h)(ec, std::move(st));
+            auto keys = impl_->set_keys(name);
+            auto decode = [key = keys[0]](const reply& r, lock_status& out) {
+                auto ec = detail::decode_set_status(r, out);
+                out.key = key;
+                return ec;
+            };
+            auto pick = [st, h = std::move(h)](error_code ec, lock_status set) mutable {
+                // Nothing there either: the mutex's (empty) view, with its key.
+                if (!ec && !set.held && set.queued == 0 && set.capacity == 0)
+                    return std::move(h)(ec, std::move(st));
+                std::move(h)(ec, std::move(set));
+            };
+            auto slot_of = key_slot(keys[0]);
+            impl_->start(make_op(s_set_status, slot_of, std::move(keys), {},
+                                 asio::any_completion_handler<status_signature>(std::move(pick)),
+                                 script_result<lock_status, status_signature>(decode, text_keeper())));
+        });
+    impl_->start(
+        name_read_op(s_status, impl_->names(name), detail::decode_status, std::move(then), text_keeper(), true));
 }
 
 // ---- count-down latches and elections: redis_store's scripts, routed to the name's slot ----
@@ -803,41 +991,21 @@ void cluster_store::do_leader(const std::string& name, asio::any_completion_hand
     impl_->start(name_read_op(s_leader, impl_->names(name), detail::decode_leader, std::move(h), text_keeper()));
 }
 
-// Callbacks run only from tell() and the posted `ready`, and both look the watch up
-// first: none reaches a watch after unwatch() erased it.
+// Callbacks run only from tell_message(), tell_confirmed() and the posted confirmation, and
+// each looks the watch up first: none reaches a watch after unwatch() erased it.
 store::watch_id cluster_store::watch(const std::string& name, const std::string& token, watch_callback cb)
 {
-    (void)token;  // no direct hand-off: a watch only hears releases
     auto& s = *impl_;
     auto id = s.next_watch++;
-    auto ch_name = channel(name);
-    s.watchers.emplace(id, std::make_pair(ch_name, std::move(cb)));
-    if (s.table.add(ch_name, id)) {
-        auto& route = s.routes[ch_name];
-        route.slot = key_slot(ch_name);
-        if (s.closed) {
-            s.table.on_lost(ch_name);  // nothing sent
-            return id;
-        }
-        if (const auto* owner = s.have_map ? s.map.master_of(route.slot) : nullptr) {
-            s.subscribe(ch_name, route, *owner);
-        } else {
-            s.table.on_lost(ch_name);  // nothing sent yet:
-            s.request_refresh();       // reassign_channels() subscribes it once the map is in
-        }
-    } else if (s.table.is_confirmed(ch_name)) {
-        std::weak_ptr<impl> weak = impl_;
-        asio::post(s.ex, [weak, id] {
-            auto self = weak.lock();
-            if (!self)
-                return;
-            auto w = self->watchers.find(id);
-            if (w != self->watchers.end()) {
-                auto f = w->second.second;
-                f(watch_event::ready, {});
-            }
-        });
-    }
+    auto& w = s.watchers[id];
+    w.cb = std::move(cb);
+    w.channels[0] = channel(name);
+    if (!token.empty())
+        w.channels[1] = s.names(name).grant(token);
+    auto channels = w.channels;  // add_channel may change `watchers`
+    for (std::size_t part = 0; part < 2; ++part)
+        if (!channels[part].empty())
+            s.add_channel(channels[part], id * 2 + part);
     return id;
 }
 
@@ -847,21 +1015,11 @@ void cluster_store::unwatch(watch_id id)
     auto w = s.watchers.find(id);
     if (w == s.watchers.end())
         return;
-    std::string ch_name = std::move(w->second.first);
+    auto channels = std::move(w->second.channels);
     s.watchers.erase(w);
-    if (!s.table.remove(ch_name, id))
-        return;
-    auto it = s.routes.find(ch_name);
-    if (it == s.routes.end())
-        return;
-    auto node = std::move(it->second.node);
-    s.routes.erase(it);
-    auto n = s.nodes.find(node);
-    if (!node.empty() && n != s.nodes.end() && n->second.push && !s.closed) {
-        redis::request req;
-        req.push("SUNSUBSCRIBE", ch_name);
-        n->second.push->send(req);
-    }
+    for (std::size_t part = 0; part < 2; ++part)
+        if (!channels[part].empty())
+            s.remove_channel(channels[part], id * 2 + part);
 }
 
 }  // namespace dlock

@@ -64,6 +64,12 @@ public:
     /// One waiter's grant channel.
     std::string grant(const std::string& token) const { return join({prefix_, ":granted:", name_, ":", token}); }
 
+    /// A key never written. Each Cluster script that deletes a key declares it, so that the
+    /// script never runs while its slot migrates (the source answers TRYAGAIN or ASK, the
+    /// target TRYAGAIN): Redis checks every command inside a script against the migration,
+    /// and one refused part-way would leave the script half done.
+    std::string migration_guard() const { return join({prefix_, ":migration-guard"}); }
+
     /// A count-down latch's hash {count, done} (its release channel is released()).
     std::string latch() const { return join({prefix_, ":latch:", name_}); }
     /// The members that have counted the latch down.

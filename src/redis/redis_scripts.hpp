@@ -156,8 +156,8 @@ return 1
 )lua";
 
 // KEYS: lock, fence[, queue]. -> {owner or false, fence of lease or 0, pttl, counter, queued}
-// (cluster_store passes no queue key: it does not queue, and a key absent during a slot
-// migration would turn the read into TRYAGAIN.)
+// (the leader read passes no queue key: on a Cluster a key absent during a slot migration
+// turns the read into TRYAGAIN, waited out.)
 inline constexpr const char* status = R"lua(
 local v = redis.call('HMGET', KEYS[1], 'owner', 'fence')
 local counter = tonumber(redis.call('GET', KEYS[2]) or '0')

@@ -275,15 +275,6 @@ auto script_completion(asio::any_completion_handler<Signature> h, Decode decode,
 
 }  // namespace
 
-namespace {
-
-char kind_letter(lease_kind k)
-{
-    return k == lease_kind::read ? 'r' : k == lease_kind::write ? 'w' : 'p';
-}
-
-}  // namespace
-
 void redis_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
     if (req.kind != lease_kind::mutex && !(traits().kinds & static_cast<unsigned>(req.kind)))
@@ -327,7 +318,7 @@ void redis_store::try_acquire_set(const lease_request& req, asio::any_completion
     auto k = impl_->names(req.name);
     std::array<std::string, 6> args{req.token,
                                     std::to_string(req.ttl.count()),
-                                    std::string(1, kind_letter(req.kind)),
+                                    std::string(1, detail::set_kind_letter(req.kind)),
                                     std::to_string(req.kind == lease_kind::permit ? req.capacity : 0),
                                     k.grant_prefix(),
                                     req.queue ? "1" : "0"};

@@ -15,7 +15,7 @@ namespace dlock::sim {
 
 class redis_recipe final : public recipe {
 public:
-    /// `handoff`: redis_store's direct hand-off (false: waiters are woken, as cluster_store);
+    /// `handoff`: redis_store's direct hand-off (false: waiters are woken, as with wait_replicas);
     /// `setnx_then_expire`: the broken two-step acquire.
     redis_recipe(process& p, redis_model& srv, bool handoff, bool setnx_then_expire)
         : p_(p), srv_(srv), handoff_(handoff), setnx_then_expire_(setnx_then_expire)

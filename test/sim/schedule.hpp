@@ -29,7 +29,7 @@ struct broken_recipe {
 };
 
 /// The stores the simulator models: redis (redis_store, with its direct hand-off),
-/// redis-nohandoff (waiters woken by releases, as cluster_store), redis-rw and
+/// redis-nohandoff (waiters woken by releases, as with wait_replicas), redis-rw and
 /// redis-semaphore (a read-write lock and a semaphore of 2 on redis_store), redlock (3 nodes), etcd,
 /// zookeeper, postgresql, mariadb and memcached.
 const std::vector<std::string>& store_models();

@@ -21,11 +21,17 @@ namespace dlock {
 
 /// Settings of a cluster_store beyond the node configs.
 struct cluster_options {
-    /// Redirections (MOVED, ASK, TRYAGAIN, CLUSTERDOWN) followed per operation before it
-    /// fails with error::server_error. Zero: never follow one.
+    /// Redirections (MOVED, ASK) followed per operation before it fails with
+    /// error::server_error. Zero: never follow one.
     int max_redirects = 5;
     /// Pause before routing again after TRYAGAIN or CLUSTERDOWN (a migration in progress).
     std::chrono::milliseconds tryagain_delay{20};
+    /// How long an operation keeps routing again after TRYAGAIN or CLUSTERDOWN before it
+    /// fails with error::server_busy, having changed nothing. Not counted in max_redirects
+    /// (nor is an ASK that led to it): a script that may delete a key declares a key never
+    /// written, so it gets TRYAGAIN for as long as its slot migrates, and a script over
+    /// several keys of a name for as long as they are split between two masters.
+    std::chrono::milliseconds tryagain_limit{2000};
 };
 
 /// Counters of a cluster_store, readable at any time on its executor.
@@ -52,7 +58,9 @@ struct cluster_stats {
 ///   `-MOVED` updates that slot's entry, starts a background re-read of the whole map and
 ///   retries on the new master; `-ASK` retries once on the target as `ASKING` + the script
 ///   in one request; `-TRYAGAIN` (a multi-key script while its keys are split by a
-///   migration) waits `tryagain_delay` and routes again. After `max_redirects` the
+///   migration, or one that may delete a key while its slot migrates: Redis refuses a
+///   command on a deleted key mid-script there, leaving the script half done) waits
+///   `tryagain_delay` and routes again. After `max_redirects` the
 ///   operation fails with error::server_error (the last redirection's text in the reply).
 ///   A lost connection or a timeout is reported as such (the lock retries) and re-reads
 ///   the map, since the master may have failed over.
@@ -61,6 +69,11 @@ struct cluster_stats {
 ///   `sunsubscribe`, a MOVED reply, a new map) or the connection drops, the channel is
 ///   subscribed again where the slot now lives and watchers get watch_event::resync.
 ///   Releases publish with SPUBLISH.
+/// - Hand-off and sets: redis_store's queue and grant channels (a waiter's grant channel is
+///   SSUBSCRIBEd with its name's channel, in the same slot), and its read-write lock and
+///   semaphore scripts; a queued waiter whose grant channel has no subscriber on the slot's
+///   master (PUBSUB SHARDNUMSUB) is passed over, so one caught by a slot move re-queues at
+///   the back when its resync retries.
 /// - Fencing tokens: the counter `{T}<ns>:fence` lives on the master of slot T and moves
 ///   with the slot in a migration (MIGRATE copies it), so tokens stay strictly increasing
 ///   per name across resharding and restarts with persistence, *as long as the slot's
@@ -92,13 +105,12 @@ public:
     cluster_store& operator=(const cluster_store&) = delete;
 
     boost::asio::any_io_executor get_executor() const override;
-    /// No direct hand-off (waiters are woken to retry); mutex leases up to 2^46 ms, as
-    /// redis_store.
+    /// Direct hand-off, read-write locks and semaphores, leases up to 2^46 ms: as redis_store.
     store_traits traits() const noexcept override;
     /// "redis-cluster <seeds> ns=<ns>", passwords never shown.
     std::string describe() const override;
     using store::watch;
-    /// The token is ignored: there is no direct hand-off.
+    /// With a token, its grant channel too (the direct hand-off), on the same master.
     watch_id watch(const std::string& name, const std::string& token, watch_callback cb) override;
     void unwatch(watch_id id) override;
 
@@ -143,6 +155,10 @@ private:
     void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) override;
     // Keeps a server's error text on this store if it still exists when the reply comes.
     std::function<void(std::string)> text_keeper();
+    void release_mutex(const std::string& name, const std::string& token, bool force,
+                       boost::asio::any_completion_handler<bool_signature> h);
+    void release_set(const std::string& name, const std::string& token, bool force,
+                     boost::asio::any_completion_handler<bool_signature> h);
     void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
     void do_count_down(const std::string& name, const std::string& member, std::uint64_t count,

@@ -291,6 +291,12 @@ BOOST_AUTO_TEST_CASE(next_step_decisions)
     BOOST_TEST(s.kind == d::step_kind::fail);
     BOOST_TEST((s.ec == dlock::error::server_error));
     BOOST_TEST(s.refresh);
+    // TRYAGAIN past the limit (after an ASK to a target still importing) is not counted:
+    // the caller waits it out for its time limit.
+    s = d::next_step(server, err("TRYAGAIN Multiple keys"), a3, 5, 5);
+    BOOST_TEST(s.kind == d::step_kind::retry_later);
+    s = d::next_step(server, err("ASK 12 :7003"), a1, 5, 5);
+    BOOST_TEST(s.kind == d::step_kind::fail);
     // A lost connection is reported, and the map re-read (a failover may follow).
     s = d::next_step(dlock::error::connection_lost, reply{}, a1, 1, 5);
     BOOST_TEST(s.kind == d::step_kind::done);
