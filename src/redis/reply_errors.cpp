@@ -42,6 +42,10 @@ boost::system::error_code error_from_reply(std::string_view text) noexcept
     for (auto word : busy)
         if (starts_with_word(text, word))
             return error::server_busy;
+    // The slot began to move between a script's routing and its first command (a key that
+    // expired in between): nothing ran, and the next attempt is redirected.
+    if (text.find("Script attempted to access a non local key") != std::string_view::npos)
+        return error::server_busy;
     // Only our ttl argument is a number the scripts hand to PEXPIRE.
     if (text.rfind("ERR invalid expire time", 0) == 0 ||
         text.rfind("ERR value is not an integer or out of range", 0) == 0)

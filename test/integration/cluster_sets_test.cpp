@@ -72,12 +72,19 @@ std::string keys_everywhere(const std::string& pattern)
     return out;
 }
 
+// Shard channels matching `pattern` subscribed on master `i`, counted.
+long shard_channels_on(std::size_t i, const std::string& pattern)
+{
+    return std::stol(
+        shared->node(i).cli({"EVAL", "return #redis.call('PUBSUB', 'SHARDCHANNELS', ARGV[1])", "0", pattern}));
+}
+
 // Shard channels subscribed on every master, counted.
 long shard_channels()
 {
     long n = 0;
     for (std::size_t i = 0; i < shared->size(); ++i)
-        n += std::stol(shared->node(i).cli({"EVAL", "return #redis.call('PUBSUB', 'SHARDCHANNELS', '*')", "0"}));
+        n += shard_channels_on(i, "*");
     return n;
 }
 
@@ -209,6 +216,10 @@ BOOST_AUTO_TEST_CASE(a_queued_writer_follows_its_slot_to_another_master)
         shared->migrate_keys(slot, from, to);
         shared->finish_migration(slot, to);
         BOOST_TEST(!w.has_value(), "the writer got in while the reader held");
+        // The writer's grant channel subscribed again where the slot now lives: the release
+        // there hands it the name (no retry of its own).
+        BOOST_TEST(co_await dlock::test::eventually(
+            [&] { return shard_channels_on(to, "*granted:dlock:" + name + ":*") == 1; }, 15s));
         co_await r.release();
         BOOST_TEST(co_await dlock::test::eventually([&] { return w.has_value(); }, 15s));
         if (w) {
@@ -221,6 +232,7 @@ BOOST_AUTO_TEST_CASE(a_queued_writer_follows_its_slot_to_another_master)
     io.run_for(40s);
     BOOST_TEST(from != to);
     BOOST_TEST(w_token > r_token);
+    BOOST_TEST(b.stats().store_handoffs == 1u);
     BOOST_TEST(shared->node(to).cli({"EXISTS", a_st.fence_key("dlock:" + name)}) == "1");
     BOOST_TEST(keys_everywhere("*:dlock:" + name) == "");
 }
@@ -315,7 +327,7 @@ BOOST_AUTO_TEST_CASE(a_migrating_slot_never_runs_half_a_script)
     BOOST_TEST(renewed_moved);
     BOOST_TEST(while_split == before);  // nothing popped, deleted or drawn
     BOOST_TEST(while_moved == before);
-    BOOST_TEST(asks >= 2u);  // the source's ASK again after each TRYAGAIN of the target's
+    BOOST_TEST(asks >= 2u);               // the source's ASK again after each TRYAGAIN of the target's
     BOOST_TEST(redirect_failures == 3u);  // the three operations that waited out tryagain_limit
     BOOST_TEST(b_token > a_token);
     BOOST_TEST(keys_everywhere("*:" + name) == "");
@@ -353,6 +365,8 @@ BOOST_AUTO_TEST_CASE(cancelled_waiters_leave_nothing_behind)
         stop_r.emit(asio::cancellation_type::terminal);
         stop_p.emit(asio::cancellation_type::terminal);
         BOOST_TEST(co_await dlock::test::eventually([&] { return ended == 2; }));
+        // Unsubscribed by the cancellations themselves, with the store still open.
+        BOOST_TEST(co_await dlock::test::eventually([&] { return shard_channels() == 0; }));
         co_await waiter_reg.obtain_rw("s").read().try_acquire(asio::redirect_error(asio::use_awaitable, as_rw));
         co_await waiter_reg.obtain("c").try_acquire(asio::redirect_error(asio::use_awaitable, as_mutex));
         co_await w.release();

@@ -22,7 +22,9 @@ BOOST_AUTO_TEST_CASE(each_family_maps_to_its_code)
                error::wrong_type);
     for (auto text : {"LOADING Redis is loading the dataset in memory", "BUSY Redis is busy running a script",
                       "TRYAGAIN Multiple keys request during rehashing of slot", "MASTERDOWN Link with MASTER is down",
-                      "CLUSTERDOWN The cluster is down", "READONLY You can't write against a read only replica."}) {
+                      "CLUSTERDOWN The cluster is down", "READONLY You can't write against a read only replica.",
+                      "ERR Script attempted to access a non local key in a cluster node script: 08, on "
+                      "@user_script:1."}) {
         BOOST_TEST(error_from_reply(text) == error::server_busy, text);
         BOOST_TEST(dlock::is_transient(error_from_reply(text)));
     }
