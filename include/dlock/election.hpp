@@ -11,12 +11,14 @@
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -184,9 +186,18 @@ private:
     std::shared_ptr<detail::observer_core> c_;
 };
 
+/// How election::run treats a term that ends by loss.
+struct election_run_options {
+    /// Campaign again after a term is lost (the lease lost while the body ran: a store
+    /// outage, a pause longer than the lease, an operator's force release) and run the body
+    /// again with the new term, as Curator's LeaderLatch re-joins after its session is lost.
+    /// false: the loss ends run() with error::lock_lost, as lock::run.
+    bool rejoin = false;
+};
+
 /// Leader election for one name, built from a registry: the election of a name is the
 /// registry's mutex of that name (same store, prefix, lease and watchdog settings), with
-/// the leader's value stored with the lease.
+/// the leader's value stored with the lease. run() campaigns, leads and re-joins in one call.
 ///
 /// Stores: memory_store, redis_store (single node, Sentinel, with scripting),
 /// cluster_store, zookeeper_store (Curator's LeaderLatch layout), etcd_store (etcd's
@@ -255,6 +266,23 @@ public:
     /// Starts watching the leader of the name; take changes with leader_observer::async_next().
     /// An empty election gives an empty observer.
     leader_observer observe();
+
+    /// Campaigns with `value`, runs `body` while leading, and resigns when it returns. A lost
+    /// lease stops the body at its next co_await (the leadership's lost_slot); with
+    /// `opts.rejoin` the election is then joined again and the body runs again with the new,
+    /// higher term, for as long as losses stop it (a lease lost during a campaign too). run()
+    /// ends when the body returns, or throws while its lease still holds (a loss reported
+    /// by the resignation just then counts as the loss, and the body's exception is dropped).
+    /// @errors Thrown as boost::system::system_error: campaign's errors; lock_lost if a term
+    /// was lost and `opts.rejoin` is false, or if the body returned after its lease was
+    /// lost; then the body's own exception; then resign's error.
+    /// @cancellation The awaiting coroutine's cancellation reaches each campaign (terminal by
+    /// default): a rejoining candidate is stopped that way between terms. The body is
+    /// cancelled only by a loss, and resign is not cancellable (as lock::run): a cancellation
+    /// during the body lets the term end as it would, then stops run() with
+    /// operation_aborted instead of another campaign.
+    boost::asio::awaitable<void> run(std::string value, std::function<boost::asio::awaitable<void>(leadership&)> body,
+                                     election_run_options opts = {});
 
 private:
     static void campaign_impl(const std::shared_ptr<detail::election_core>& c, std::string value,

@@ -72,8 +72,13 @@ asio::awaitable<void> lock::run(std::function<asio::awaitable<void>(guard&)> bod
 
 asio::awaitable<void> detail::run_held(guard g, std::function<asio::awaitable<void>(guard&)> body)
 {
+    // The caller's cancellation (it reached the acquire) must not skip the release below.
+    co_await asio::this_coro::throw_if_cancelled(false);
     std::exception_ptr failure;
     try {
+        // Lost already: the lost slot fired before the body could be bound to it.
+        if (g.is_lost())
+            throw boost::system::system_error(error::lock_lost);
         co_await asio::co_spawn(co_await asio::this_coro::executor, body(g),
                                 asio::bind_cancellation_slot(g.lost_slot(), asio::use_awaitable));
     } catch (...) {

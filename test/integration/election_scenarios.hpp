@@ -2,7 +2,8 @@
 // Leader election with campaigning worker processes (integration/latch_worker.cpp
 // "campaign", on a Redis port or a store URL), written once for every store with elections:
 // one leader at a time by the leaders' own account (a shared log of terms), failover after
-// SIGKILL and SIGSTOP, observers; and two stores' candidates taking turns in one process.
+// SIGKILL and SIGSTOP, observers; two stores' candidates taking turns in one process; and
+// election::run re-joining after its term is taken.
 // election_test.cpp runs them on Redis, zookeeper_election_test.cpp on ZooKeeper,
 // etcd_election_test.cpp on etcd.
 #pragma once
@@ -15,6 +16,8 @@
 #include "integration/support.hpp"  // task_group
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>
@@ -272,6 +275,30 @@ candidates_take_turns_while_one_observes(dlock::store& a_store, dlock::registry&
     BOOST_TEST(pec, "a resigned leader's proclaim succeeded");
     co_await lb->resign();
     auto none = co_await status_until(a_store, "dlock:lead", [](auto& s) { return !s.held; });
+    BOOST_TEST(!none.held);
+}
+
+/// election::run with rejoin on a real store: an operator force-releases the first term's
+/// name; the watchdog's next renewal finds it gone, the body stops, the candidate campaigns
+/// again and the body runs a second term with a higher term, then returns and resigns.
+inline asio::awaitable<void> a_rejoining_candidate_leads_again_after_its_term_is_taken(dlock::store& st,
+                                                                                       dlock::registry& reg)
+{
+    dlock::election e(reg, "rejoin");
+    std::vector<std::uint64_t> terms;
+    auto ex = co_await asio::this_coro::executor;
+    auto body = [&](dlock::leadership& l) -> asio::awaitable<void> {
+        terms.push_back(l.term());
+        if (terms.size() > 1)
+            co_return;
+        BOOST_TEST((co_await st.async_force_release("dlock:rejoin", asio::use_awaitable)));
+        asio::steady_timer far(ex, 120s);  // only the loss ends the first term
+        co_await far.async_wait(asio::use_awaitable);
+    };
+    co_await e.run("r", body, {.rejoin = true});
+    BOOST_REQUIRE(terms.size() == 2u);
+    BOOST_TEST(terms[1] > terms[0]);
+    auto none = co_await status_until(st, "dlock:rejoin", [](auto& s) { return !s.held; });
     BOOST_TEST(!none.held);
 }
 

@@ -24,6 +24,7 @@
 using boost::system::error_code;
 using dlock::test::child;
 using dlock::test::redis_server;
+using dlock::test::run_test;
 using dlock::test::spawn;
 
 namespace {
@@ -58,6 +59,21 @@ BOOST_AUTO_TEST_CASE(a_paused_leader_learns_on_resume_that_it_lost_with_a_lower_
     redis_server srv;
     scenarios::a_paused_leader_learns_on_resume_that_it_lost_with_a_lower_term(std::to_string(srv.port()),
                                                                                redis_of(srv));
+}
+
+BOOST_AUTO_TEST_CASE(a_rejoining_candidate_leads_again_after_its_term_is_taken)
+{
+    redis_server srv;
+    asio::io_context io;
+    dlock::redis_store st(io.get_executor(), srv.config());
+    dlock::registry reg(st, {.lease = 1s});
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            co_await scenarios::a_rejoining_candidate_leads_again_after_its_term_is_taken(st, reg);
+            st.close();
+        },
+        30s);
 }
 
 BOOST_AUTO_TEST_CASE(other_stores_answer_not_supported)

@@ -78,6 +78,7 @@ BOOST_AUTO_TEST_CASE(candidates_take_turns_and_the_observer_sees_each_leader)
                 BOOST_TEST(kv == st.key + "\nalpha", kv);
             };
             co_await election_scenarios::candidates_take_turns_while_one_observes(a_store, a, b, layout);
+            co_await election_scenarios::a_rejoining_candidate_leads_again_after_its_term_is_taken(a_store, a);
             a_store.close();
             b_store.close();
         },
