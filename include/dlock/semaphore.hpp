@@ -84,6 +84,30 @@ public:
     {
         return start(mode::bounded, d, std::forward<Token>(token));
     }
+    /// available's completion: the error, and the permits free now.
+    using available_signature = void(boost::system::error_code, unsigned);
+
+    /// The permits free now across every process, as the store counts them: permits()
+    /// minus the leases held (Redisson's availablePermits). A snapshot: another process may
+    /// take one at once, so use it for metrics and decisions, never as a reservation.
+    /// @completion available_signature: `void(error_code, unsigned)`.
+    /// @errors invalid_handle (an empty semaphore), invalid_option (0 permits), invalid_name,
+    /// not_supported (a store without semaphores), kind_mismatch (the name is in use as
+    /// another primitive or a semaphore of another size, or this handle's size differs from
+    /// the registry's first), closed (the store is gone), the store's (not retried).
+    /// @cancellation Passed to the store's read, as election::leader.
+    template <class Token = boost::asio::deferred_t>
+    auto available(Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, available_signature>(
+            [s = s_](auto h) {
+                if (!s)
+                    return detail::post_to_handler(std::move(h), make_error_code(error::invalid_handle), 0u);
+                semaphore(s).available_impl(std::move(h));
+            },
+            token);
+    }
+
     /// Acquires a permit, runs `body` with the permit's loss bound to its cancellation, and
     /// releases it (as lock::run).
     /// @errors Thrown as boost::system::system_error, as lock::run.
@@ -111,6 +135,7 @@ private:
             token, m, d);
     }
     void acquire_impl(mode m, std::chrono::milliseconds d, boost::asio::any_completion_handler<acquire_signature> h);
+    void available_impl(boost::asio::any_completion_handler<available_signature> h);
 
     std::shared_ptr<detail::semaphore_state> s_;
 };

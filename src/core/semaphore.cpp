@@ -3,9 +3,12 @@
 
 #include "common/handler_work.hpp"
 #include "common/post_completion.hpp"
+#include "core/lease_policy.hpp"
 #include "core/lock_run.hpp"
 #include "core/semaphore_state.hpp"
 
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
@@ -52,6 +55,37 @@ void semaphore::acquire_impl(mode m, std::chrono::milliseconds d, asio::any_comp
     if (m == mode::bounded && d <= lock::unlimited_after)
         limit = std::max(d, std::chrono::milliseconds(0));
     s.pick().acquire(owner().id(), m == mode::try_once, limit, detail::keep_work(std::move(h), s.reg->ex));
+}
+
+// One status read: the store's holders of the name against the permits.
+void semaphore::available_impl(asio::any_completion_handler<available_signature> h)
+{
+    auto& s = *s_;
+    auto& r = *s.reg;
+    auto ex = r.ex;
+    // The checks an acquire makes first: a store without semaphores answers nothing else.
+    error_code bad = r.config_error ? r.config_error : detail::validate_name(r.cfg, s.name);
+    if (!bad && !(r.traits.kinds & static_cast<unsigned>(lease_kind::permit)))
+        bad = error::not_supported;
+    if (!bad && (s.mismatch || s.permits == 0))
+        bad = s.permits == 0 ? error::invalid_option : error::kind_mismatch;
+    if (bad)
+        return detail::post_completion(ex, std::move(h), bad, 0u);
+    if (r.store_alive.expired())
+        return detail::post_completion(ex, std::move(h), error_code(error::closed), 0u);
+    auto name = r.cfg.prefix.empty() ? s.name : r.cfg.prefix + ":" + s.name;
+    auto slot = asio::get_associated_cancellation_slot(h);
+    r.st.async_status(
+        name, asio::bind_cancellation_slot(slot, [ex, permits = s.permits, h = detail::keep_work(std::move(h), ex)](
+                                                     error_code ec, lock_status st) mutable {
+            // The name in use as another primitive, or as a semaphore of another size.
+            bool in_use = st.held || st.queued > 0 || st.holders > 0;
+            bool other = in_use && (st.kind != lease_kind::permit || (st.capacity > 0 && st.capacity != permits));
+            if (!ec && other)
+                ec = error::kind_mismatch;
+            unsigned held = static_cast<unsigned>(std::min<std::size_t>(st.holders, permits));
+            detail::post_completion(ex, std::move(h), ec, ec ? 0u : permits - held);
+        }));
 }
 
 semaphore::executor_type semaphore::get_executor() const noexcept

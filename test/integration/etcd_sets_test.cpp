@@ -251,6 +251,7 @@ BOOST_AUTO_TEST_CASE(cancelled_waiters_leave_nothing_behind)
             auto two = co_await status_until(a, "dlock:s", [](auto& s) { return s.queued == 2; });
             BOOST_TEST(two.queued == 2u);
             BOOST_TEST(two.holders == 2u);
+            BOOST_TEST((co_await rb.obtain_semaphore("s", 2).available()) == 0u);
             stop_b.emit(asio::cancellation_type::terminal);
             stop_c.emit(asio::cancellation_type::terminal);
             BOOST_TEST(co_await eventually([&] { return ended == 2; }));

@@ -111,6 +111,9 @@ BOOST_AUTO_TEST_CASE(a_name_is_one_kind)
             BOOST_TEST(st.capacity == 2u);
             BOOST_TEST(st.holders == 1u);
             BOOST_TEST(st.fencing_token == sem.fencing_token());
+            BOOST_TEST((co_await rb.obtain_semaphore("one", 2).available()) == 1u);
+            auto [e_size, n_size] = co_await rb.obtain_semaphore("one", 3).available(use_tuple);
+            BOOST_TEST(e_size == dlock::error::kind_mismatch, e_size.message());
             co_await sem.release();
             // Free again, the name may be anything.
             auto m = co_await rb.obtain("one").acquire();

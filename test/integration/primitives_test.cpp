@@ -168,6 +168,7 @@ BOOST_AUTO_TEST_CASE(cancelled_waiters_leave_nothing_behind)
     dlock::registry holder_reg(store, {.lease = 5s});
     dlock::registry waiter_reg(store, {.lease = 5s});  // another registry: another process's view
     std::size_t queued_while_waiting = 0, holders_while_held = 0;
+    unsigned available_while_held = 99;
     bool writer_seen = false;
     spawn(io, [&]() -> asio::awaitable<void> {
         auto w = co_await holder_reg.obtain_rw("c").write().acquire();
@@ -190,6 +191,7 @@ BOOST_AUTO_TEST_CASE(cancelled_waiters_leave_nothing_behind)
             [&] { return key_count(srv, "*squeue:dlock:c") == "1" && key_count(srv, "*squeue:dlock:s") == "1"; }, 10s);
         BOOST_TEST(queued);
         auto st = co_await store.async_status("dlock:c");
+        available_while_held = co_await sem.available();
         queued_while_waiting = st.queued;
         holders_while_held = st.holders;
         writer_seen = st.writer;
@@ -207,6 +209,7 @@ BOOST_AUTO_TEST_CASE(cancelled_waiters_leave_nothing_behind)
     io.run_for(30s);
     BOOST_TEST(queued_while_waiting == 1u);
     BOOST_TEST(holders_while_held == 1u);
+    BOOST_TEST(available_while_held == 0u);
     BOOST_TEST(writer_seen);
     // Only the fencing counters (one per slot tag) are left.
     BOOST_TEST(key_count(srv, "*") == key_count(srv, "*:fence"),

@@ -127,12 +127,14 @@ BOOST_AUTO_TEST_CASE(interop_with_curator_step_by_step)
         io,
         [&]() -> asio::awaitable<void> {
             auto sem = reg.obtain_semaphore("steps", 2);
+            BOOST_TEST((co_await sem.available()) == 1u);  // Curator's permit counts
             auto mine = co_await sem.try_acquire();
             BOOST_TEST(mine.owns_lock(), "dlock's permit beside Curator's");
             auto s = co_await store.async_status("dlock:steps", asio::use_awaitable);
             BOOST_TEST((s.kind == dlock::lease_kind::permit));
             BOOST_TEST(s.holders == 2u);
             BOOST_TEST(s.capacity == 2u);
+            BOOST_TEST((co_await sem.available()) == 0u);
             auto [ec, none] = co_await sem.try_acquire(use_tuple);
             BOOST_TEST(!ec, ec.message());
             BOOST_TEST(!none, "a third permit of 2");

@@ -208,6 +208,46 @@ BOOST_AUTO_TEST_CASE(a_semaphore_lends_at_most_its_permits)
     BOOST_TEST(store.size() == 0u);
 }
 
+// available(): the permits minus every process's holders, read from the store; another
+// primitive's name, or another size, is kind_mismatch.
+BOOST_AUTO_TEST_CASE(a_semaphore_counts_its_free_permits_across_processes)
+{
+    dlock::registry a(store, {.lease = 5s}), b(store, {.lease = 5s});
+    std::vector<unsigned> seen;
+    error_code other_size, a_mutex, zero, empty;
+    bool ran = false;
+    spawn([&]() -> asio::awaitable<void> {
+        auto sa = a.obtain_semaphore("free", 3);
+        auto sb = b.obtain_semaphore("free", 3);
+        seen.push_back(co_await sb.available());  // nobody holds: all 3
+        auto g1 = co_await sa.acquire();
+        seen.push_back(co_await sb.available());
+        auto g2 = co_await sb.acquire();
+        seen.push_back(co_await sa.available());
+        auto g3 = co_await sa.acquire();
+        seen.push_back(co_await sb.available());
+        co_await g2.release();
+        seen.push_back(co_await sa.available());
+        co_await b.obtain_semaphore("free", 4).available(asio::redirect_error(asio::use_awaitable, other_size));
+        auto m = co_await a.obtain("held-as-mutex").acquire();
+        co_await b.obtain_semaphore("held-as-mutex", 2).available(asio::redirect_error(asio::use_awaitable, a_mutex));
+        co_await a.obtain_semaphore("z", 0).available(asio::redirect_error(asio::use_awaitable, zero));
+        co_await dlock::semaphore().available(asio::redirect_error(asio::use_awaitable, empty));
+        co_await m.release();
+        co_await g1.release();
+        co_await g3.release();
+        seen.push_back(co_await sb.available());
+        ran = true;
+    });
+    io.run_for(5s);
+    BOOST_TEST(ran);
+    BOOST_TEST(seen == (std::vector<unsigned>{3, 2, 1, 0, 1, 3}), boost::test_tools::per_element());
+    BOOST_TEST(other_size == dlock::error::kind_mismatch);
+    BOOST_TEST(a_mutex == dlock::error::kind_mismatch);
+    BOOST_TEST(zero == dlock::error::invalid_option);
+    BOOST_TEST(empty == dlock::error::invalid_handle);
+}
+
 BOOST_AUTO_TEST_CASE(semaphore_bad_input)
 {
     dlock::registry a(store, {.lease = 5s}), b(store, {.lease = 5s});
