@@ -2,6 +2,7 @@
 // `dlock elect NAME [--value V] -- COMMAND`: campaign, run the command while leading (as
 // `etcdctl elect` runs nothing, this stops the command when leadership is lost), resign.
 // `dlock elect --observe NAME`: print each change of leader, term and value until a signal.
+// With --rejoin, a lost leadership campaigns again and runs the command again.
 #include <dlock/election.hpp>
 #include <dlock/error.hpp>
 #include <dlock/registry.hpp>
@@ -91,6 +92,35 @@ asio::awaitable<int> observe(const options& o, store& st, election& e, superviso
     }
 }
 
+// One term: campaign, run the command while leading, resign when it exits.
+asio::awaitable<int> lead_once(const options& o, store& st, registry& reg, election& e, supervised_run& run,
+                               const std::string& value)
+{
+    auto& s = run.s;
+    auto got = co_await e.campaign(value, asio::bind_cancellation_slot(s->cancel_acquire.slot(), use_tuple));
+    auto ec = std::get<0>(got);
+    auto& l = std::get<1>(got);
+    if (s->early_signal) {
+        if (l.is_leader())
+            co_await l.resign(use_tuple);
+        co_await drain(reg);
+        std::cerr << "dlock: interrupted by signal " << s->early_signal << " before running the command\n";
+        co_return 128 + s->early_signal;
+    }
+    if (ec) {
+        co_await drain(reg);
+        co_return explain(o, st, ec, "campaign for");
+    }
+    if (o.verbose)
+        std::cerr << "dlock: leading '" << o.name << "', term " << l.term() << ", value '" << value << "'\n";
+    hold_face h;
+    h.env = {"DLOCK_NAME=" + o.name, "DLOCK_FENCING_TOKEN=" + std::to_string(l.term()), "DLOCK_LEADER_VALUE=" + value,
+             "DLOCK_LEASE_MS=" + std::to_string(o.lease.count())};
+    h.wait_lost = [&l](std::function<void(error_code)> f) { l.wait_lost(std::move(f)); };
+    h.end = [&l]() -> asio::awaitable<error_code> { co_return std::get<0>(co_await l.resign(use_tuple)); };
+    co_return co_await run_while_held(o, reg, s, run.sigs, std::move(h));
+}
+
 }  // namespace
 
 asio::awaitable<int> elect_command(const options& o, store& st)
@@ -115,28 +145,14 @@ asio::awaitable<int> elect_command(const options& o, store& st)
         co_return 128 + s->early_signal;
     }
     auto value = o.value ? *o.value : default_value();
-    auto got = co_await e.campaign(value, asio::bind_cancellation_slot(s->cancel_acquire.slot(), use_tuple));
-    auto ec = std::get<0>(got);
-    auto& l = std::get<1>(got);
-    if (s->early_signal) {
-        if (l.is_leader())
-            co_await l.resign(use_tuple);
-        co_await drain(reg);
-        std::cerr << "dlock: interrupted by signal " << s->early_signal << " before running the command\n";
-        co_return 128 + s->early_signal;
+    for (;;) {
+        int rc = co_await lead_once(o, st, reg, e, run, value);
+        // --rejoin: a term ended by its loss alone (no signal asked dlock to stop) is run again.
+        if (!o.rejoin || rc != exit_status::lease_lost || s->later_signal)
+            co_return rc;
+        std::cerr << "dlock: campaigning again for '" << o.name << "' (--rejoin)\n";
+        s->rearm();
     }
-    if (ec) {
-        co_await drain(reg);
-        co_return explain(o, st, ec, "campaign for");
-    }
-    if (o.verbose)
-        std::cerr << "dlock: leading '" << o.name << "', term " << l.term() << ", value '" << value << "'\n";
-    hold_face h;
-    h.env = {"DLOCK_NAME=" + o.name, "DLOCK_FENCING_TOKEN=" + std::to_string(l.term()), "DLOCK_LEADER_VALUE=" + value,
-             "DLOCK_LEASE_MS=" + std::to_string(o.lease.count())};
-    h.wait_lost = [&l](std::function<void(error_code)> f) { l.wait_lost(std::move(f)); };
-    h.end = [&l]() -> asio::awaitable<error_code> { co_return std::get<0>(co_await l.resign(use_tuple)); };
-    co_return co_await run_while_held(o, reg, s, run.sigs, std::move(h));
 }
 
 }  // namespace dlock::cli

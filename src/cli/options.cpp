@@ -45,6 +45,7 @@ constexpr flag_spec flags[] = {
     {"--no-scripting", false, "rlse"},
     {"--value", true, "l"},
     {"--observe", false, "l"},
+    {"--rejoin", false, "l"},
     {"--shared", false, "r"},
     {"--exclusive", false, "r"},
     {"--permits", true, "r"},
@@ -308,6 +309,9 @@ bool parse(const std::vector<std::string>& args, options& out, parse_error& err,
         return fail(err, "run: missing COMMAND after '--' (usage: dlock run NAME -- COMMAND [ARGS...])");
     if (out.cmd == command::elect) {
         out.observe = set.count("--observe") != 0;
+        out.rejoin = set.count("--rejoin") != 0;
+        if (out.observe && out.rejoin)
+            return fail(err, "elect --observe campaigns never: --rejoin is a candidate's");
         if (set.count("--value"))
             out.value = set["--value"];
         if (out.observe && !out.argv.empty())
@@ -616,12 +620,14 @@ Exit status: COMMAND's own, or 2 bad usage, 65 NAME is in use as another primiti
 (COMMAND was terminated), 126 COMMAND not executable, 127 COMMAND not found.
 )";
     if (topic == "elect")
-        return R"(usage: dlock elect [OPTIONS] NAME [--value V] -- COMMAND [ARGS...]
+        return R"(usage: dlock elect [OPTIONS] NAME [--value V] [--rejoin] -- COMMAND [ARGS...]
        dlock elect [OPTIONS] --observe [--json] NAME
 
 Campaigns in the election NAME, runs COMMAND while leading with the value V proclaimed
 (default: host:pid), and resigns when COMMAND exits; if leadership is lost, COMMAND is
-stopped as `dlock run` stops it. COMMAND's environment gets DLOCK_NAME, DLOCK_FENCING_TOKEN
+stopped as `dlock run` stops it. With --rejoin, a lost leadership campaigns again and runs
+COMMAND again once leading, as Curator's LeaderLatch re-joins; dlock exits when COMMAND
+exits on its own (or on a signal). COMMAND's environment gets DLOCK_NAME, DLOCK_FENCING_TOKEN
 (the term), DLOCK_LEADER_VALUE and DLOCK_LEASE_MS. On etcd, `dlock elect --prefix '' NAME`
 and `etcdctl elect NAME` campaign against each other; on ZooKeeper, Curator's LeaderLatch.
 

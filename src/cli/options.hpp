@@ -75,6 +75,7 @@ struct options {
     unsigned permits = 0;              ///< run: one of N permits of the semaphore NAME (--permits N); 0: a mutex
     std::optional<std::string> value;  ///< elect: the value proclaimed (--value; default "host:pid")
     bool observe = false;              ///< elect: print each change of leader (--observe)
+    bool rejoin = false;               ///< elect: campaign again after a lost leadership (--rejoin)
     bool force = false;                ///< release
     bool json = false;                 ///< status
     bool verbose = false;

@@ -45,6 +45,8 @@ void supervisor::on_signal(const signalfd_siginfo& si)
     int sig = static_cast<int>(si.ssi_signo);
     if (sig == SIGCHLD)
         return reap();
+    if (child > 0 && later_signal == 0)
+        later_signal = sig;
     if (child > 0 && !child_exited) {
         // Sent to dlock alone (kill, systemd, a supervisor): pass it on. From the
         // terminal (SI_KERNEL) the whole foreground group, the command too, has it already.
@@ -84,6 +86,15 @@ void supervisor::on_lost()
             ::kill(self->child, SIGKILL);
         }
     });
+}
+
+void supervisor::rearm()
+{
+    child = -1;
+    child_exited = false;
+    wait_status = 0;
+    lost = false;
+    grace.cancel();
 }
 
 void supervisor::finish()

@@ -44,6 +44,7 @@ struct supervisor : std::enable_shared_from_this<supervisor> {
     bool child_exited = false;
     int wait_status = 0;
     int early_signal = 0;  // a signal that came before the command started
+    int later_signal = 0;  // one that came once it had started (forwarded, or after its exit)
     bool lost = false;
     bool done = false;
 
@@ -54,6 +55,9 @@ struct supervisor : std::enable_shared_from_this<supervisor> {
     void reap();
     // A lost lease stops the command: SIGTERM now, SIGKILL after the grace period.
     void on_lost();
+    // Ready for another command (elect --rejoin): no child, not lost, signals before it
+    // starts cancel the next campaign again.
+    void rearm();
     void finish();
 };
 

@@ -7,6 +7,11 @@
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
 
 using namespace std::chrono_literals;
 using dlock::test::child;
@@ -90,6 +95,31 @@ BOOST_AUTO_TEST_CASE(a_lost_leadership_stops_the_command)
         line = next_line(*leader);
     BOOST_TEST(line == "got-term");
     BOOST_TEST(leader->wait() == 76);
+}
+
+// --rejoin: the lost leadership stops the command, dlock campaigns again and runs it again
+// with a higher term; the command's own exit (0 the second time) ends dlock.
+BOOST_AUTO_TEST_CASE(a_rejoining_candidate_runs_the_command_again_after_a_loss)
+{
+    redis_server srv;
+    char dir[] = "/tmp/dlock-rejoin-XXXXXX";
+    BOOST_REQUIRE(::mkdtemp(dir));
+    const std::string mark = std::string(dir) + "/ran";
+    // The first run marks itself and holds until SIGTERM; the second says its term and exits 0.
+    const std::string script =
+        "echo term $DLOCK_FENCING_TOKEN; [ -e " + mark + " ] && exit 0; touch " + mark + "; " + holder_script;
+    auto leader = start_dlock_merged(
+        {"elect", "--url", srv.url(), "--lease", "900ms", "--rejoin", "sched", "--", "/bin/sh", "-c", script});
+    BOOST_TEST_REQUIRE(next_line(*leader) == "term 1");
+    BOOST_TEST_REQUIRE(next_line(*leader) == "held");
+    BOOST_TEST(dlock_cli({"release", "--url", srv.url(), "--force", "sched"}).status == 0);
+    std::vector<std::string> lines;
+    for (int i = 0; i < 6 && (lines.empty() || lines.back().rfind("term ", 0) != 0); ++i)
+        lines.push_back(next_line(*leader));
+    BOOST_TEST((std::find(lines.begin(), lines.end(), "got-term") != lines.end()));
+    BOOST_TEST(lines.back() == "term 2");
+    BOOST_TEST(leader->wait() == 0);
+    BOOST_TEST(status_json(srv, "sched")["held"].as_bool() == false);
 }
 
 BOOST_AUTO_TEST_CASE(a_store_without_elections_or_a_name_of_another_kind_is_refused)

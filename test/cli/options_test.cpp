@@ -349,6 +349,10 @@ BOOST_AUTO_TEST_CASE(elect_candidates_and_observers)
     BOOST_TEST(has(bad({"elect", "sched"}), "elect: missing COMMAND"));
     BOOST_TEST(has(bad({"elect", "--observe", "sched", "--", "job"}), "runs no COMMAND"));
     BOOST_TEST(has(bad({"elect", "--observe", "--value", "v", "sched"}), "--value is a candidate's"));
+    BOOST_TEST(!c.rejoin);
+    BOOST_TEST(ok({"elect", "--rejoin", "sched", "--", "job"}).rejoin);
+    BOOST_TEST(has(bad({"elect", "--observe", "--rejoin", "sched"}), "--rejoin is a candidate's"));
+    BOOST_TEST(has(bad({"run", "--rejoin", "job", "--", "true"}), "'--rejoin' does not apply"));
     BOOST_TEST(has(bad({"elect", "--json", "sched", "--", "job"}), "--json is for --observe"));
     BOOST_TEST(has(bad({"elect", "--wait", "1s", "sched", "--", "job"}), "'--wait' does not apply"));
     BOOST_TEST(has(bad({"elect", "--shared", "sched", "--", "job"}), "'--shared' does not apply"));
