@@ -4,9 +4,9 @@
 #include <dlock/election.hpp>
 #include <dlock/error.hpp>
 
+#include "core/lock_run.hpp"
+
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -37,16 +37,8 @@ asio::awaitable<term_end> lead_once(leadership& l, const std::function<asio::awa
     // The caller's cancellation during the body must not skip the resignation below; it
     // stops the next campaign instead (run_on's own co_await throws).
     co_await asio::this_coro::throw_if_cancelled(false);
-    std::exception_ptr failure;
-    try {
-        // Lost already: the lost slot fired before the body could be bound to it.
-        if (l.is_lost())
-            throw boost::system::system_error(error::lock_lost);
-        co_await asio::co_spawn(co_await asio::this_coro::executor, body(l),
-                                asio::bind_cancellation_slot(l.lost_slot(), asio::use_awaitable));
-    } catch (...) {
-        failure = std::current_exception();
-    }
+    std::function<asio::awaitable<void>()> start = [&] { return body(l); };  // named: no temporary in co_await
+    auto failure = co_await detail::run_bound(l.is_lost(), l.lost_slot(), start);
     bool lost = l.is_lost();
     error_code ec;
     co_await l.resign(asio::redirect_error(asio::use_awaitable, ec));
@@ -55,12 +47,7 @@ asio::awaitable<term_end> lead_once(leadership& l, const std::function<asio::awa
     // finished its work, and a loss under it is reported, never run again.
     if (lost && failure && rejoin)
         co_return term_end::lost;
-    if (lost)
-        throw boost::system::system_error(error::lock_lost);
-    if (failure)
-        std::rethrow_exception(failure);
-    if (ec)
-        throw boost::system::system_error(ec);
+    detail::throw_outcome(lost, failure, ec);
     co_return term_end::returned;
 }
 

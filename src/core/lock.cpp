@@ -74,20 +74,33 @@ asio::awaitable<void> detail::run_held(guard g, std::function<asio::awaitable<vo
 {
     // The caller's cancellation (it reached the acquire) must not skip the release below.
     co_await asio::this_coro::throw_if_cancelled(false);
-    std::exception_ptr failure;
-    try {
-        // Lost already: the lost slot fired before the body could be bound to it.
-        if (g.is_lost())
-            throw boost::system::system_error(error::lock_lost);
-        co_await asio::co_spawn(co_await asio::this_coro::executor, body(g),
-                                asio::bind_cancellation_slot(g.lost_slot(), asio::use_awaitable));
-    } catch (...) {
-        failure = std::current_exception();
-    }
+    std::function<asio::awaitable<void>()> start = [&] { return body(g); };  // named: no temporary in co_await
+    auto failure = co_await run_bound(g.is_lost(), g.lost_slot(), start);
     bool lost = g.is_lost();
     error_code ec;
     co_await g.release(asio::redirect_error(asio::use_awaitable, ec));
-    if (lost || ec == error::lock_lost)
+    throw_outcome(lost || ec == error::lock_lost, failure, ec);
+}
+
+asio::awaitable<std::exception_ptr> detail::run_bound(bool lost, asio::cancellation_slot lost_slot,
+                                                      std::function<asio::awaitable<void>()> start)
+{
+    co_await asio::this_coro::throw_if_cancelled(false);
+    std::exception_ptr failure;
+    try {
+        if (lost)
+            throw boost::system::system_error(error::lock_lost);
+        co_await asio::co_spawn(co_await asio::this_coro::executor, start(),
+                                asio::bind_cancellation_slot(lost_slot, asio::use_awaitable));
+    } catch (...) {
+        failure = std::current_exception();
+    }
+    co_return failure;
+}
+
+void detail::throw_outcome(bool lost, const std::exception_ptr& failure, error_code ec)
+{
+    if (lost)
         throw boost::system::system_error(error::lock_lost);
     if (failure)
         std::rethrow_exception(failure);

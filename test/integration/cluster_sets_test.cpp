@@ -124,29 +124,9 @@ BOOST_AUTO_TEST_CASE(a_semaphore_never_exceeds_its_permits)
 
 BOOST_AUTO_TEST_CASE(a_killed_holders_permit_comes_back)
 {
-    child holder({worker_path(), "hold", where(), "k", "1000", "permits=1"});
-    auto line = holder.read_line();
-    BOOST_REQUIRE((line && line->rfind("acquired", 0) == 0));
     asio::io_context io;
     dlock::cluster_store store(io.get_executor(), shared->seeds());
-    dlock::registry reg(store, {.lease = 1s});
-    auto sem = reg.obtain_semaphore("k", 1);
-    error_code ec;
-    bool refused_while_alive = false, got = false;
-    spawn(io, [&]() -> asio::awaitable<void> {
-        auto first = co_await sem.try_acquire();
-        refused_while_alive = !first;
-        holder.signal(SIGKILL);
-        holder.wait();
-        auto g = co_await sem.acquire_for(10s, asio::redirect_error(asio::use_awaitable, ec));
-        got = g.owns_lock();
-        co_await g.release();
-        store.close();
-    });
-    io.run_for(20s);
-    BOOST_TEST(refused_while_alive);
-    BOOST_TEST(!ec);
-    BOOST_TEST(got);
+    dlock::test::rw::a_killed_holders_permit_comes_back(where(), io, store);
 }
 
 // Two stores (two processes' views): B queues at the name's master behind A; A's release

@@ -5,6 +5,8 @@
 // calls them and adds what only it can check (keys left on Redis, Curator's nodes on ZooKeeper).
 #pragma once
 
+#include <dlock/dlock.hpp>
+
 #include "common/child.hpp"
 #include "common/redis_server.hpp"  // run_capture
 #include "integration/lock_test_util.hpp"
@@ -12,6 +14,8 @@
 #include "integration/sections_log.hpp"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>
@@ -161,6 +165,35 @@ inline void the_tool_runs_readers_together_and_a_writer_alone(const std::string&
     BOOST_TEST(reader.read_line(30s).value_or("<eof>") == "got-term");
     BOOST_TEST(reader.wait() == 3);
     BOOST_TEST(tool({"run", "--url", url, "--exclusive", "--wait", "0", "doc", "--", "true"}, &out) == 0, out);
+}
+
+/// A lock_worker at `where` holds the one permit of "k" and is killed: this process's
+/// semaphore on `store` is refused while the worker lives and gets the permit after its lease.
+inline void a_killed_holders_permit_comes_back(const std::string& where, boost::asio::io_context& io,
+                                               dlock::store& store)
+{
+    namespace asio = boost::asio;
+    child holder({worker_path(), "hold", where, "k", "1000", "permits=1"});
+    auto line = holder.read_line();
+    BOOST_REQUIRE((line && line->rfind("acquired", 0) == 0));
+    dlock::registry reg(store, {.lease = 1s});
+    auto sem = reg.obtain_semaphore("k", 1);
+    boost::system::error_code ec;
+    bool refused_while_alive = false, got = false;
+    spawn(io, [&]() -> asio::awaitable<void> {
+        auto first = co_await sem.try_acquire();
+        refused_while_alive = !first;
+        holder.signal(SIGKILL);
+        holder.wait();
+        auto g = co_await sem.acquire_for(10s, asio::redirect_error(asio::use_awaitable, ec));
+        got = g.owns_lock();
+        co_await g.release();
+        store.close();
+    });
+    io.run_for(20s);
+    BOOST_TEST(refused_while_alive);
+    BOOST_TEST(!ec);
+    BOOST_TEST(got);
 }
 
 }  // namespace dlock::test::rw

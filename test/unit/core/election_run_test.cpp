@@ -8,6 +8,8 @@
 #include <dlock/memory_store.hpp>
 #include <dlock/registry.hpp>
 
+#include "unit/memory_fixture.hpp"
+
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -29,9 +31,7 @@ using boost::system::error_code;
 
 namespace {
 
-struct fixture {
-    asio::io_context io;
-    dlock::memory_store store{io.get_executor()};
+struct fixture : dlock::test::memory_fixture {
     dlock::registry reg{store, {.lease = 300ms}};
     dlock::election e{reg, "r"};
     std::vector<std::uint64_t> terms;
