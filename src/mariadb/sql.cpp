@@ -4,6 +4,9 @@
 #include <dlock/error.hpp>
 
 #include "common/sql_cells.hpp"
+#include "mariadb/bell_sql.hpp"
+#include "mariadb/election_latch_sql.hpp"
+#include "mariadb/set_sql.hpp"
 
 #include <charconv>
 
@@ -96,6 +99,11 @@ std::string quote_sequence(std::string_view table)
     return quote_parts(table, "_fence");
 }
 
+std::string quote_queue(std::string_view table)
+{
+    return quote_parts(table, "_queue");
+}
+
 std::string signal_lock(std::string_view table, std::string_view name)
 {
     // `table` passed check_table(): letters, digits, '_' and one '.', safe inside quotes.
@@ -131,11 +139,40 @@ std::string schema_setup(std::string_view table)
            missing(name + "_fence") + " THEN\n    CREATE SEQUENCE IF NOT EXISTS " + s +
            ";\n"
            "  END IF;\n"
-           "END";
+           "  IF " +
+           missing(name + "_queue") + " THEN\n    CREATE TABLE IF NOT EXISTS " + quote_queue(table) +
+           " (name VARBINARY(2000) NOT NULL, token VARBINARY(255) NOT NULL, seq BIGINT UNSIGNED NOT NULL,"
+           " ttl_ms BIGINT NOT NULL, listener BIGINT UNSIGNED NOT NULL, expires_at DATETIME(6) NOT NULL,"
+           " PRIMARY KEY (name, token)) ENGINE=InnoDB;\n"
+           "  END IF;\n" +
+           // What the other primitives and the wake-ups need, each only if the user may.
+           set_setup(table) + bell_setup(table) + election_latch_setup(table) + "END";
 }
 
+
+namespace {
+
+// A queued waiter (its sleeper `listener` alive) keeps its place while refused, until one
+// lease after the holder's end (it re-queues by then); the name taken, its place goes.
+std::string enqueue(std::string_view table, const std::string& n, const std::string& tok, std::chrono::milliseconds ttl,
+                    std::uint64_t listener)
+{
+    const std::string q = quote_queue(table), ms = std::to_string(ttl.count() * 1000);
+    return "INSERT INTO " + q + " (name, token, seq, ttl_ms, listener, expires_at) SELECT t.name, " + tok +
+           ", NEXTVAL(" + quote_sequence(table) + "), " + std::to_string(ttl.count()) + ", " +
+           std::to_string(listener) + ", GREATEST(t.expires_at, " + std::string(now) + ") + INTERVAL " + ms +
+           " MICROSECOND FROM " + quote_table(table) + " AS t WHERE t.name = " + n + " AND t.owner <> " + tok +
+           " ON DUPLICATE KEY UPDATE ttl_ms = VALUES(ttl_ms), listener = VALUES(listener),"
+           " expires_at = GREATEST(" +
+           q + ".expires_at, VALUES(expires_at));\nDELETE FROM " + q + " WHERE name = " + n + " AND token = " + tok +
+           " AND EXISTS (SELECT 1 FROM " + quote_table(table) + " AS t WHERE t.name = " + n + " AND t.owner = " + tok +
+           ")";
+}
+
+}  // namespace
+
 std::string acquire(std::string_view table, std::string_view name, std::string_view token,
-                    std::chrono::milliseconds ttl)
+                    std::chrono::milliseconds ttl, bool ring_new, std::uint64_t listener)
 {
     const std::string t = quote_table(table), n = hex_literal(name), tok = hex_literal(token);
     const std::string live = "expires_at > " + std::string(now);
@@ -163,9 +200,14 @@ std::string acquire(std::string_view table, std::string_view name, std::string_v
            " expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at);\n"
            "UPDATE " +
            t + " SET fence = NEXTVAL(" + quote_sequence(table) + ") WHERE name = " + n + " AND owner = " + tok +
-           " AND fence = 0;\n" + take_signal(table, n, tok) + ";\nSELECT t.owner = " + tok + ", t.fence, " +
-           remaining() + ", t.signal_conn IS NOT NULL AND IS_USED_LOCK(" + signal_lock(table, n) +
-           ") <=> t.signal_conn FROM " + t + " AS t WHERE t.name = " + n;
+           " AND fence = 0;\n" + (ring_new ? "SET @dlock_new = ROW_COUNT();\n" : "") + take_signal(table, n, tok) +
+           ";\nSELECT t.owner = " + tok + ", t.fence, " + remaining() +
+           ", t.signal_conn IS NOT NULL AND IS_USED_LOCK(" + signal_lock(table, n) +
+           ") <=> t.signal_conn, t.owner = '' FROM " + t + " AS t WHERE t.name = " + n +
+           // A new leader (its fence just drawn) rings the election's observers.
+           (ring_new ? ";\nBEGIN NOT ATOMIC\n  IF @dlock_new > 0 THEN\n  " + ring(table, n) + ";\n  END IF;\nEND"
+                     : std::string()) +
+           (listener == 0 ? std::string() : ";\n" + enqueue(table, n, tok, ttl, listener));
 }
 
 std::string renew(std::string_view table, std::string_view name, std::string_view token, std::chrono::milliseconds ttl)
@@ -180,22 +222,50 @@ std::string renew(std::string_view table, std::string_view name, std::string_vie
 
 std::string release(std::string_view table, std::string_view name, std::string_view token)
 {
-    const std::string n = hex_literal(name);
-    return "DELETE FROM " + quote_table(table) + " WHERE name = " + n + " AND owner = " + hex_literal(token) +
-           " RETURNING expires_at > " + std::string(now) + ";\n" + reconcile(table, n);
+    const std::string t = quote_table(table), q = quote_queue(table), n = hex_literal(name), tok = hex_literal(token);
+    const std::string live_waiter =
+        "expires_at > " + std::string(now) + " AND IS_USED_LOCK(CONCAT('dlock-bell:', listener)) <=> listener";
+    // Ours (the row locked): handed to the first live queued waiter (a new fence, its lease
+    // from now; it learns by the ring and its retry finds the name its own), else deleted.
+    // Not ours: a waiter withdrawing its place. Queue rows of gone waiters go in passing.
+    return "BEGIN NOT ATOMIC\n  DECLARE v_found INT;\n  DECLARE v_live INT;\n  DECLARE v_next VARBINARY(255);\n"
+           "  DECLARE v_ttl BIGINT;\n  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
+           "  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;\n  START TRANSACTION;\n"
+           "  SELECT COUNT(*), MAX(expires_at > " +
+           std::string(now) + ") INTO v_found, v_live FROM " + t + " WHERE name = " + n + " AND owner = " + tok +
+           " FOR UPDATE;\n  DELETE FROM " + q + " WHERE name = " + n + " AND (token = " + tok + " OR NOT (" +
+           live_waiter + "));\n  IF v_found > 0 THEN\n    SET v_next = (SELECT token FROM " + q + " WHERE name = " + n +
+           " ORDER BY seq LIMIT 1);\n    IF v_next IS NULL THEN\n      DELETE FROM " + t + " WHERE name = " + n +
+           ";\n    ELSE\n      SET v_ttl = (SELECT ttl_ms FROM " + q + " WHERE name = " + n +
+           " AND token = v_next);\n      DELETE FROM " + q + " WHERE name = " + n +
+           " AND token = v_next;\n      UPDATE " + t + " SET owner = v_next, fence = NEXTVAL(" + quote_sequence(table) +
+           "), expires_at = " + std::string(now) +
+           " + INTERVAL v_ttl * 1000 MICROSECOND, contended = EXISTS (SELECT 1 FROM " + q + " WHERE name = " + n +
+           "), signal_conn = NULL WHERE name = " + n +
+           ";\n    END IF;\n  END IF;\n  COMMIT;\n  IF v_found > 0 THEN\n  " + ring(table, n) +
+           ";\n    SELECT v_live;\n  ELSE\n    SELECT 1 FROM DUAL WHERE FALSE;\n  END IF;\nEND;\n" +
+           reconcile(table, n);
 }
 
 std::string force_release(std::string_view table, std::string_view name)
 {
     const std::string n = hex_literal(name);
-    return "DELETE FROM " + quote_table(table) + " WHERE name = " + n + " RETURNING expires_at > " + std::string(now) +
-           ";\n" + reconcile(table, n);
+    // Never a set's marker row: the set's own release frees every lease (the third set says so).
+    return "DELETE FROM " + quote_table(table) + " WHERE name = " + n + " AND owner <> '' RETURNING expires_at > " +
+           std::string(now) + ";\n" + reconcile(table, n) + ";\nSELECT EXISTS (SELECT 1 FROM " + quote_table(table) +
+           " WHERE name = " + n + " AND owner = '');\n" + ring_statement(table, n);
 }
 
 std::string status(std::string_view table, std::string_view name)
 {
-    return "SELECT t.owner, t.fence, " + remaining() + ", t.expires_at > " + std::string(now) + " FROM " +
-           quote_table(table) + " AS t WHERE t.name = " + hex_literal(name);
+    return "SELECT t.owner, t.fence, " + remaining() + ", t.expires_at > " + std::string(now) + ", " +
+           queued_count(table) + " FROM " + quote_table(table) + " AS t WHERE t.name = " + hex_literal(name);
+}
+
+std::string queued_count(std::string_view table)
+{
+    return "(SELECT COUNT(*) FROM " + quote_queue(table) + " AS q WHERE q.name = t.name AND q.expires_at > " +
+           std::string(now) + ")";
 }
 
 std::string wait(std::string_view table, std::string_view name, std::chrono::milliseconds timeout)
@@ -265,10 +335,12 @@ error_code error_of(unsigned e)
     }
 }
 
-bool decode_acquire(const result& r, std::chrono::milliseconds ttl, acquire_result& out, holder_info& holder)
+bool decode_acquire(const result& r, std::chrono::milliseconds ttl, acquire_result& out, holder_info& holder,
+                    std::optional<std::uint64_t>& set_permits)
 {
     out = {};
     holder = {};
+    set_permits.reset();
     if (r.sets.size() != 1)
         return false;
     const auto& rows = r.sets[0];
@@ -277,14 +349,14 @@ bool decode_acquire(const result& r, std::chrono::milliseconds ttl, acquire_resu
         holder.remaining = out.holder_ttl;
         return true;
     }
-    if (rows.size() != 1 || rows[0].size() != 4)
+    if (rows.size() != 1 || rows[0].size() != 5)
         return false;
     const auto& row = rows[0];
-    bool ours = false, signal = false;
+    bool ours = false, signal = false, marker = false;
     std::uint64_t fence = 0;
     std::chrono::milliseconds left{};
     if (!to_bool(row[0], ours) || !dlock::detail::cell_u64(row[1], fence) || !dlock::detail::cell_ms(row[2], left) ||
-        !to_bool(row[3], signal))
+        !to_bool(row[3], signal) || !to_bool(row[4], marker))
         return false;
     if (ours) {
         out.acquired = true;
@@ -292,6 +364,8 @@ bool decode_acquire(const result& r, std::chrono::milliseconds ttl, acquire_resu
         out.granted_ttl = ttl;  // set from the statement's start on the server, after the request left
         return true;
     }
+    if (marker)
+        set_permits = fence;  // a live set's marker: its fence column is the set's permits
     out.holder_ttl = left;
     holder.remaining = left;
     holder.signal = signal;
@@ -323,6 +397,16 @@ bool decode_release(const result& r, bool& out)
     return rows.size() == 1 && rows[0].size() == 1 && to_bool(rows[0][0], out);
 }
 
+bool decode_force_release(const result& r, bool& out, bool& marker)
+{
+    marker = false;
+    if (r.sets.size() != 3 || r.sets[2].size() != 1 || r.sets[2][0].size() != 1 || !to_bool(r.sets[2][0][0], marker))
+        return false;
+    result head = r;
+    head.sets.pop_back();
+    return decode_release(head, out);
+}
+
 bool decode_status(const result& r, lock_status& out)
 {
     out.held = false;
@@ -332,12 +416,12 @@ bool decode_status(const result& r, lock_status& out)
     const auto& rows = r.sets[0];
     if (rows.empty())
         return true;
-    if (rows.size() != 1 || rows[0].size() != 4)
-        return false;
-    std::uint64_t fence = 0;
-    if (!dlock::detail::cell_lease(rows[0], booleans, out, fence))
+    std::uint64_t fence = 0, queued = 0;
+    if (rows.size() != 1 || rows[0].size() != 5 || !dlock::detail::cell_lease(rows[0], booleans, out, fence) ||
+        !dlock::detail::cell_u64(rows[0][4], queued))
         return false;
     out.last_fencing_token = fence;
+    out.queued = static_cast<std::size_t>(queued);
     return true;
 }
 

@@ -39,6 +39,8 @@ std::string hex_literal(std::string_view bytes);
 std::string quote_table(std::string_view table);
 /// The fencing sequence of `table`, quoted: `` `db`.`name_fence` ``.
 std::string quote_sequence(std::string_view table);
+/// The mutex's hand-off queue `<table>_queue`, quoted.
+std::string quote_queue(std::string_view table);
 /// The expression naming `name`'s signal lock for GET_LOCK: 'dlock:' + 58 hex digits of
 /// SHA2(database.table/name), as named locks are server-wide and at most 64 characters.
 std::string signal_lock(std::string_view table, std::string_view name);
@@ -49,18 +51,24 @@ std::string session_setup();
 /// CREATE works on existing ones); on the main connection after the session setup.
 std::string schema_setup(std::string_view table);
 
-/// → set 0: one row (ours 0/1, fence, holder's remaining ms, holder has its signal lock 0/1),
-/// or none if the row went away meanwhile.
+/// → set 0: one row (ours 0/1, fence, holder's remaining ms, holder has its signal lock 0/1,
+/// a set's marker 0/1), or none if the row went away meanwhile. `ring_new`: an election's,
+/// whose new leader rings the bell.
 std::string acquire(std::string_view table, std::string_view name, std::string_view token,
-                    std::chrono::milliseconds ttl);
+                    std::chrono::milliseconds ttl, bool ring_new = false, std::uint64_t listener = 0);
 /// → set 0: (NULL if not ours any more, else whether it was contended 0/1); set 1: the reconcile.
 std::string renew(std::string_view table, std::string_view name, std::string_view token, std::chrono::milliseconds ttl);
-/// → set 0: one row (was live 0/1) if the lease was ours, none otherwise; set 1: the reconcile.
+/// → set 0: one row (was live 0/1) if the lease was ours (handed to the first live queued
+/// waiter, else deleted), none otherwise (the token's place in the queue withdrawn); set 1:
+/// the reconcile.
 std::string release(std::string_view table, std::string_view name, std::string_view token);
-/// → set 0: one row (was live) if there was a lease; set 1: the reconcile.
+/// → set 0: one row (was live) if there was a mutex's lease; set 1: the reconcile; set 2: a
+/// set's marker holds the name 0/1.
 std::string force_release(std::string_view table, std::string_view name);
-/// → set 0: owner, fence, remaining ms, live 0/1; or no row.
+/// → set 0: owner, fence, remaining ms, live 0/1, live queued waiters; or no row.
 std::string status(std::string_view table, std::string_view name);
+/// The live queued waiters of the row `t`'s name, as a scalar subquery.
+std::string queued_count(std::string_view table);
 /// Blocks until the holder gives `name`'s signal lock back or `timeout` passes, then gives
 /// it back at once → set 0: (1 if it was had, 0 on timeout, NULL on error).
 std::string wait(std::string_view table, std::string_view name, std::chrono::milliseconds timeout);
@@ -79,9 +87,14 @@ struct holder_info {
 };
 
 /// Each false if the result does not have the statement's shape (protocol_error).
-bool decode_acquire(const result& r, std::chrono::milliseconds ttl, acquire_result& out, holder_info& holder);
+/// decode_acquire: `set_permits` is set when a set's marker holds the name (its permits, 0 a
+/// read-write lock).
+bool decode_acquire(const result& r, std::chrono::milliseconds ttl, acquire_result& out, holder_info& holder,
+                    std::optional<std::uint64_t>& set_permits);
 bool decode_renew(const result& r, renew_result& out);
 bool decode_release(const result& r, bool& out);
+/// `marker`: a set holds the name (its own release frees it).
+bool decode_force_release(const result& r, bool& out, bool& marker);
 bool decode_status(const result& r, lock_status& out);
 /// `released`: the wait had the signal lock (its holder gave it back, or had gone).
 bool decode_wait(const result& r, bool& released);

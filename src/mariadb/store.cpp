@@ -6,13 +6,10 @@
 #include "common/post_completion.hpp"
 #include "common/sql_reply.hpp"
 #include "common/sql_store_kit.hpp"
-#include "common/watch_table.hpp"
-#include "mariadb/connection.hpp"
-#include "mariadb/sql.hpp"
-#include "mariadb/wait_pool.hpp"
+#include "mariadb/bell_sql.hpp"
+#include "mariadb/set_sql.hpp"
+#include "mariadb/store_impl.hpp"
 
-#include <map>
-#include <random>
 #include <utility>
 
 namespace dlock {
@@ -20,95 +17,163 @@ namespace dlock {
 namespace asio = boost::asio;
 using boost::system::error_code;
 using detail::post_completion;
-using conn_t = mariadb::detail::connection;
 namespace sql = mariadb::sql;
 using std::chrono::milliseconds;
 
-struct mariadb_store::impl : std::enable_shared_from_this<impl> {
-    explicit impl(asio::any_io_executor e) : ex(e), watches(e) {}
+namespace {
 
-    struct slot {
-        std::unique_ptr<conn_t> conn;
-        std::string name;  // waited for
-    };
+// The sleeper's SLEEP: rings end it early; its end only starts the next one.
+constexpr milliseconds sleep_bound{30'000};
 
-    asio::any_io_executor ex;
-    mariadb::config cfg;
-    std::unique_ptr<conn_t> conn;
-    std::string bad_config;  // why the config was refused (empty: it was not)
-    // The GET_LOCK waits: the machine decides (wait_pool.hpp), `slots` are its connections.
-    mariadb::detail::wait_pool pool{0};
-    std::vector<slot> slots;
-    detail::watch_table watches;  // every watcher untokened: GET_LOCK waits for the name, not a token
-    std::minstd_rand rng{std::random_device{}()};
+}  // namespace
 
-    // Someone watches `name` and the store is open.
-    bool watched(const std::string& name) const { return watches.name_live(name); }
+// A refused attempt on `name`. Unless a wait will wake the waiters, they sleep the
+// holder's lease, made a little longer at random so that they do not all come back at once.
+void mariadb_store::impl::observe(const std::string& name, const sql::holder_info& h, acquire_result& out)
+{
+    bool woken = pool.observe(name, h.signal, h.remaining, watched(name)) || bell.enrolled(name);
+    perform();
+    if (!woken && out.holder_ttl.count() > 0) {
+        auto spread = std::min<milliseconds::rep>(out.holder_ttl.count() / 10 + 1, 50);
+        out.holder_ttl += milliseconds(std::uniform_int_distribution<milliseconds::rep>(0, spread)(rng));
+    }
+}
 
-    // A refused attempt on `name`. Unless a wait will wake the waiters, they sleep the
-    // holder's lease, made a little longer at random so that they do not all come back at once.
-    void observe(const std::string& name, const mariadb::sql::holder_info& h, acquire_result& out)
-    {
-        bool woken = pool.observe(name, h.signal, h.remaining, watched(name));
-        perform();
-        if (!woken && out.holder_ttl.count() > 0) {
-            auto spread = std::min<milliseconds::rep>(out.holder_ttl.count() / 10 + 1, 50);
-            out.holder_ttl += milliseconds(std::uniform_int_distribution<milliseconds::rep>(0, spread)(rng));
+void mariadb_store::impl::perform()
+{
+    using type = mariadb::detail::pool_action::type;
+    for (auto& a : std::exchange(pool.actions(), {})) {
+        switch (a.t) {
+        case type::open:
+            slots.push_back({std::make_unique<conn_t>(
+                                 ex, mariadb::detail::connection_settings{cfg, sql::session_setup(), bad_config}),
+                             {}});
+            break;
+        case type::wait: start_wait(a.slot, a.name, a.timeout); break;
+        case type::abort: slots[a.slot].conn->abort(); break;
+        case type::released: watches.tell_name(a.name, watch_event::released); break;
+        case type::resync: watches.tell_name(a.name, watch_event::resync); break;
         }
     }
+}
 
-    void perform()
-    {
-        using type = mariadb::detail::pool_action::type;
-        for (auto& a : std::exchange(pool.actions(), {})) {
-            switch (a.t) {
-            case type::open:
-                slots.push_back(
-                    {std::make_unique<conn_t>(
-                         ex, mariadb::detail::connection_settings{cfg, mariadb::sql::session_setup(), bad_config}),
-                     {}});
+void mariadb_store::impl::start_wait(std::size_t k, const std::string& name, milliseconds timeout)
+{
+    slots[k].name = name;
+    auto request_bound = timeout + (cfg.request_timeout.count() > 0 ? cfg.request_timeout : milliseconds(5000));
+    slots[k].conn->exec(sql::wait(cfg.table, name, timeout), request_bound,
+                        [weak = weak_from_this(), k](error_code ec, sql::result res) {
+                            if (auto self = weak.lock())
+                                self->on_wait_done(k, ec, res);
+                        });
+}
+
+void mariadb_store::impl::on_wait_done(std::size_t k, error_code ec, const sql::result& res)
+{
+    if (ec == error::closed)
+        return;
+    bool released = false;
+    auto end = ec || !sql::decode_wait(res, released) ? mariadb::detail::wait_end::failed
+               : released                             ? mariadb::detail::wait_end::released
+                                                      : mariadb::detail::wait_end::timed_out;
+    pool.on_done(k, end, watched(slots[k].name));
+    perform();
+}
+
+void mariadb_store::impl::perform_bell()
+{
+    using type = mariadb::detail::bell_action::type;
+    for (auto& a : std::exchange(bell.actions(), {})) {
+        switch (a.t) {
+        case type::sleep:
+            if (a.delay.count() == 0) {
+                start_sleep(a.baseline);
                 break;
-            case type::wait: start_wait(a.slot, a.name, a.timeout); break;
-            case type::abort: slots[a.slot].conn->abort(); break;
-            case type::released: watches.tell_name(a.name, watch_event::released); break;
-            case type::resync: watches.tell_name(a.name, watch_event::resync); break;
             }
+            bell_timer.expires_after(a.delay);
+            bell_timer.async_wait([weak = weak_from_this(), b = a.baseline](error_code ec) {
+                if (auto self = weak.lock(); self && !ec)
+                    self->start_sleep(b);
+            });
+            break;
+        case type::enrol:
+            conn->exec(sql::bell_enrol(cfg.table, a.conn, a.names), milliseconds(0),
+                       [weak = weak_from_this(), names = a.names, c = a.conn](error_code ec, sql::result) {
+                           if (auto self = weak.lock(); self && ec != error::closed) {
+                               self->bell.on_enrolled(names, c, !ec);
+                               self->perform_bell();
+                           }
+                       });
+            break;
+        case type::leave:
+            conn->exec(sql::bell_leave(cfg.table, a.conn, a.names), milliseconds(0), [](error_code, sql::result) {});
+            break;
+        case type::ready:
+            for (const auto& n : a.names)
+                watches.name_ready(n);
+            break;
+        case type::released:
+            for (const auto& n : a.names)
+                tell_rung(n);
+            break;
+        case type::resync:
+            for (const auto& n : a.names)
+                watches.tell_name(n, watch_event::resync);
+            break;
         }
     }
+}
 
-    void start_wait(std::size_t k, const std::string& name, milliseconds timeout)
-    {
-        slots[k].name = name;
-        auto request_bound = timeout + (cfg.request_timeout.count() > 0 ? cfg.request_timeout : milliseconds(5000));
-        slots[k].conn->exec(mariadb::sql::wait(cfg.table, name, timeout), request_bound,
-                            [weak = weak_from_this(), k](error_code ec, mariadb::sql::result res) {
-                                if (auto self = weak.lock())
-                                    self->on_wait_done(k, ec, res);
-                            });
+// A rung name: its new mutex holder, if a token queued here, is told its grant (with the
+// lease it asked for, which the hand-off set); every watcher hears the ring.
+void mariadb_store::impl::tell_rung(const std::string& name)
+{
+    if (auto h = holders.find(name); h != holders.end() && h->second.owner) {
+        auto q = queued.find({name, *h->second.owner});
+        if (q != queued.end()) {
+            watches.tell(name, q->first.second, watch_event::granted, grant_notice{h->second.fence, q->second, {}});
+            queued.erase(q);
+        }
     }
+    watches.tell_name(name, watch_event::released);
+}
 
-    void on_wait_done(std::size_t k, error_code ec, const mariadb::sql::result& res)
-    {
-        if (ec == error::closed)
-            return;
-        bool released = false;
-        auto end = ec || !mariadb::sql::decode_wait(res, released) ? mariadb::detail::wait_end::failed
-                   : released                                      ? mariadb::detail::wait_end::released
-                                                                   : mariadb::detail::wait_end::timed_out;
-        pool.on_done(k, end, watched(slots[k].name));
-        perform();
-    }
-};
+mariadb_store::impl::conn_t& mariadb_store::impl::open_sleeper()
+{
+    if (!sleeper)
+        sleeper =
+            std::make_unique<conn_t>(ex, mariadb::detail::connection_settings{cfg, sql::session_setup(), bad_config});
+    return *sleeper;
+}
+
+void mariadb_store::impl::start_sleep(std::pair<std::uint64_t, std::uint64_t> baseline)
+{
+    auto bound = sleep_bound + (cfg.request_timeout.count() > 0 ? cfg.request_timeout : milliseconds(5000));
+    open_sleeper().exec(sql::bell_sleep(cfg.table, baseline, sleep_bound), bound,
+                        [weak = weak_from_this()](error_code ec, sql::result res) {
+                            auto self = weak.lock();
+                            if (!self || ec == error::closed)
+                                return;
+                            mariadb::detail::bell_reading r;
+                            bool shaped = sql::decode_bell(res, r);
+                            // A ring's KILL ends the SLEEP with "interrupted": that is its job.
+                            bool failed = !shaped || (ec && res.errnum != 1317);
+                            for (const auto& row : r.rows)
+                                self->holders[row.name] = row;
+                            self->bell.on_sleep_done(shaped ? r : mariadb::detail::bell_reading{}, failed);
+                            self->perform_bell();
+                        });
+}
 
 mariadb_store::mariadb_store(asio::any_io_executor ex, mariadb::config cfg) : impl_(std::make_shared<impl>(ex))
 {
     impl_->bad_config = detail::refuse_table(cfg.table, mariadb::check_table(cfg.table), "mariadb_store");
     impl_->cfg = std::move(cfg);
     impl_->pool = mariadb::detail::wait_pool(impl_->cfg.wait_connections);
-    mariadb::detail::connection_settings cs{impl_->cfg, mariadb::sql::session_setup() + ";\n" +
-                                                            mariadb::sql::schema_setup(impl_->cfg.table)};
+    mariadb::detail::connection_settings cs{impl_->cfg,
+                                            sql::session_setup() + ";\n" + sql::schema_setup(impl_->cfg.table)};
     cs.refused = impl_->bad_config;
-    impl_->conn = std::make_unique<conn_t>(ex, std::move(cs));
+    impl_->conn = std::make_unique<impl::conn_t>(ex, std::move(cs));
 }
 
 mariadb_store::~mariadb_store()
@@ -129,8 +194,10 @@ const mariadb::config& mariadb_store::config() const noexcept
 store_traits mariadb_store::traits() const noexcept
 {
     auto t = detail::sql_traits();
-    t.direct_handoff = false;
-    t.release_notifications = impl_->cfg.wait_connections > 0;
+    t.kinds |= static_cast<unsigned>(lease_kind::read) | static_cast<unsigned>(lease_kind::write) |
+               static_cast<unsigned>(lease_kind::permit) | static_cast<unsigned>(lease_kind::leader);
+    t.direct_handoff = true;
+    t.release_notifications = true;
     return t;
 }
 
@@ -144,12 +211,16 @@ void mariadb_store::close()
     impl_->conn->close();
     for (auto& s : impl_->slots)
         s.conn->close();
+    if (impl_->sleeper)
+        impl_->sleeper->close();
+    impl_->bell_timer.cancel();
+    impl_->bell.close();
     impl_->watches.close();
     impl_->pool.close();
 }
 
 
-// Connects and runs the setup (the table and sequence if missing): checks credentials,
+// Connects and runs the setup (the tables and sequence if missing): checks credentials,
 // the database and the privileges once.
 void mariadb_store::do_connect(asio::any_completion_handler<connect_signature> h)
 {
@@ -159,22 +230,46 @@ void mariadb_store::do_connect(asio::any_completion_handler<connect_signature> h
 
 void mariadb_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
-    if (auto ec = detail::lease_refusal(req.kind, detail::sql_valid_ttl(req.ttl));
+    if (auto ec = detail::lease_refusal(lease_kind::mutex, detail::sql_valid_ttl(req.ttl));
         ec || (ec = detail::key_refusal(sql::check_name(req.name), sql::check_token(req.token))))
         return post_completion(impl_->ex, std::move(h), ec, acquire_result{});
+    if (req.kind != lease_kind::mutex && req.kind != lease_kind::leader)
+        return acquire_in_set(req, std::move(h));
     // A refused attempt tells the GET_LOCK wait what it saw of the holder.
-    auto decode = [weak = std::weak_ptr<impl>(impl_), name = req.name, ttl = req.ttl](const sql::result& r,
-                                                                                      acquire_result& out) {
+    auto decode = [weak = std::weak_ptr<impl>(impl_), name = req.name,
+                   ttl = req.ttl](const sql::result& r, acquire_result& out, std::optional<std::uint64_t>& set) {
         sql::holder_info holder;
-        if (!sql::decode_acquire(r, ttl, out, holder))
+        if (!sql::decode_acquire(r, ttl, out, holder, set))
             return false;
-        if (auto self = weak.lock(); self && !out.acquired)
+        if (auto self = weak.lock(); self && !out.acquired && !set)
             self->observe(name, holder, out);
         return true;
     };
-    impl_->conn->exec(sql::acquire(impl_->cfg.table, req.name, req.token, req.ttl), milliseconds(0),
-                      detail::sql_reply<acquire_result, sql::result>(impl_->ex, keep_error_text(), decode,
-                                                                     detail::empty_on_error, std::move(h)));
+    const std::uint64_t listener = req.queue ? impl_->listener(req.name) : 0;
+    impl_->conn->exec(
+        sql::acquire(impl_->cfg.table, req.name, req.token, req.ttl, req.kind == lease_kind::leader, listener),
+        milliseconds(0),
+        [ex = impl_->ex, keep = keep_error_text(), decode, weak = std::weak_ptr<impl>(impl_),
+         key = std::pair{req.name, req.token}, ttl = req.ttl, listener,
+         h = std::move(h)](error_code ec, sql::result res) mutable {
+            acquire_result out;
+            std::optional<std::uint64_t> set;
+            if (!ec && !decode(res, out, set))
+                ec = error::protocol_error;
+            if (auto self = weak.lock(); self && !ec) {
+                if (out.acquired || !listener)
+                    self->queued.erase(key);
+                else
+                    self->queued[key] = ttl;
+            }
+            if (!ec && set) {
+                ec = error::kind_mismatch;
+                keep("mariadb: the name is " + what_name_is(static_cast<long long>(*set)) + ", not a mutex");
+            } else if (ec && !res.message.empty()) {
+                keep(res.message);
+            }
+            post_completion(ex, std::move(h), ec, ec ? acquire_result{} : out);
+        });
 }
 
 void mariadb_store::do_renew(const lease_key& key, milliseconds ttl, asio::any_completion_handler<renew_signature> h)
@@ -182,8 +277,13 @@ void mariadb_store::do_renew(const lease_key& key, milliseconds ttl, asio::any_c
     if (auto ec = detail::lease_refusal(lease_kind::mutex, detail::sql_valid_ttl(ttl));
         ec || (ec = detail::key_refusal(sql::check_name(key.name), sql::check_token(key.token))))
         return post_completion(impl_->ex, std::move(h), ec, renew_result{});
-    auto decode = [](const sql::result& r, renew_result& out) { return sql::decode_renew(r, out); };
-    impl_->conn->exec(sql::renew(impl_->cfg.table, key.name, key.token, ttl), milliseconds(0),
+    const bool in_set = key.kind != lease_kind::mutex && key.kind != lease_kind::leader;
+    auto decode = [in_set](const sql::result& r, renew_result& out) {
+        return in_set ? sql::decode_set_renew(r, out) : sql::decode_renew(r, out);
+    };
+    impl_->conn->exec(in_set ? sql::set_renew(impl_->cfg.table, key.name, key.token, ttl)
+                             : sql::renew(impl_->cfg.table, key.name, key.token, ttl),
+                      milliseconds(0),
                       detail::sql_reply<renew_result, sql::result>(impl_->ex, keep_error_text(), decode,
                                                                    detail::empty_on_error, std::move(h)));
 }
@@ -192,20 +292,33 @@ void mariadb_store::do_release(const lease_key& key, asio::any_completion_handle
 {
     if (auto ec = detail::key_refusal(sql::check_name(key.name), sql::check_token(key.token)))
         return post_completion(impl_->ex, std::move(h), ec, false);
+    if (key.kind != lease_kind::mutex && key.kind != lease_kind::leader)
+        return release_in_set(key.name, key.token, false, std::move(h));
+    impl_->queued.erase({key.name, key.token});  // withdrawn, or holding no more
     auto decode = [](const sql::result& r, bool& out) { return sql::decode_release(r, out); };
     auto held = [](error_code ec, bool out) { return !ec && out; };
     impl_->conn->exec(sql::release(impl_->cfg.table, key.name, key.token), milliseconds(0),
                       detail::sql_reply<bool, sql::result>(impl_->ex, keep_error_text(), decode, held, std::move(h)));
 }
 
+// The operator's override: a mutex's lease (never a set's marker row), else every lease of
+// the name's set.
 void mariadb_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
 {
     if (auto ec = sql::check_name(name))
         return post_completion(impl_->ex, std::move(h), ec, false);
-    auto decode = [](const sql::result& r, bool& out) { return sql::decode_release(r, out); };
-    auto held = [](error_code ec, bool out) { return !ec && out; };
-    impl_->conn->exec(sql::force_release(impl_->cfg.table, name), milliseconds(0),
-                      detail::sql_reply<bool, sql::result>(impl_->ex, keep_error_text(), decode, held, std::move(h)));
+    impl_->conn->exec(
+        sql::force_release(impl_->cfg.table, name), milliseconds(0),
+        [self = impl_, keep = keep_error_text(), name, h = std::move(h)](error_code ec, sql::result res) mutable {
+            bool held = false, marker = false;
+            if (!ec && !sql::decode_force_release(res, held, marker))
+                ec = error::protocol_error;
+            if (ec && !res.message.empty())
+                keep(res.message);
+            if (!ec && marker)
+                return self->release_set(keep, name, {}, true, std::move(h));
+            post_completion(self->ex, std::move(h), ec, !ec && held);
+        });
 }
 
 void mariadb_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
@@ -213,26 +326,49 @@ void mariadb_store::do_status(const std::string& name, asio::any_completion_hand
     if (auto ec = sql::check_name(name))
         return post_completion(impl_->ex, std::move(h), ec, lock_status{});
     auto decode = [](const sql::result& r, lock_status& out) { return sql::decode_status(r, out); };
+    auto hp = std::make_shared<asio::any_completion_handler<status_signature>>(std::move(h));
+    // A set's name: its marker row in the lease table says so, and the set's status follows.
     impl_->conn->exec(sql::status(impl_->cfg.table, name), milliseconds(0),
-                      detail::sql_reply<lock_status, sql::result>(impl_->ex, keep_error_text(), decode,
-                                                                  detail::status_keyed(impl_->cfg.table, name),
-                                                                  std::move(h)));
+                      detail::sql_reply<lock_status, sql::result>(
+                          impl_->ex, keep_error_text(), decode, detail::status_keyed(impl_->cfg.table, name),
+                          [self = impl_, keep = keep_error_text(), name, hp](error_code ec, lock_status st) {
+                              if (ec || !st.held || st.holder != sql::set_marker)
+                                  return std::move(*hp)(ec, std::move(st));
+                              self->conn->exec(sql::set_status(self->cfg.table, name), milliseconds(0),
+                                               detail::sql_reply<lock_status, sql::result>(
+                                                   self->ex, keep,
+                                                   [](const sql::result& r, lock_status& out) {
+                                                       return sql::decode_set_status(r, out);
+                                                   },
+                                                   detail::status_keyed(self->cfg.table, name), std::move(*hp)));
+                          }));
 }
 
-
-store::watch_id mariadb_store::watch(const std::string& name, const std::string&, watch_callback cb)
+store::watch_id mariadb_store::watch(const std::string& name, const std::string& token, watch_callback cb)
 {
-    // A named lock is state: a wait started after the next refused attempt sees any release after it.
-    return impl_->watches.add_live(name, std::move(cb)).id;
+    // Ready once the name is enrolled at the doorbell (at once if it is already).
+    auto id = impl_->watches.add(name, token, std::move(cb)).id;
+    impl_->bell.watch(name);
+    impl_->perform_bell();
+    return id;
 }
 
 void mariadb_store::unwatch(watch_id id)
 {
     auto r = impl_->watches.remove(id);
-    if (!r.last)
+    if (r.kind == detail::watch_table::removed::what::none || r.kind == detail::watch_table::removed::what::session)
         return;
-    impl_->pool.on_unwatched(r.name);  // a wait for it ends now: its connection is free for others
-    impl_->perform();
+    if (r.kind == detail::watch_table::removed::what::untokened && r.last) {
+        impl_->pool.on_unwatched(r.name);  // a wait for it ends now: its connection is free for others
+        impl_->perform();
+    }
+    if (r.kind == detail::watch_table::removed::what::tokened && r.last)
+        impl_->queued.erase({r.name, r.token});
+    if (!impl_->watches.names().count(r.name)) {
+        impl_->bell.unwatch(r.name);
+        impl_->holders.erase(r.name);
+        impl_->perform_bell();
+    }
 }
 
 }  // namespace dlock

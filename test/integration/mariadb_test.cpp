@@ -15,14 +15,54 @@ BOOST_AUTO_TEST_SUITE(mariadb)
 DLOCK_SQL_STORE_CASES(mariadb_family, killed_connections)
 DLOCK_SQL_FAULT_CASES(mariadb_family, server_restart, server_down_at_start, the_tool_runs_reports_and_forces_a_release)
 
-// Without waiting connections nobody is told of a release: the store says so.
-BOOST_AUTO_TEST_CASE(no_wait_connections_no_release_notifications)
+// Without GET_LOCK waiting connections a release still reaches a waiter in another store, by
+// the doorbell: the waiter is handed the name and woken by the ring, long before the holder's
+// lease (30 s, beyond the test's bound) would have ended its sleep.
+BOOST_AUTO_TEST_CASE(the_doorbell_wakes_a_waiter_without_wait_connections)
 {
     asio::io_context io;
-    dlock::mariadb::config cfg;
-    cfg.wait_connections = 0;
-    dlock::mariadb_store quiet(io.get_executor(), cfg);
-    BOOST_TEST(!quiet.traits().release_notifications);
+    auto quiet_cfg = mariadb_family::server().config();
+    quiet_cfg.wait_connections = 0;
+    dlock::mariadb_store holder(io.get_executor(), mariadb_family::server().config()),
+        quiet(io.get_executor(), quiet_cfg);
+    BOOST_TEST(quiet.traits().release_notifications);
+    dlock::registry ra(holder, {.lease = 30s}), rb(quiet, {.lease = 30s});
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto g = co_await ra.obtain("bell").acquire();
+            const auto first = g.fencing_token();
+            std::optional<std::uint64_t> got;
+            asio::co_spawn(
+                io,
+                [&]() -> asio::awaitable<void> {
+                    auto g2 = co_await rb.obtain("bell").acquire();
+                    got = g2.fencing_token();
+                    co_await g2.release();
+                },
+                asio::detached);
+            BOOST_REQUIRE(co_await eventually([] { return mariadb_family::waiting("dlock:bell") == 1; }));
+            // The sleeper is enrolled for the name, and nobody waits in GET_LOCK.
+            BOOST_TEST(mariadb_family::count("SELECT COUNT(*) FROM dlock.dlock_locks_bell WHERE name = 'dlock:bell'") ==
+                       1);
+            BOOST_TEST(mariadb_family::count("SELECT COUNT(*) FROM information_schema.processlist"
+                                             " WHERE info LIKE 'SELECT GET_LOCK%'") == 0);
+            co_await g.release();
+            BOOST_REQUIRE(co_await eventually([&] { return got.has_value(); }, 20s));
+            BOOST_TEST(*got > first);
+            BOOST_TEST(rb.stats().woken_by_notification >= 1u);
+            BOOST_TEST(rb.stats().woken_by_timer == 0u);
+            co_await rb.async_drain();
+            // The waiter's enrolment and queue place went with its wait.
+            BOOST_TEST(co_await eventually([] {
+                return mariadb_family::count("SELECT COUNT(*) FROM dlock.dlock_locks_bell WHERE name = 'dlock:bell'") ==
+                       0;
+            }));
+            BOOST_TEST(mariadb_family::rows("dlock:bell") == 0);
+            holder.close();
+            quiet.close();
+        },
+        25s);
 }
 
 // Issue 29, item 4: A's acquire stalls after drawing its token and before it reaches the

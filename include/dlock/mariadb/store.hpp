@@ -4,6 +4,7 @@
 /// tokens from a sequence, waiters woken through the holder's GET_LOCK.
 #pragma once
 
+#include <dlock/capabilities.hpp>
 #include <dlock/export.hpp>
 #include <dlock/mariadb/config.hpp>
 #include <dlock/store.hpp>
@@ -43,7 +44,7 @@ namespace dlock {
 /// last_error_text()), invalid_name, invalid_lease.
 /// @cancellation Not honoured: each request is bounded by the configured timeouts.
 /// @threadsafety None: use it from its executor only.
-class DLOCK_API mariadb_store final : public store {
+class DLOCK_API mariadb_store final : public store, public latch_capability, public election_capability {
 public:
     /// A store on `ex`; it connects at first use (or async_connect). A table name that
     /// mariadb::check_table refuses is replaced by "dlock_locks" (parse_url refuses it).
@@ -69,6 +70,16 @@ public:
     /// The settings in use.
     const mariadb::config& config() const noexcept;
 
+    /// Elections on the name's row: the leader is its lease's owner, a proclaimed value its
+    /// `value` column (counted only while the lease that wrote it owns the row); a new leader
+    /// and each proclaim ring the doorbell.
+    election_capability* elections() noexcept override { return this; }
+    /// Count-down latches in `<table>_latch` and `<table>_latch_member`, counted in the
+    /// latch's turn; the last count-down rings the doorbell.
+    latch_capability* latches() noexcept override { return this; }
+
+    struct impl;
+
 private:
     void do_connect(boost::asio::any_completion_handler<connect_signature> h) override;
     void do_try_acquire(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h) override;
@@ -77,8 +88,17 @@ private:
     void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
     void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
+    void do_proclaim(const lease_key& key, const std::string& value,
+                     boost::asio::any_completion_handler<proclaim_signature> h) override;
+    void do_leader(const std::string& name, boost::asio::any_completion_handler<leader_signature> h) override;
+    void acquire_in_set(const lease_request& req, boost::asio::any_completion_handler<acquire_signature> h);
+    void release_in_set(const std::string& name, const std::string& token, bool force,
+                        boost::asio::any_completion_handler<bool_signature> h);
+    void do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
+                       std::chrono::milliseconds ttl,
+                       boost::asio::any_completion_handler<count_down_signature> h) override;
+    void do_latch_state(const std::string& name, boost::asio::any_completion_handler<latch_state_signature> h) override;
 
-    struct impl;
     std::shared_ptr<impl> impl_;
 };
 

@@ -19,9 +19,10 @@
 namespace dlock::test {
 
 struct mariadb_family : sql_family_base<mariadb_family, mariadb_server, dlock::mariadb_store> {
-    // No hand-off: a release wakes waiters blocked in GET_LOCK (by_notification counts them);
-    // a free name has no row, so its status has no last token.
-    static constexpr sql_words words{.direct_handoff = false,
+    // A release hands the name to the first queued waiter, which learns of it by the doorbell
+    // and retries (by_notification counts them); a free name has no row, so its status has
+    // no last token.
+    static constexpr sql_words words{.direct_handoff = true,
                                      .description = "mariadb mariadb://app@127.0.0.1:3306/dlock table=dlock_locks",
                                      .contention_stat = "by_notification",
                                      .free_name_shows_last_token = false,
@@ -42,16 +43,18 @@ struct mariadb_family : sql_family_base<mariadb_family, mariadb_server, dlock::m
         }
         return out + "'";
     }
-    /// Waiters: the stores' connections blocked in GET_LOCK (whatever the name: one test at a time).
-    static long waiting(const std::string&)
+    /// Waiters queued for `name` (any name if empty): the hand-off queue's rows.
+    static long waiting(const std::string& name)
     {
-        return count("SELECT COUNT(*) FROM information_schema.processlist WHERE user = 'dlock'"
-                     " AND info LIKE 'SELECT GET_LOCK%'");
+        return count("SELECT COUNT(*) FROM dlock.dlock_locks_queue" +
+                     (name.empty() ? std::string() : " WHERE name = " + literal(name)));
     }
+    /// Rows that mention `name` in the lease table and in its hand-off queue.
+    static long rows(const std::string& name) { return lease_rows("name", name) + waiting(name); }
     static bool tables_intact()
     {
         return count("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'dlock'"
-                     " AND table_name IN ('dlock_locks', 'dlock_locks_fence')") == 2;
+                     " AND table_name IN ('dlock_locks', 'dlock_locks_fence', 'dlock_locks_queue')") == 3;
     }
     /// MariaDB answers "access denied" (1044) for a database the user has no rights on,
     /// whether or not it exists: no way to tell them apart without global privileges.
@@ -76,7 +79,7 @@ struct mariadb_family : sql_family_base<mariadb_family, mariadb_server, dlock::m
         return n;
     }
 
-    /// b's waiter blocked in GET_LOCK on a connection of its own.
+    /// b's waiter queued (its sleeper's connection its liveness).
     static boost::asio::awaitable<bool> waiter_in_place(store&)
     {
         co_return co_await eventually([] { return waiting("") == 1; });

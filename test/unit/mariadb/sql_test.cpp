@@ -170,21 +170,28 @@ BOOST_AUTO_TEST_CASE(decoding)
     using opt = std::optional<std::string>;
     dlock::acquire_result a;
     sql::holder_info h;
-    BOOST_TEST(sql::decode_acquire(sets({{{opt("1"), opt("7"), opt("1999"), opt("1")}}}), 2s, a, h));
+    std::optional<std::uint64_t> set;
+    BOOST_TEST(sql::decode_acquire(sets({{{opt("1"), opt("7"), opt("1999"), opt("1"), opt("0")}}}), 2s, a, h, set));
     BOOST_TEST(a.acquired);
     BOOST_TEST(a.fencing_token == 7u);
     BOOST_TEST(a.granted_ttl == 2s);
-    BOOST_TEST(sql::decode_acquire(sets({{{opt("0"), opt("7"), opt("1500"), opt("1")}}}), 2s, a, h));
+    BOOST_TEST(!set);
+    BOOST_TEST(sql::decode_acquire(sets({{{opt("0"), opt("7"), opt("1500"), opt("1"), opt("0")}}}), 2s, a, h, set));
     BOOST_TEST(!a.acquired);
     BOOST_TEST(a.holder_ttl == 1500ms);
     BOOST_TEST(h.signal);
-    BOOST_TEST(sql::decode_acquire(sets({{{opt("0"), opt("7"), opt("1500"), opt("0")}}}), 2s, a, h));
+    BOOST_TEST(sql::decode_acquire(sets({{{opt("0"), opt("7"), opt("1500"), opt("0"), opt("0")}}}), 2s, a, h, set));
     BOOST_TEST(!h.signal);
-    BOOST_TEST(sql::decode_acquire(sets({{}}), 2s, a, h));  // gone meanwhile: try again now
+    // A live set's marker row: its fence column is the set's permits.
+    BOOST_TEST(sql::decode_acquire(sets({{{opt("0"), opt("3"), opt("1500"), opt("0"), opt("1")}}}), 2s, a, h, set));
+    BOOST_TEST((set && *set == 3u));
+    BOOST_TEST(sql::decode_acquire(sets({{}}), 2s, a, h, set));  // gone meanwhile: try again now
     BOOST_TEST(!a.acquired);
     BOOST_TEST(a.holder_ttl == 0ms);
-    BOOST_TEST(!sql::decode_acquire(sets({{{opt("x"), opt("7"), opt("1"), opt("1")}}}), 2s, a, h));
-    BOOST_TEST(!sql::decode_acquire(sets({}), 2s, a, h));
+    BOOST_TEST(!set);
+    BOOST_TEST(!sql::decode_acquire(sets({{{opt("x"), opt("7"), opt("1"), opt("1"), opt("0")}}}), 2s, a, h, set));
+    BOOST_TEST(!sql::decode_acquire(sets({{{opt("1"), opt("7"), opt("1"), opt("1")}}}), 2s, a, h, set));
+    BOOST_TEST(!sql::decode_acquire(sets({}), 2s, a, h, set));
 
     dlock::renew_result r;
     BOOST_TEST(sql::decode_renew(sets({{{opt("1")}}, {{opt()}}}), r));
@@ -202,10 +209,17 @@ BOOST_AUTO_TEST_CASE(decoding)
     BOOST_TEST(!released);
 
     dlock::lock_status s;
-    BOOST_TEST(sql::decode_status(sets({{{opt("tok"), opt("9"), opt("120"), opt("1")}}}), s));
-    BOOST_TEST((s.held && s.holder == "tok" && s.fencing_token == 9u && s.ttl == 120ms));
-    BOOST_TEST(sql::decode_status(sets({{{opt("tok"), opt("9"), opt("0"), opt("0")}}}), s));
+    BOOST_TEST(sql::decode_status(sets({{{opt("tok"), opt("9"), opt("120"), opt("1"), opt("2")}}}), s));
+    BOOST_TEST((s.held && s.holder == "tok" && s.fencing_token == 9u && s.ttl == 120ms && s.queued == 2u));
+    BOOST_TEST(sql::decode_status(sets({{{opt("tok"), opt("9"), opt("0"), opt("0"), opt("0")}}}), s));
     BOOST_TEST((!s.held && s.last_fencing_token == 9u));
+    BOOST_TEST(!sql::decode_status(sets({{{opt("tok"), opt("9"), opt("0"), opt("0")}}}), s));
+
+    bool marker = false;
+    BOOST_TEST(sql::decode_force_release(sets({{{opt("1")}}, {{opt()}}, {{opt("0")}}}), released, marker));
+    BOOST_TEST((released && !marker));
+    BOOST_TEST(sql::decode_force_release(sets({{}, {{opt()}}, {{opt("1")}}}), released, marker));
+    BOOST_TEST((!released && marker));
 
     BOOST_TEST(sql::decode_wait(sets({{{opt("1"), opt("1")}}}), released));
     BOOST_TEST(released);

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: BSL-1.0
+// The doorbell's statements (src/mariadb/doorbell.hpp): its table, the sleeper's query and
+// its decoding, enrolment, and the ring a change runs after it commits.
+#pragma once
+
+#include "mariadb/doorbell.hpp"
+#include "mariadb/sql.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dlock::mariadb::sql {
+
+/// `<table>_bell`, quoted.
+std::string quote_bell(std::string_view table);
+/// A compound-statement step creating the bell table if missing (ENGINE=MEMORY: emptied by a
+/// restart, which also starts connection ids again); a user who may not create it gets no
+/// bells, and waiters sleep their holder's lease.
+std::string bell_setup(std::string_view table);
+/// The sleeper's query: its id (and its liveness lock `dlock-bell:<id>`, which a ring checks
+/// before it KILLs: a stale row never names another connection), its rows, then SLEEP(`bound`)
+/// unless its rows changed since `baseline` (rows, sum of rings); without a baseline, no sleep.
+std::string bell_sleep(std::string_view table, std::pair<std::uint64_t, std::uint64_t> baseline,
+                       std::chrono::milliseconds bound);
+/// What the sleeper's query read; false if the result has another shape.
+bool decode_bell(const result& r, mariadb::detail::bell_reading& out);
+/// Enrols `names` for sleeper `conn` (rings 0).
+std::string bell_enrol(std::string_view table, std::uint64_t conn, const std::vector<std::string>& names);
+/// Deregisters `names` of `conn` (empty: every row of `conn`).
+std::string bell_leave(std::string_view table, std::uint64_t conn, const std::vector<std::string>& names);
+/// A compound-statement block ringing `name` (a hex literal): one more ring on its rows and
+/// KILL QUERY to each live sleeper enrolled; rows of gone sleepers go. Any error (no bell
+/// table, a sleeper of another user: not ours to KILL) is ignored: the change stands.
+std::string ring(std::string_view table, const std::string& name);
+/// ring() as a statement of its own.
+std::string ring_statement(std::string_view table, const std::string& name);
+
+}  // namespace dlock::mariadb::sql
