@@ -93,13 +93,43 @@ std::string bell_leave(std::string_view table, std::uint64_t conn, const std::ve
 std::string ring(std::string_view table, const std::string& name)
 {
     const std::string b = quote_bell(table);
-    return "BEGIN\n  DECLARE v_dead TEXT DEFAULT NULL;\n  DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;\n"
-           "  UPDATE " +
-           b + " SET rings = rings + 1 WHERE name = " + name + ";\n  FOR c IN (SELECT conn FROM " + b +
-           " WHERE name = " + name + ") DO\n    IF IS_USED_LOCK(" + liveness_lock("c.conn") +
-           ") <=> c.conn THEN KILL QUERY c.conn;\n    ELSE SET v_dead = CONCAT_WS(',', v_dead, c.conn);\n"
-           "    END IF;\n  END FOR;\n  IF v_dead IS NOT NULL THEN DELETE FROM " +
-           b + " WHERE FIND_IN_SET(conn, v_dead); END IF;\nEND";
+    return "BEGIN\n  DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;\n  UPDATE " + b +
+           " SET rings = rings + 1 WHERE name = " + name + ";\n  SELECT '" + std::string(ring_marker) +
+           "', 'v1', GROUP_CONCAT(conn) FROM " + b + " WHERE name = " + name + ";\nEND";
+}
+
+std::vector<std::uint64_t> take_rings(result& r)
+{
+    std::vector<std::uint64_t> out;
+    for (auto it = r.sets.begin(); it != r.sets.end();) {
+        bool ring = it->size() == 1 && (*it)[0].size() == 3 && (*it)[0][0] == std::string(ring_marker) &&
+                    (*it)[0][1] == std::string("v1");
+        if (!ring) {
+            ++it;
+            continue;
+        }
+        const auto& list = (*it)[0][2];
+        for (std::size_t pos = 0; list && pos < list->size();) {
+            auto comma = list->find(',', pos);
+            std::uint64_t id = 0;
+            if (dlock::detail::cell_u64(list->substr(pos, comma - pos), id) && id != 0)
+                out.push_back(id);
+            pos = comma == std::string::npos ? list->size() : comma + 1;
+        }
+        it = r.sets.erase(it);
+    }
+    return out;
+}
+
+std::string kill_sleepers(std::string_view table, const std::vector<std::uint64_t>& conns)
+{
+    std::string q = "BEGIN NOT ATOMIC\n  DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;\n";
+    for (auto c : conns) {
+        const auto id = std::to_string(c);
+        q += "  IF IS_USED_LOCK(" + liveness_lock(id) + ") <=> " + id + " THEN KILL QUERY " + id +
+             "; ELSE DELETE FROM " + quote_bell(table) + " WHERE conn = " + id + "; END IF;\n";
+    }
+    return q + "END";
 }
 
 std::string ring_statement(std::string_view table, const std::string& name)

@@ -32,10 +32,19 @@ bool decode_bell(const result& r, mariadb::detail::bell_reading& out);
 std::string bell_enrol(std::string_view table, std::uint64_t conn, const std::vector<std::string>& names);
 /// Deregisters `names` of `conn` (empty: every row of `conn`).
 std::string bell_leave(std::string_view table, std::uint64_t conn, const std::vector<std::string>& names);
-/// A compound-statement block ringing `name` (a hex literal): one more ring on its rows and
-/// KILL QUERY to each live sleeper enrolled; rows of gone sleepers go. Any error (no bell
-/// table, a sleeper of another user: not ours to KILL) is ignored: the change stands.
+/// The first cell of a ring's result set (3 columns: no statement of the store returns as many).
+inline constexpr std::string_view ring_marker = "dlock-ring";
+/// A compound-statement block ringing `name` (a hex literal): one more ring on its rows, and a
+/// result set naming the sleepers enrolled (ring_marker, "v1", their ids, comma-separated).
+/// Any error (no bell table) is ignored: the change stands. The KILLs go out afterwards, on
+/// a connection of their own (kill_sleepers): a KILL QUERY can wait for its target, and an
+/// operation must not wait with it.
 std::string ring(std::string_view table, const std::string& name);
+/// Takes the rings' result sets out of `r`: the sleepers to wake.
+std::vector<std::uint64_t> take_rings(result& r);
+/// KILL QUERY to each sleeper that still holds its liveness lock; the rows of the others go.
+/// Errors (a sleeper of another user: not ours to KILL) are ignored.
+std::string kill_sleepers(std::string_view table, const std::vector<std::uint64_t>& conns);
 /// ring() as a statement of its own.
 std::string ring_statement(std::string_view table, const std::string& name);
 

@@ -330,8 +330,12 @@ struct connection_impl : dlock::detail::sql_connection_host<connection_impl, req
 
     static asio::awaitable<void> query_run(std::shared_ptr<connection_impl> self, std::uint64_t gen, std::uint64_t id)
     {
+        // Closed (or the request ended) between the write's decision and this first step: nothing to run.
+        auto* req = self->closed ? nullptr : self->find_request(id);
+        if (!req)
+            co_return;
         self->running = true;
-        auto text = self->find_request(id)->text;  // the pipe may end the request before the query ends
+        auto text = req->text;  // the pipe may end the request before the query ends
         auto [ec, res] = co_await query(self, text, clock_type::time_point::max());
         self->running = false;
         if (self->closed || self->unwound_reset(gen))

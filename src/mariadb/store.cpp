@@ -97,17 +97,15 @@ void mariadb_store::impl::perform_bell()
             });
             break;
         case type::enrol:
-            conn->exec(sql::bell_enrol(cfg.table, a.conn, a.names), milliseconds(0),
-                       [weak = weak_from_this(), names = a.names, c = a.conn](error_code ec, sql::result) {
-                           if (auto self = weak.lock(); self && ec != error::closed) {
-                               self->bell.on_enrolled(names, c, !ec);
-                               self->perform_bell();
-                           }
-                       });
+            exec(sql::bell_enrol(cfg.table, a.conn, a.names),
+                 [weak = weak_from_this(), names = a.names, c = a.conn](error_code ec, sql::result) {
+                     if (auto self = weak.lock(); self && ec != error::closed) {
+                         self->bell.on_enrolled(names, c, !ec);
+                         self->perform_bell();
+                     }
+                 });
             break;
-        case type::leave:
-            conn->exec(sql::bell_leave(cfg.table, a.conn, a.names), milliseconds(0), [](error_code, sql::result) {});
-            break;
+        case type::leave: exec(sql::bell_leave(cfg.table, a.conn, a.names), [](error_code, sql::result) {}); break;
         case type::ready:
             for (const auto& n : a.names)
                 watches.name_ready(n);
@@ -136,6 +134,30 @@ void mariadb_store::impl::tell_rung(const std::string& name)
         }
     }
     watches.tell_name(name, watch_event::released);
+}
+
+void mariadb_store::impl::exec(std::string text, asio::any_completion_handler<conn_t::exec_signature> h)
+{
+    conn->exec(std::move(text), milliseconds(0),
+               [weak = weak_from_this(), h = std::move(h)](error_code ec, sql::result res) mutable {
+                   auto rung = sql::take_rings(res);
+                   auto self = weak.lock();
+                   if (!self || rung.empty())
+                       return std::move(h)(ec, std::move(res));
+                   // The operation completes once its rings are out: a process that closes its
+                   // store right after (the tool) still wakes the waiters.
+                   auto hp = std::make_shared<asio::any_completion_handler<conn_t::exec_signature>>(std::move(h));
+                   self->wake(rung, [hp, ec, res = std::move(res)]() mutable { std::move (*hp)(ec, std::move(res)); });
+               });
+}
+
+void mariadb_store::impl::wake(const std::vector<std::uint64_t>& conns, std::function<void()> then)
+{
+    if (!ringer)
+        ringer =
+            std::make_unique<conn_t>(ex, mariadb::detail::connection_settings{cfg, sql::session_setup(), bad_config});
+    ringer->exec(sql::kill_sleepers(cfg.table, conns), milliseconds(0),
+                 [then = std::move(then)](error_code, sql::result) { then(); });
 }
 
 mariadb_store::impl::conn_t& mariadb_store::impl::open_sleeper()
@@ -213,6 +235,8 @@ void mariadb_store::close()
         s.conn->close();
     if (impl_->sleeper)
         impl_->sleeper->close();
+    if (impl_->ringer)
+        impl_->ringer->close();
     impl_->bell_timer.cancel();
     impl_->bell.close();
     impl_->watches.close();
@@ -224,8 +248,7 @@ void mariadb_store::close()
 // the database and the privileges once.
 void mariadb_store::do_connect(asio::any_completion_handler<connect_signature> h)
 {
-    impl_->conn->exec("SELECT 1", milliseconds(0),
-                      detail::connect_reply<sql::result>(impl_->ex, keep_error_text(), std::move(h)));
+    impl_->exec("SELECT 1", detail::connect_reply<sql::result>(impl_->ex, keep_error_text(), std::move(h)));
 }
 
 void mariadb_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
@@ -246,30 +269,28 @@ void mariadb_store::do_try_acquire(const lease_request& req, asio::any_completio
         return true;
     };
     const std::uint64_t listener = req.queue ? impl_->listener(req.name) : 0;
-    impl_->conn->exec(
-        sql::acquire(impl_->cfg.table, req.name, req.token, req.ttl, req.kind == lease_kind::leader, listener),
-        milliseconds(0),
-        [ex = impl_->ex, keep = keep_error_text(), decode, weak = std::weak_ptr<impl>(impl_),
-         key = std::pair{req.name, req.token}, ttl = req.ttl, listener,
-         h = std::move(h)](error_code ec, sql::result res) mutable {
-            acquire_result out;
-            std::optional<std::uint64_t> set;
-            if (!ec && !decode(res, out, set))
-                ec = error::protocol_error;
-            if (auto self = weak.lock(); self && !ec) {
-                if (out.acquired || !listener)
-                    self->queued.erase(key);
-                else
-                    self->queued[key] = ttl;
-            }
-            if (!ec && set) {
-                ec = error::kind_mismatch;
-                keep("mariadb: the name is " + what_name_is(static_cast<long long>(*set)) + ", not a mutex");
-            } else if (ec && !res.message.empty()) {
-                keep(res.message);
-            }
-            post_completion(ex, std::move(h), ec, ec ? acquire_result{} : out);
-        });
+    impl_->exec(sql::acquire(impl_->cfg.table, req.name, req.token, req.ttl, req.kind == lease_kind::leader, listener),
+                [ex = impl_->ex, keep = keep_error_text(), decode, weak = std::weak_ptr<impl>(impl_),
+                 key = std::pair{req.name, req.token}, ttl = req.ttl, listener,
+                 h = std::move(h)](error_code ec, sql::result res) mutable {
+                    acquire_result out;
+                    std::optional<std::uint64_t> set;
+                    if (!ec && !decode(res, out, set))
+                        ec = error::protocol_error;
+                    if (auto self = weak.lock(); self && !ec) {
+                        if (out.acquired || !listener)
+                            self->queued.erase(key);
+                        else
+                            self->queued[key] = ttl;
+                    }
+                    if (!ec && set) {
+                        ec = error::kind_mismatch;
+                        keep("mariadb: the name is " + what_name_is(static_cast<long long>(*set)) + ", not a mutex");
+                    } else if (ec && !res.message.empty()) {
+                        keep(res.message);
+                    }
+                    post_completion(ex, std::move(h), ec, ec ? acquire_result{} : out);
+                });
 }
 
 void mariadb_store::do_renew(const lease_key& key, milliseconds ttl, asio::any_completion_handler<renew_signature> h)
@@ -281,11 +302,10 @@ void mariadb_store::do_renew(const lease_key& key, milliseconds ttl, asio::any_c
     auto decode = [in_set](const sql::result& r, renew_result& out) {
         return in_set ? sql::decode_set_renew(r, out) : sql::decode_renew(r, out);
     };
-    impl_->conn->exec(in_set ? sql::set_renew(impl_->cfg.table, key.name, key.token, ttl)
-                             : sql::renew(impl_->cfg.table, key.name, key.token, ttl),
-                      milliseconds(0),
-                      detail::sql_reply<renew_result, sql::result>(impl_->ex, keep_error_text(), decode,
-                                                                   detail::empty_on_error, std::move(h)));
+    impl_->exec(in_set ? sql::set_renew(impl_->cfg.table, key.name, key.token, ttl)
+                       : sql::renew(impl_->cfg.table, key.name, key.token, ttl),
+                detail::sql_reply<renew_result, sql::result>(impl_->ex, keep_error_text(), decode,
+                                                             detail::empty_on_error, std::move(h)));
 }
 
 void mariadb_store::do_release(const lease_key& key, asio::any_completion_handler<bool_signature> h)
@@ -297,8 +317,8 @@ void mariadb_store::do_release(const lease_key& key, asio::any_completion_handle
     impl_->queued.erase({key.name, key.token});  // withdrawn, or holding no more
     auto decode = [](const sql::result& r, bool& out) { return sql::decode_release(r, out); };
     auto held = [](error_code ec, bool out) { return !ec && out; };
-    impl_->conn->exec(sql::release(impl_->cfg.table, key.name, key.token), milliseconds(0),
-                      detail::sql_reply<bool, sql::result>(impl_->ex, keep_error_text(), decode, held, std::move(h)));
+    impl_->exec(sql::release(impl_->cfg.table, key.name, key.token),
+                detail::sql_reply<bool, sql::result>(impl_->ex, keep_error_text(), decode, held, std::move(h)));
 }
 
 // The operator's override: a mutex's lease (never a set's marker row), else every lease of
@@ -307,18 +327,17 @@ void mariadb_store::do_force_release(const std::string& name, asio::any_completi
 {
     if (auto ec = sql::check_name(name))
         return post_completion(impl_->ex, std::move(h), ec, false);
-    impl_->conn->exec(
-        sql::force_release(impl_->cfg.table, name), milliseconds(0),
-        [self = impl_, keep = keep_error_text(), name, h = std::move(h)](error_code ec, sql::result res) mutable {
-            bool held = false, marker = false;
-            if (!ec && !sql::decode_force_release(res, held, marker))
-                ec = error::protocol_error;
-            if (ec && !res.message.empty())
-                keep(res.message);
-            if (!ec && marker)
-                return self->release_set(keep, name, {}, true, std::move(h));
-            post_completion(self->ex, std::move(h), ec, !ec && held);
-        });
+    impl_->exec(sql::force_release(impl_->cfg.table, name), [self = impl_, keep = keep_error_text(), name,
+                                                             h = std::move(h)](error_code ec, sql::result res) mutable {
+        bool held = false, marker = false;
+        if (!ec && !sql::decode_force_release(res, held, marker))
+            ec = error::protocol_error;
+        if (ec && !res.message.empty())
+            keep(res.message);
+        if (!ec && marker)
+            return self->release_set(keep, name, {}, true, std::move(h));
+        post_completion(self->ex, std::move(h), ec, !ec && held);
+    });
 }
 
 void mariadb_store::do_status(const std::string& name, asio::any_completion_handler<status_signature> h)
@@ -328,20 +347,19 @@ void mariadb_store::do_status(const std::string& name, asio::any_completion_hand
     auto decode = [](const sql::result& r, lock_status& out) { return sql::decode_status(r, out); };
     auto hp = std::make_shared<asio::any_completion_handler<status_signature>>(std::move(h));
     // A set's name: its marker row in the lease table says so, and the set's status follows.
-    impl_->conn->exec(sql::status(impl_->cfg.table, name), milliseconds(0),
-                      detail::sql_reply<lock_status, sql::result>(
-                          impl_->ex, keep_error_text(), decode, detail::status_keyed(impl_->cfg.table, name),
-                          [self = impl_, keep = keep_error_text(), name, hp](error_code ec, lock_status st) {
-                              if (ec || !st.held || st.holder != sql::set_marker)
-                                  return std::move(*hp)(ec, std::move(st));
-                              self->conn->exec(sql::set_status(self->cfg.table, name), milliseconds(0),
-                                               detail::sql_reply<lock_status, sql::result>(
-                                                   self->ex, keep,
-                                                   [](const sql::result& r, lock_status& out) {
-                                                       return sql::decode_set_status(r, out);
-                                                   },
-                                                   detail::status_keyed(self->cfg.table, name), std::move(*hp)));
-                          }));
+    impl_->exec(sql::status(impl_->cfg.table, name),
+                detail::sql_reply<lock_status, sql::result>(
+                    impl_->ex, keep_error_text(), decode, detail::status_keyed(impl_->cfg.table, name),
+                    [self = impl_, keep = keep_error_text(), name, hp](error_code ec, lock_status st) {
+                        if (ec || !st.held || st.holder != sql::set_marker)
+                            return std::move(*hp)(ec, std::move(st));
+                        self->exec(
+                            sql::set_status(self->cfg.table, name),
+                            detail::sql_reply<lock_status, sql::result>(
+                                self->ex, keep,
+                                [](const sql::result& r, lock_status& out) { return sql::decode_set_status(r, out); },
+                                detail::status_keyed(self->cfg.table, name), std::move(*hp)));
+                    }));
 }
 
 store::watch_id mariadb_store::watch(const std::string& name, const std::string& token, watch_callback cb)

@@ -14,6 +14,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -55,7 +56,14 @@ struct mariadb_store::impl : std::enable_shared_from_this<impl> {
     std::map<std::pair<std::string, std::string>, milliseconds> queued;
     std::map<std::string, mariadb::detail::bell_row> holders;
 
+    std::unique_ptr<conn_t> ringer;  // sends the KILLs of rings, opened on the first
+
     void tell_rung(const std::string& name);
+    /// A query on the main connection; the rings in its result go out (wake()) before `h` runs.
+    void exec(std::string text, boost::asio::any_completion_handler<conn_t::exec_signature> h);
+    /// KILL QUERY to the sleepers a change rang, on the ringer connection (a KILL may wait for
+    /// its target: never on the main connection); then `then`.
+    void wake(const std::vector<std::uint64_t>& conns, std::function<void()> then);
 
     // Someone watches `name` and the store is open.
     bool watched(const std::string& name) const { return watches.name_live(name); }

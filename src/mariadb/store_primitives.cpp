@@ -46,9 +46,8 @@ void mariadb_store::acquire_in_set(const lease_request& req, asio::any_completio
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_option), acquire_result{});
     const std::uint64_t listener = req.queue ? impl_->listener(req.name) : 0;
     const unsigned permits = req.kind == lease_kind::permit ? req.capacity : 0;
-    impl_->conn->exec(
+    impl_->exec(
         sql::set_acquire(impl_->cfg.table, req.name, req.token, req.ttl, listener, kind_letter(req.kind), permits),
-        milliseconds(0),
         [ex = impl_->ex, keep = keep_error_text(), ttl = req.ttl, h = std::move(h)](error_code ec,
                                                                                     sql::result res) mutable {
             acquire_result out;
@@ -69,8 +68,8 @@ void mariadb_store::impl::release_set(mariadb_store::error_text_keeper keep, con
 {
     auto decode = [](const sql::result& r, bool& out) { return sql::decode_set_release(r, out); };
     auto held = [](error_code ec, bool out) { return !ec && out; };
-    conn->exec(sql::set_release(cfg.table, name, token, force), milliseconds(0),
-               detail::sql_reply<bool, sql::result>(ex, std::move(keep), decode, held, std::move(h)));
+    exec(sql::set_release(cfg.table, name, token, force),
+         detail::sql_reply<bool, sql::result>(ex, std::move(keep), decode, held, std::move(h)));
 }
 
 void mariadb_store::release_in_set(const std::string& name, const std::string& token, bool force,
@@ -86,9 +85,8 @@ void mariadb_store::do_proclaim(const lease_key& key, const std::string& value,
         return post_completion(impl_->ex, std::move(h), ec, false);
     auto decode = [](const sql::result& r, bool& out) { return sql::decode_proclaim(r, out); };
     auto written = [](error_code ec, bool out) { return !ec && out; };
-    impl_->conn->exec(
-        sql::proclaim(impl_->cfg.table, key.name, key.token, value), milliseconds(0),
-        detail::sql_reply<bool, sql::result>(impl_->ex, keep_error_text(), decode, written, std::move(h)));
+    impl_->exec(sql::proclaim(impl_->cfg.table, key.name, key.token, value),
+                detail::sql_reply<bool, sql::result>(impl_->ex, keep_error_text(), decode, written, std::move(h)));
 }
 
 void mariadb_store::do_leader(const std::string& name, asio::any_completion_handler<leader_signature> h)
@@ -96,10 +94,9 @@ void mariadb_store::do_leader(const std::string& name, asio::any_completion_hand
     if (auto ec = sql::check_name(name))
         return post_completion(impl_->ex, std::move(h), ec, lock_status{});
     auto decode = [](const sql::result& r, lock_status& out) { return sql::decode_leader(r, out); };
-    impl_->conn->exec(sql::leader(impl_->cfg.table, name), milliseconds(0),
-                      detail::sql_reply<lock_status, sql::result>(impl_->ex, keep_error_text(), decode,
-                                                                  detail::status_keyed(impl_->cfg.table, name),
-                                                                  std::move(h)));
+    impl_->exec(sql::leader(impl_->cfg.table, name),
+                detail::sql_reply<lock_status, sql::result>(
+                    impl_->ex, keep_error_text(), decode, detail::status_keyed(impl_->cfg.table, name), std::move(h)));
 }
 
 void mariadb_store::do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
@@ -114,19 +111,19 @@ void mariadb_store::do_count_down(const std::string& name, const std::string& me
         ec = detail::key_refusal(sql::check_name(name), sql::check_name(member));
     if (ec)
         return post_completion(impl_->ex, std::move(h), ec, std::uint64_t{0});
-    impl_->conn->exec(sql::count_down(impl_->cfg.table, name, member, count, ttl), milliseconds(0),
-                      [ex = impl_->ex, keep = keep_error_text(), name, count,
-                       h = std::move(h)](error_code ec, sql::result res) mutable {
-                          std::uint64_t remaining = 0;
-                          if (!ec)
-                              ec = sql::decode_count_down(res, remaining);
-                          if (ec == error::count_mismatch)
-                              keep("mariadb: the latch " + name + " has a count of " + std::to_string(remaining) +
-                                   ", not " + std::to_string(count));
-                          else if (ec && !res.message.empty())
-                              keep(res.message);
-                          post_completion(ex, std::move(h), ec, ec ? std::uint64_t{0} : remaining);
-                      });
+    impl_->exec(sql::count_down(impl_->cfg.table, name, member, count, ttl),
+                [ex = impl_->ex, keep = keep_error_text(), name, count, h = std::move(h)](error_code ec,
+                                                                                          sql::result res) mutable {
+                    std::uint64_t remaining = 0;
+                    if (!ec)
+                        ec = sql::decode_count_down(res, remaining);
+                    if (ec == error::count_mismatch)
+                        keep("mariadb: the latch " + name + " has a count of " + std::to_string(remaining) + ", not " +
+                             std::to_string(count));
+                    else if (ec && !res.message.empty())
+                        keep(res.message);
+                    post_completion(ex, std::move(h), ec, ec ? std::uint64_t{0} : remaining);
+                });
 }
 
 void mariadb_store::do_latch_state(const std::string& name, asio::any_completion_handler<latch_state_signature> h)
@@ -135,9 +132,8 @@ void mariadb_store::do_latch_state(const std::string& name, asio::any_completion
         return post_completion(impl_->ex, std::move(h), ec, latch_state{});
     auto decode = [](const sql::result& r, latch_state& out) { return sql::decode_latch_state(r, out); };
     auto state = [](error_code ec, const latch_state& out) { return ec ? latch_state{} : out; };
-    impl_->conn->exec(
-        sql::latch_read(impl_->cfg.table, name), milliseconds(0),
-        detail::sql_reply<latch_state, sql::result>(impl_->ex, keep_error_text(), decode, state, std::move(h)));
+    impl_->exec(sql::latch_read(impl_->cfg.table, name),
+                detail::sql_reply<latch_state, sql::result>(impl_->ex, keep_error_text(), decode, state, std::move(h)));
 }
 
 }  // namespace dlock

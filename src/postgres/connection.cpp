@@ -308,7 +308,11 @@ struct connection_impl : dlock::detail::sql_connection_host<connection_impl, req
     static asio::awaitable<void> send(std::shared_ptr<connection_impl> self, std::uint64_t gen)
     {
         auto id = std::exchange(self->to_send, 0);
-        const auto& r = *self->find_request(id);
+        // Closed (or the request ended) between the write's decision and this first step: nothing to send.
+        const auto* found = self->closed ? nullptr : self->find_request(id);
+        if (!found)
+            co_return;
+        const auto& r = *found;
         request req{r.text, r.params, r.simple, {}, {}, true};  // a copy: the pipe may end the request first
         auto [ec, res] = co_await query(self, req, clock_type::time_point::max());
         if (self->closed || self->resetting)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 // A separate process for the latch (and election) integration tests, on a redis_store at
-// 127.0.0.1:PORT, or (elections) on the store of a zk://, etcd:// or postgresql:// URL given
+// 127.0.0.1:PORT, or on the store of a zk://, etcd://, postgresql:// or mariadb:// URL given
 // for PORT. Modes:
 //   count_down PORT NAME COUNT MEMBER   counts down for MEMBER ("-": a library-made member),
 //                                       prints "remaining N"
@@ -18,6 +18,9 @@
 #endif
 #ifdef DLOCK_HAS_POSTGRES
 #include <dlock/postgres.hpp>
+#endif
+#ifdef DLOCK_HAS_MARIADB
+#include <dlock/mariadb.hpp>
 #endif
 
 #include <boost/asio/as_tuple.hpp>
@@ -38,7 +41,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A Redis port, or a ZooKeeper, etcd or PostgreSQL URL.
+// A Redis port, or a ZooKeeper, etcd, PostgreSQL or MariaDB URL.
 std::unique_ptr<dlock::store> make_store(asio::io_context& io, const std::string& where)
 {
 #ifdef DLOCK_HAS_ZOOKEEPER
@@ -66,6 +69,15 @@ std::unique_ptr<dlock::store> make_store(asio::io_context& io, const std::string
         if (!dlock::postgres::parse_url(where, cfg, err))
             throw std::runtime_error(err.message);
         return std::make_unique<dlock::postgres_store>(io.get_executor(), cfg);
+    }
+#endif
+#ifdef DLOCK_HAS_MARIADB
+    if (where.rfind("mariadb://", 0) == 0) {
+        dlock::mariadb::config cfg;
+        dlock::mariadb::config_error err;
+        if (!dlock::mariadb::parse_url(where, cfg, err))
+            throw std::runtime_error(err.message);
+        return std::make_unique<dlock::mariadb_store>(io.get_executor(), cfg);
     }
 #endif
     dlock::redis::config cfg;

@@ -67,6 +67,19 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// A worker coroutine's end: an exception (a failed acquire or release) is said on stderr, so
+// that a test that sees the worker fail can show why.
+void report_failure(std::exception_ptr e)
+{
+    if (!e)
+        return;
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+        std::cerr << "worker coroutine failed: " << x.what() << std::endl;
+    }
+}
+
 long read_counter(const std::string& path)
 {
     FILE* f = std::fopen(path.c_str(), "r");
@@ -246,7 +259,7 @@ int main(int argc, char** argv)
                             close_store();
                         }
                     },
-                    asio::detached);
+                    report_failure);
             }
         };
         // "wait_start": say "ready", then start at SIGUSR1, so that processes started one
@@ -312,7 +325,7 @@ int main(int argc, char** argv)
                         close_store();
                     }
                 },
-                asio::detached);
+                report_failure);
         }
         io.run();
         const auto& s = reg.stats();

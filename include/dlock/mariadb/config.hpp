@@ -24,10 +24,11 @@ struct config {
     std::string password{};          ///< the user's password
     std::string database = "dlock";  ///< database of the lease table (the default database)
     /// The lease table (`name` or `database.name`, letters, digits and '_', at most 58 each);
-    /// its fencing sequence is `<table>_fence`. Both are created on first use if missing.
+    /// its fencing sequence is `<table>_fence`, its other tables `<table>_queue`, `_set`,
+    /// `_set_queue`, `_latch`, `_latch_member` and `_bell`. Created on first use if missing.
     std::string table = "dlock_locks";
-    /// Connections that wait in GET_LOCK for releases of watched names, one name each (0: no
-    /// wake-ups; waiters then sleep the holder's remaining lease). Opened on demand.
+    /// Connections that wait in GET_LOCK for releases of watched mutexes, one name each (0:
+    /// none; the doorbell still wakes waiters of the same user). Opened on demand.
     unsigned wait_connections = 4;
     /// Bound of one connect, authentication and setup included (0: none).
     std::chrono::milliseconds connect_timeout{5'000};

@@ -15,27 +15,40 @@
 
 namespace dlock {
 
-/// The store contract over one MariaDB server (10.3+: sequences, DELETE .. RETURNING;
-/// MariaDB Connector/C's non-blocking API, driven on the executor).
+/// The store contract over one MariaDB server (10.6+: sequences, DELETE .. RETURNING,
+/// compound statements, SKIP LOCKED; MariaDB Connector/C's non-blocking API, driven on the
+/// executor).
 ///
 /// Table `<table>` (name varbinary primary key, owner, fence, expires_at, contended,
-/// signal_conn) and sequence `<table>_fence`, created on first use if missing. A lease is
-/// free when its row is missing or `expires_at <= UTC_TIMESTAMP(6)` on the server (the time
-/// the statement started; clients' clocks are never compared). Every operation is one round
-/// trip of a few statements (a multi-statement text query; names and tokens go in as hex
+/// signal_conn; value and value_owner for elections), sequence `<table>_fence` and hand-off
+/// queue `<table>_queue`, created on first use if missing; read-write locks and semaphores in
+/// `<table>_set` and `<table>_set_queue`, latches in `<table>_latch` and
+/// `<table>_latch_member`, and the doorbell's `<table>_bell` (ENGINE=MEMORY), each made if
+/// missing and the user may (without them the mutex works and those fail with server_error).
+/// A lease is free when its row is missing or `expires_at <= UTC_TIMESTAMP(6)` on the server
+/// (clients' clocks are never compared). Every operation is one round trip (a multi-statement
+/// text query, or one compound statement in one transaction; names and tokens go in as hex
 /// literals, which no character set or sql_mode can turn into SQL).
 ///
-/// Wake-ups: MariaDB has no NOTIFY. The holder's connection also holds the named lock
-/// `GET_LOCK(hash of name, 0)` while it holds the lease (taken in the acquire's round trip,
-/// given back in the release's); a refused acquire says whether the holder has it. A watcher
-/// then blocks in `SELECT GET_LOCK(hash, holder's lease + 1 s), RELEASE_LOCK(hash)` on one of
-/// `wait_connections` connections: it returns when the holder releases or its connection
-/// dies, and the watcher gets `released`. Without that (the holder has no named lock, the
-/// pool is busy, force_release) waiters sleep the holder's remaining lease: slower, never wrong.
+/// Wake-ups (MariaDB has no NOTIFY): each store keeps a sleeper connection in `SLEEP` while
+/// it watches anything, enrolled for the names it watches in `<table>_bell`. A change (a
+/// release, a hand-off, a set's grant, a proclaim, the last count-down) counts a ring on the
+/// name's rows in its own statement, and the store that made it sends `KILL QUERY` to the
+/// enrolled sleepers (on a connection of its own) before the operation completes; the sleeper
+/// reads the rings (and the name's new holder: a hand-off's grant) and its watchers hear
+/// them. A ring is never lost: a sleeper sleeps only if its rows are as it last read them.
+/// KILL needs the same user (or CONNECTION ADMIN): other users' waiters, and any waiter when
+/// the bell table is missing, sleep their holder's remaining lease: slower, never wrong. The
+/// mutex's waiters also block in `GET_LOCK` on the holder's signal lock (wait_connections).
+///
+/// Hand-off: a queued waiter (its sleeper alive, checked by the sleeper's own named lock) is
+/// given the name by the holder's release, with a new fence, in queue order; read-write
+/// locks and semaphores serve their queue in the same way (writers are not starved).
 ///
 /// Limits (also in traits()): one primary (asynchronous replicas promoted without the latest
-/// commits may give a lock twice); no direct hand-off; names are bytes, 1..2000 of them,
-/// tokens 1..255 (invalid_name otherwise); leases of 1 ms .. 30 days.
+/// commits may give a lock twice); names are bytes, 1..2000 of them, tokens 1..255
+/// (invalid_name otherwise); leases of 1 ms .. 30 days; an expired lease goes to whoever
+/// asks first, not in queue order.
 ///
 /// Errors: connect_failed, resolve_failed, connection_lost, timeout, server_busy (lock wait
 /// timeout, deadlock, too many connections) (transient); auth_failed (wrong password or
@@ -53,14 +66,15 @@ public:
     ~mariadb_store() override;
 
     boost::asio::any_io_executor get_executor() const override;
-    /// Per lease, durable fencing, release notifications (unless wait_connections is 0), no
-    /// direct hand-off, 1 ms granularity.
+    /// Per lease, durable fencing, release notifications, direct hand-off, read-write locks,
+    /// semaphores and elections, 1 ms granularity.
     store_traits traits() const noexcept override;
     /// "mariadb mariadb://user@host:port/db table=dlock_locks".
     std::string describe() const override;
-    /// `ready` at once (a named lock is state, not an event: a wait started after a refused
-    /// attempt cannot miss the release), `released` when a GET_LOCK wait on the holder's
-    /// named lock returns, `resync` when a wait connection fails.
+    /// `ready` once the name is enrolled at the doorbell (at once if the bell table is missing:
+    /// the waiters then sleep their bound), `released` at each ring or when a GET_LOCK wait on
+    /// the holder's named lock returns, `resync` when a wait connection fails or the sleeper
+    /// reconnects, and with a `token`, `granted` when a release hands `name` to it.
     watch_id watch(const std::string& name, const std::string& token, watch_callback cb) override;
     using store::watch;
     void unwatch(watch_id id) override;

@@ -13,6 +13,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <chrono>
 #include <sstream>
 #include <string>
 
@@ -90,5 +91,28 @@ struct mariadb_family : sql_family_base<mariadb_family, mariadb_server, dlock::m
     };
     static user user_without_rights() { return {server().url("nopriv"), "secret", "Access denied"}; }
 };
+
+/// Asks `count` (a number) again until it is at least `n`, for at most 20 s (a test's process
+/// outside the io_context: a worker process's progress, seen at the server).
+template <class Count>
+bool mariadb_reaches(Count count, long n)
+{
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline)
+        if (count() >= n)
+            return true;
+    return false;
+}
+
+/// Stores' sleepers enrolled at the doorbell for `name` (0 before the first store made the table).
+inline long mariadb_enrolled(const std::string& name)
+{
+    try {
+        return mariadb_family::count("SELECT COUNT(*) FROM dlock.dlock_locks_bell WHERE name = " +
+                                     mariadb_family::literal(name));
+    } catch (const std::exception&) {
+        return 0;
+    }
+}
 
 }  // namespace dlock::test

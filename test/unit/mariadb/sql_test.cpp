@@ -3,6 +3,9 @@
 #include <dlock/error.hpp>
 #include <dlock/mariadb/config.hpp>
 
+#include "mariadb/bell_sql.hpp"
+#include "mariadb/election_latch_sql.hpp"
+#include "mariadb/set_sql.hpp"
 #include "mariadb/sql.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -227,6 +230,59 @@ BOOST_AUTO_TEST_CASE(decoding)
     BOOST_TEST(!released);
     BOOST_TEST(sql::decode_wait(sets({{{opt(), opt()}}}), released));
     BOOST_TEST(!released);
+}
+
+// The doorbell's and the other primitives' results: rings taken out of any place in a reply
+// (ids in order, nothing else touched), the sleeper's reading, and the sets', elections' and
+// latches' rows, with the shapes they must not accept.
+BOOST_AUTO_TEST_CASE(rings_and_the_primitives_results)
+{
+    using opt = std::optional<std::string>;
+    auto r = sets({{{opt("1")}}, {{opt("dlock-ring"), opt("v1"), opt("12,5")}}, {{opt()}}});
+    BOOST_TEST((sql::take_rings(r) == std::vector<std::uint64_t>{12, 5}));
+    BOOST_TEST(r.sets.size() == 2u);
+    auto none = sets({{{opt("dlock-ring"), opt("v1"), opt()}}, {{opt("dlock-ring"), opt("v2"), opt("3")}}});
+    BOOST_TEST(sql::take_rings(none).empty());  // nobody enrolled; another shape is not a ring
+    BOOST_TEST(none.sets.size() == 1u);
+
+    dlock::mariadb::detail::bell_reading b;
+    BOOST_TEST(
+        sql::decode_bell(sets({{{opt("7"), opt("1")}},
+                               {{opt("n"), opt("2"), opt("tok"), opt("9")}, {opt("m"), opt("0"), opt(), opt()}}}),
+                         b));
+    BOOST_TEST(b.conn == 7u);
+    BOOST_TEST(b.rows.size() == 2u);
+    BOOST_TEST((b.rows[0].owner == opt("tok") && b.rows[0].fence == 9u && b.rows[1].rings == 0u && !b.rows[1].owner));
+    BOOST_TEST(sql::decode_bell(sets({{{opt("7"), opt("1")}}}), b));  // killed before its rows: nothing read
+    BOOST_TEST(b.conn == 0u);
+    BOOST_TEST(!sql::decode_bell(sets({{{opt("x"), opt("1")}}}), b));
+
+    dlock::acquire_result a;
+    long long what = 0;
+    BOOST_TEST(!sql::decode_set_acquire(sets({{{opt("1"), opt("42")}}}), 2s, a, what));
+    BOOST_TEST((a.acquired && a.fencing_token == 42u));
+    BOOST_TEST(!sql::decode_set_acquire(sets({{{opt("0"), opt("300")}}}), 2s, a, what));
+    BOOST_TEST((!a.acquired && a.holder_ttl == 300ms));
+    BOOST_TEST(sql::decode_set_acquire(sets({{{opt("-1"), opt("3")}}}), 2s, a, what) == dlock::error::kind_mismatch);
+    BOOST_TEST(what == 3);
+    BOOST_TEST(sql::decode_set_acquire(sets({{{opt("2"), opt("3")}}}), 2s, a, what) == dlock::error::protocol_error);
+    BOOST_TEST(sql::decode_set_acquire(sets({}), 2s, a, what) == dlock::error::protocol_error);
+
+    std::uint64_t remaining = 0;
+    BOOST_TEST(!sql::decode_count_down(sets({{{opt("1"), opt("2")}}}), remaining));
+    BOOST_TEST(remaining == 2u);
+    BOOST_TEST(sql::decode_count_down(sets({{{opt("0"), opt("5")}}}), remaining) == dlock::error::count_mismatch);
+    BOOST_TEST(remaining == 5u);
+    dlock::latch_state ls;
+    BOOST_TEST(sql::decode_latch_state(sets({{{opt("3"), opt("1")}}}), ls));
+    BOOST_TEST((ls.count == 3u && ls.remaining == 2u));
+    BOOST_TEST(!sql::decode_latch_state(sets({{{opt("3"), opt("4")}}}), ls));
+
+    dlock::lock_status st;
+    BOOST_TEST(sql::decode_leader(sets({{{opt("tok"), opt("9"), opt("100"), opt("1"), opt("0"), opt("v")}}}), st));
+    BOOST_TEST((st.held && st.value == opt("v")));
+    BOOST_TEST(sql::decode_leader(sets({{}}), st));
+    BOOST_TEST(!st.held);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
