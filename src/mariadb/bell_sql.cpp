@@ -32,10 +32,11 @@ std::string bell_sleep(std::string_view table, std::pair<std::uint64_t, std::uin
 {
     const std::string b = quote_bell(table), lock = liveness_lock("CONNECTION_ID()");
     const std::string mine = " FROM " + b + " WHERE conn = CONNECTION_ID()";
-    std::string q = "SELECT CONNECTION_ID(), IS_USED_LOCK(" + lock + ") <=> CONNECTION_ID() OR GET_LOCK(" + lock +
-                    ", 0);\nSELECT b.name, b.rings, t.owner, t.fence FROM " + b + " AS b LEFT JOIN " +
-                    quote_table(table) +
-                    " AS t ON t.name = b.name AND t.expires_at > UTC_TIMESTAMP(6) WHERE b.conn = CONNECTION_ID()";
+    std::string q =
+        "SELECT CONNECTION_ID(), IS_USED_LOCK(" + lock + ") <=> CONNECTION_ID() OR GET_LOCK(" + lock +
+        ", 0), @dlock_sleeper := COALESCE(@dlock_sleeper, UUID());\nSELECT b.name, b.rings, t.owner, t.fence FROM " +
+        b + " AS b LEFT JOIN " + quote_table(table) +
+        " AS t ON t.name = b.name AND t.expires_at > UTC_TIMESTAMP(6) WHERE b.conn = CONNECTION_ID()";
     if (baseline.first == ~std::uint64_t{0})
         return q;
     auto ms = std::max<std::int64_t>(bound.count(), 1);
@@ -53,8 +54,10 @@ bool decode_bell(const result& r, mariadb::detail::bell_reading& out)
     out = {};
     if (r.sets.empty())
         return true;  // nothing read
-    if (r.sets[0].size() != 1 || r.sets[0][0].size() != 2 || !dlock::detail::cell_u64(r.sets[0][0][0], out.conn))
+    if (r.sets[0].size() != 1 || r.sets[0][0].size() != 3 || !dlock::detail::cell_u64(r.sets[0][0][0], out.conn) ||
+        !r.sets[0][0][2])
         return false;
+    out.session = *r.sets[0][0][2];
     if (r.sets.size() < 2) {
         out.conn = 0;  // stopped before its rows: as if nothing was read
         return true;
@@ -73,10 +76,13 @@ bool decode_bell(const result& r, mariadb::detail::bell_reading& out)
 
 std::string bell_enrol(std::string_view table, std::uint64_t conn, const std::vector<std::string>& names)
 {
-    std::string q = "INSERT INTO " + quote_bell(table) + " (name, conn, rings) VALUES ";
+    const std::string b = quote_bell(table);
+    std::string q = "INSERT INTO " + b + " (name, conn, rings) VALUES ";
     for (std::size_t i = 0; i < names.size(); ++i)
         q += (i ? ", (" : "(") + hex_literal(names[i]) + ", " + std::to_string(conn) + ", 0)";
-    return q + " ON DUPLICATE KEY UPDATE rings = 0";
+    // Rows of sleepers gone without a word (a killed process) go in passing.
+    return q + " ON DUPLICATE KEY UPDATE rings = 0;\nDELETE FROM " + b + " WHERE NOT (IS_USED_LOCK(" +
+           liveness_lock("conn") + ") <=> conn) LIMIT 64";
 }
 
 std::string bell_leave(std::string_view table, std::uint64_t conn, const std::vector<std::string>& names)

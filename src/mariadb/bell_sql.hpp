@@ -21,14 +21,15 @@ std::string quote_bell(std::string_view table);
 /// restart, which also starts connection ids again); a user who may not create it gets no
 /// bells, and waiters sleep their holder's lease.
 std::string bell_setup(std::string_view table);
-/// The sleeper's query: its id (and its liveness lock `dlock-bell:<id>`, which a ring checks
+/// The sleeper's query: its id and a value of its session (and its liveness lock
+/// `dlock-bell:<id>`, which a ring checks
 /// before it KILLs: a stale row never names another connection), its rows, then SLEEP(`bound`)
 /// unless its rows changed since `baseline` (rows, sum of rings); without a baseline, no sleep.
 std::string bell_sleep(std::string_view table, std::pair<std::uint64_t, std::uint64_t> baseline,
                        std::chrono::milliseconds bound);
 /// What the sleeper's query read; false if the result has another shape.
 bool decode_bell(const result& r, mariadb::detail::bell_reading& out);
-/// Enrols `names` for sleeper `conn` (rings 0).
+/// Enrols `names` for sleeper `conn` (rings 0); sweeps up to 64 rows of gone sleepers.
 std::string bell_enrol(std::string_view table, std::uint64_t conn, const std::vector<std::string>& names);
 /// Deregisters `names` of `conn` (empty: every row of `conn`).
 std::string bell_leave(std::string_view table, std::uint64_t conn, const std::vector<std::string>& names);

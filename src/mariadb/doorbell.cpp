@@ -2,6 +2,7 @@
 #include "mariadb/doorbell.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace dlock::mariadb::detail {
 
@@ -11,10 +12,31 @@ void doorbell::watch(const std::string& name)
 {
     if (closed_ || names_.count(name))
         return;
-    names_[name];
+    auto& st = names_[name];
+    if (unavailable_) {
+        st.failed = st.told_ready = true;
+        actions_.push_back({type::ready, {name}});  // no bells: its waiters sleep their bound
+        return;
+    }
     if (conn_ != 0)
         enrol({name});
     sleep_again(milliseconds(0));  // learns the sleeper's id first, if needed
+}
+
+void doorbell::on_unavailable()
+{
+    if (closed_ || unavailable_)
+        return;
+    unavailable_ = true;
+    std::vector<std::string> ready;
+    for (auto& [n, st] : names_) {
+        st.enrolled = false;
+        st.failed = true;
+        if (!std::exchange(st.told_ready, true))
+            ready.push_back(n);
+    }
+    if (!ready.empty())
+        actions_.push_back({type::ready, std::move(ready)});
 }
 
 void doorbell::unwatch(const std::string& name)
@@ -36,9 +58,7 @@ void doorbell::enrol(std::vector<std::string> names)
 
 bool doorbell::wanted() const
 {
-    if (conn_ == 0)
-        return !names_.empty();
-    return std::any_of(names_.begin(), names_.end(), [](const auto& kv) { return !kv.second.failed; });
+    return !unavailable_ && !names_.empty();
 }
 
 void doorbell::sleep_again(milliseconds delay)
@@ -54,11 +74,12 @@ void doorbell::on_sleep_done(const bell_reading& r, bool failed)
     sleeping_ = false;
     if (closed_)
         return;
-    if (r.conn != 0 && r.conn != conn_) {
+    if (r.conn != 0 && (r.conn != conn_ || r.session != session_)) {
         // A new sleeper connection: the old one's rows go, every name is enrolled again.
         if (conn_ != 0)
             actions_.push_back({type::leave, {}, conn_});
         conn_ = r.conn;
+        session_ = r.session;
         baseline_ = {~std::uint64_t{0}, 0};
         std::vector<std::string> all;
         for (auto& [n, st] : names_) {
@@ -81,6 +102,13 @@ void doorbell::on_sleep_done(const bell_reading& r, bool failed)
         baseline_ = {r.rows.size(), sum};
         if (!rung.empty())
             actions_.push_back({type::released, std::move(rung)});
+        // Enrolments that failed (a reconnect, a full table) are tried again, once a sleep.
+        std::vector<std::string> again;
+        for (const auto& [n, st] : names_)
+            if (st.failed)
+                again.push_back(n);
+        if (!again.empty())
+            enrol(std::move(again));
     }
     backoff_ = !failed ? milliseconds(0) : std::clamp(backoff_ * 2, milliseconds(100), milliseconds(2000));
     sleep_again(backoff_);

@@ -53,6 +53,9 @@ struct bell_row {
 /// What one run of the sleeper's query read (before its SLEEP ended, was killed or failed).
 struct bell_reading {
     std::uint64_t conn = 0;  ///< the sleeper's connection id; 0: the query read nothing
+    /// A value of the sleeper's session alone: an id the server gives again (after a
+    /// restart) is still another sleeper.
+    std::string session{};
     std::vector<bell_row> rows{};
 };
 
@@ -66,8 +69,11 @@ public:
     void unwatch(const std::string& name);
     /// The sleeper's query ended: `failed` if it ended other than by its SLEEP or a KILL.
     void on_sleep_done(const bell_reading& r, bool failed);
-    /// An enrol action ended (`ok`: the rows are in).
+    /// An enrol action ended (`ok`: the rows are in; not: tried again after the next sleep).
     void on_enrolled(const std::vector<std::string>& names, std::uint64_t conn, bool ok);
+    /// The bell table is missing or refused to the user: every name is `ready` at once from
+    /// now on, no sleeper runs, and waiters sleep their bound.
+    void on_unavailable();
     /// The store closes: nothing more is started or told.
     void close();
 
@@ -80,7 +86,7 @@ public:
 private:
     struct name_state {
         bool enrolled = false;    // its row is in for conn_
-        bool failed = false;      // its enrolment failed: its waiters sleep their bound
+        bool failed = false;      // its enrolment failed: tried again after the next sleep
         bool told_ready = false;  // `ready` went out (later enrolments say `resync`)
         std::uint64_t rings = 0;  // as last read (0 after enrolment)
     };
@@ -89,8 +95,10 @@ private:
     bool wanted() const;  // a name is enrolled or being enrolled: the sleeper runs
 
     bool closed_ = false;
-    bool sleeping_ = false;  // the sleeper's query is out
+    bool unavailable_ = false;  // no bell table for this user
+    bool sleeping_ = false;     // the sleeper's query is out
     std::uint64_t conn_ = 0;
+    std::string session_;
     std::pair<std::uint64_t, std::uint64_t> baseline_{~std::uint64_t{0}, 0};  // none read yet: never equal
     milliseconds backoff_{0};
     std::map<std::string, name_state> names_;

@@ -76,7 +76,8 @@ std::string serve(const call& c, const std::string& me)
 }
 
 // Every call: one transaction; first the name's row in the lease table, locked (inserted
-// expired if missing), then a live mutex there ends the call (v_mutex). After `body`, the
+// expired if missing), then a live mutex there, or live waiters queued for one, end the call
+// (v_mutex). After `body`, the
 // name's marker follows the set (its longest lease or waiter), or goes with it; a change
 // others wait for rings the bell once committed; `result` is the one row returned.
 std::string in_turn(const call& c, const std::string& body, const std::string& result)
@@ -91,9 +92,11 @@ std::string in_turn(const call& c, const std::string& body, const std::string& r
            c.t + " (name, owner, fence, expires_at) VALUES (" + c.n +
            ", '', 0, UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE name = VALUES(name);\n"
            "    SET v_now = UTC_TIMESTAMP(6);\n    IF EXISTS (SELECT 1 FROM " +
-           c.t + " WHERE name = " + c.n +
-           " AND owner <> '' AND expires_at > v_now) THEN SET v_mutex = 1; LEAVE body; END IF;\n" + body +
-           "  END;\n  IF v_mutex = 1 OR v_state = -1 THEN\n    ROLLBACK;\n  ELSE\n    " + capacity_of(c) +
+           c.t + " WHERE name = " + c.n + " AND owner <> '' AND expires_at > v_now) OR EXISTS (SELECT 1 FROM " +
+           quote_queue(c.table) + " WHERE name = " + c.n +
+           " AND expires_at > v_now AND IS_USED_LOCK(CONCAT('dlock-bell:', listener)) <=> listener) THEN SET v_mutex = "
+           "1; LEAVE body; END IF;\n" +
+           body + "  END;\n  IF v_mutex = 1 OR v_state = -1 THEN\n    ROLLBACK;\n  ELSE\n    " + capacity_of(c) +
            "    SET v_end = GREATEST(COALESCE((SELECT MAX(expires_at) FROM " + c.s + " WHERE name = " + c.n +
            "), '1000-01-01'), COALESCE((SELECT MAX(expires_at) FROM " + c.sq + " WHERE name = " + c.n +
            "), '1000-01-01'));\n    IF v_cap IS NULL OR v_end <= '1000-01-01' THEN\n      DELETE FROM " + c.t +

@@ -164,9 +164,12 @@ std::string enqueue(std::string_view table, const std::string& n, const std::str
            " MICROSECOND FROM " + quote_table(table) + " AS t WHERE t.name = " + n + " AND t.owner <> " + tok +
            " ON DUPLICATE KEY UPDATE ttl_ms = VALUES(ttl_ms), listener = VALUES(listener),"
            " expires_at = GREATEST(" +
-           q + ".expires_at, VALUES(expires_at));\nDELETE FROM " + q + " WHERE name = " + n + " AND token = " + tok +
-           " AND EXISTS (SELECT 1 FROM " + quote_table(table) + " AS t WHERE t.name = " + n + " AND t.owner = " + tok +
-           ")";
+           q + ".expires_at, VALUES(expires_at));\n" +
+           // Read without a lock first: a DELETE reading the lease row would lock the queue row,
+           // then the lease row, the reverse of a release's order (a deadlock).
+           "SET @dlock_ours = (SELECT COUNT(*) FROM " + quote_table(table) + " AS t WHERE t.name = " + n +
+           " AND t.owner = " + tok + ");\nDELETE FROM " + q + " WHERE name = " + n + " AND token = " + tok +
+           " AND @dlock_ours > 0";
 }
 
 }  // namespace

@@ -153,11 +153,30 @@ void mariadb_store::impl::exec(std::string text, asio::any_completion_handler<co
 
 void mariadb_store::impl::wake(const std::vector<std::uint64_t>& conns, std::function<void()> then)
 {
+    if (closed)
+        return then();  // no new connection once closed
     if (!ringer)
         ringer =
             std::make_unique<conn_t>(ex, mariadb::detail::connection_settings{cfg, sql::session_setup(), bad_config});
     ringer->exec(sql::kill_sleepers(cfg.table, conns), milliseconds(0),
                  [then = std::move(then)](error_code, sql::result) { then(); });
+}
+
+// Without a bell table nothing rings: every watcher re-checks once a second (a latch's waiter
+// and an election's observer have no holder's lease to sleep on). Documented as degraded.
+void mariadb_store::impl::poll_without_bell()
+{
+    if (closed)
+        return;
+    bell_timer.expires_after(std::chrono::seconds(1));
+    bell_timer.async_wait([weak = weak_from_this()](error_code ec) {
+        auto self = weak.lock();
+        if (!self || ec || self->closed)
+            return;
+        for (const auto& n : self->watches.names())
+            self->watches.tell_name(n, watch_event::resync);
+        self->poll_without_bell();
+    });
 }
 
 mariadb_store::impl::conn_t& mariadb_store::impl::open_sleeper()
@@ -179,9 +198,16 @@ void mariadb_store::impl::start_sleep(std::pair<std::uint64_t, std::uint64_t> ba
                             mariadb::detail::bell_reading r;
                             bool shaped = sql::decode_bell(res, r);
                             // A ring's KILL ends the SLEEP with "interrupted": that is its job.
+                            // No bell table, or not for this user: no bells at all (waiters sleep their bound).
+                            if (ec && (res.errnum == 1146 || res.errnum == 1142 || res.errnum == 1044)) {
+                                self->bell.on_unavailable();
+                                self->perform_bell();
+                                return self->poll_without_bell();
+                            }
                             bool failed = !shaped || (ec && res.errnum != 1317);
                             for (const auto& row : r.rows)
-                                self->holders[row.name] = row;
+                                if (self->bell.enrolled(row.name))  // not one unwatched meanwhile
+                                    self->holders[row.name] = row;
                             self->bell.on_sleep_done(shaped ? r : mariadb::detail::bell_reading{}, failed);
                             self->perform_bell();
                         });
@@ -237,6 +263,7 @@ void mariadb_store::close()
         impl_->sleeper->close();
     if (impl_->ringer)
         impl_->ringer->close();
+    impl_->closed = true;
     impl_->bell_timer.cancel();
     impl_->bell.close();
     impl_->watches.close();
@@ -278,7 +305,8 @@ void mariadb_store::do_try_acquire(const lease_request& req, asio::any_completio
                     if (!ec && !decode(res, out, set))
                         ec = error::protocol_error;
                     if (auto self = weak.lock(); self && !ec) {
-                        if (out.acquired || !listener)
+                        // Only a token still waiting: one withdrawn meanwhile is not kept.
+                        if (out.acquired || !listener || !self->watches.watched(key.first, key.second))
                             self->queued.erase(key);
                         else
                             self->queued[key] = ttl;

@@ -57,6 +57,7 @@ struct mariadb_store::impl : std::enable_shared_from_this<impl> {
     std::map<std::string, mariadb::detail::bell_row> holders;
 
     std::unique_ptr<conn_t> ringer;  // sends the KILLs of rings, opened on the first
+    bool closed = false;
 
     void tell_rung(const std::string& name);
     /// A query on the main connection; the rings in its result go out (wake()) before `h` runs.
@@ -77,6 +78,7 @@ struct mariadb_store::impl : std::enable_shared_from_this<impl> {
     void perform_bell();
     void start_sleep(std::pair<std::uint64_t, std::uint64_t> baseline);
     conn_t& open_sleeper();
+    void poll_without_bell();
     /// A set's release (forced: every lease of the name), on the main connection.
     void release_set(mariadb_store::error_text_keeper keep, const std::string& name, const std::string& token,
                      bool force, boost::asio::any_completion_handler<store::bool_signature> h);

@@ -65,6 +65,54 @@ BOOST_AUTO_TEST_CASE(the_doorbell_wakes_a_waiter_without_wait_connections)
         25s);
 }
 
+// A user who may not create the bell table (and finds none) still gets every wake-up, slower:
+// a mutex's waiter by its GET_LOCK wait, a latch's waiter by the once-a-second re-check.
+BOOST_AUTO_TEST_CASE(without_a_bell_table_waiters_still_wake)
+{
+    auto& srv = mariadb_family::server();
+    asio::io_context io;
+    auto owner_cfg = srv.config(), user_cfg = srv.config("nocreate");
+    owner_cfg.table = user_cfg.table = "nobell_locks";
+    dlock::mariadb_store owner(io.get_executor(), owner_cfg), a(io.get_executor(), user_cfg),
+        b(io.get_executor(), user_cfg);
+    dlock::registry ra(a, {.lease = 30s}), rb(b, {.lease = 30s});
+    run_test(
+        io,
+        [&]() -> asio::awaitable<void> {
+            BOOST_REQUIRE(!std::get<0>(co_await owner.async_connect(use_tuple)));  // the tables
+            owner.close();
+            srv.sql("DROP TABLE dlock.nobell_locks_bell");
+            auto g = co_await ra.obtain("nb").acquire();
+            std::optional<std::uint64_t> got;
+            asio::co_spawn(
+                io,
+                [&]() -> asio::awaitable<void> {
+                    auto g2 = co_await rb.obtain("nb").acquire();
+                    got = g2.fencing_token();
+                    co_await g2.release();
+                },
+                asio::detached);
+            BOOST_REQUIRE(co_await eventually([] {
+                return mariadb_family::count("SELECT COUNT(*) FROM information_schema.processlist"
+                                             " WHERE info LIKE 'SELECT GET_LOCK%'") == 1;
+            }));
+            co_await g.release();
+            BOOST_TEST(co_await eventually([&] { return got.has_value(); }, 10s));  // the lease is 30 s
+            dlock::latch l(rb, "nbl", 1), counter(ra, "nbl", 1);
+            bool woken = false;
+            l.wait([&](boost::system::error_code ec) { woken = !ec; });
+            co_await counter.count_down(asio::use_awaitable);
+            BOOST_TEST(co_await eventually([&] { return woken; }, 10s));
+            BOOST_TEST(srv.sql("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'dlock'"
+                               " AND table_name = 'nobell_locks_bell'") == "0\n");
+            co_await ra.async_drain();
+            co_await rb.async_drain();
+            a.close();
+            b.close();
+        },
+        40s);
+}
+
 // Issue 29, item 4: A's acquire stalls after drawing its token and before it reaches the
 // name's row (a trigger holds A's INSERT on a user lock, as a stalled thread would; a
 // mariadbd thread cannot be stopped by itself); B acquires and releases meanwhile; A goes

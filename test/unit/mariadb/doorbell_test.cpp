@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSL-1.0
 // MariaDB's doorbell (src/mariadb/doorbell.hpp), fed inputs: the sleeper learns its id, names
-// are enrolled and told `ready`, a ring read is `released` once, a reconnect enrols every
-// name again and says `resync`, a name unwatched before its enrolment is taken out again, a
-// failed enrolment leaves its waiters to their bound, failures back off, close() ends it.
+// are enrolled and told `ready`, a ring read is `released` once, a reconnect (another id, or
+// the same id in another session) enrols every name again and says `resync`, a name
+// unwatched before its enrolment is taken out again, a failed enrolment is tried again, no
+// bell table makes every name ready at once, failures back off, close() ends it.
 #include "mariadb/doorbell.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -47,9 +48,10 @@ strings take(doorbell& b)
     return out;
 }
 
-bell_reading reading(std::uint64_t conn, std::vector<std::pair<std::string, std::uint64_t>> rows)
+bell_reading reading(std::uint64_t conn, std::vector<std::pair<std::string, std::uint64_t>> rows,
+                     std::string session = "s1")
 {
-    bell_reading r{conn, {}};
+    bell_reading r{conn, std::move(session), {}};
     for (auto& [n, k] : rows)
         r.rows.push_back({n, k, std::nullopt, 0});
     return r;
@@ -136,17 +138,44 @@ BOOST_AUTO_TEST_CASE(names_unwatched_leave_even_when_their_enrolment_comes_after
     BOOST_TEST(take(b).empty());
 }
 
-BOOST_AUTO_TEST_CASE(a_failed_enrolment_says_ready_and_stops_the_sleeper_for_it)
+BOOST_AUTO_TEST_CASE(a_failed_enrolment_says_ready_and_is_tried_again_after_the_next_sleep)
 {
     doorbell b;
     b.watch("a");
     b.on_sleep_done(reading(7, {}), false);
     take(b);
-    b.on_enrolled({"a"}, 7, false);  // no bell table, say
+    b.on_enrolled({"a"}, 7, false);  // a reconnect of the main connection, a full table
     BOOST_TEST(take(b) == strings({"ready a"}));
     BOOST_TEST(!b.enrolled("a"));
     b.on_sleep_done(reading(7, {}), false);
-    BOOST_TEST(take(b).empty());  // nothing enrolled: no more sleeping
+    BOOST_TEST(take(b) == strings({"enrol 7 a", "sleep 0/0 after 0"}));
+    b.on_enrolled({"a"}, 7, true);
+    BOOST_TEST(take(b) == strings({"resync a"}));  // it may have missed a ring meanwhile
+    BOOST_TEST(b.enrolled("a"));
+}
+
+// A server restart can give the new sleeper the old one's id: its session tells them apart.
+BOOST_AUTO_TEST_CASE(the_same_id_in_another_session_is_another_sleeper)
+{
+    auto b = enrolled_a();
+    b.on_sleep_done(reading(7, {}, "s2"), false);
+    BOOST_TEST(take(b) == strings({"leave 7", "enrol 7 a", "sleep - after 0"}));
+    BOOST_TEST(!b.enrolled("a"));
+}
+
+// No bell table for this user: every name is ready at once, now and later, and nothing sleeps.
+BOOST_AUTO_TEST_CASE(without_a_bell_table_every_name_is_ready_at_once)
+{
+    doorbell b;
+    b.watch("a");
+    take(b);
+    b.on_unavailable();
+    BOOST_TEST(take(b) == strings({"ready a"}));
+    b.on_sleep_done(bell_reading{}, true);
+    BOOST_TEST(take(b).empty());
+    b.watch("b");
+    BOOST_TEST(take(b) == strings({"ready b"}));
+    BOOST_TEST(!b.enrolled("b"));
 }
 
 BOOST_AUTO_TEST_CASE(failed_sleeps_back_off_and_a_good_one_resets)

@@ -247,15 +247,17 @@ BOOST_AUTO_TEST_CASE(rings_and_the_primitives_results)
 
     dlock::mariadb::detail::bell_reading b;
     BOOST_TEST(
-        sql::decode_bell(sets({{{opt("7"), opt("1")}},
+        sql::decode_bell(sets({{{opt("7"), opt("1"), opt("u1")}},
                                {{opt("n"), opt("2"), opt("tok"), opt("9")}, {opt("m"), opt("0"), opt(), opt()}}}),
                          b));
     BOOST_TEST(b.conn == 7u);
+    BOOST_TEST(b.session == "u1");
     BOOST_TEST(b.rows.size() == 2u);
     BOOST_TEST((b.rows[0].owner == opt("tok") && b.rows[0].fence == 9u && b.rows[1].rings == 0u && !b.rows[1].owner));
-    BOOST_TEST(sql::decode_bell(sets({{{opt("7"), opt("1")}}}), b));  // killed before its rows: nothing read
+    BOOST_TEST(sql::decode_bell(sets({{{opt("7"), opt("1"), opt("u1")}}}), b));  // killed before its rows: nothing read
     BOOST_TEST(b.conn == 0u);
-    BOOST_TEST(!sql::decode_bell(sets({{{opt("x"), opt("1")}}}), b));
+    BOOST_TEST(!sql::decode_bell(sets({{{opt("x"), opt("1"), opt("u1")}}}), b));
+    BOOST_TEST(!sql::decode_bell(sets({{{opt("7"), opt("1")}}}), b));
 
     dlock::acquire_result a;
     long long what = 0;
