@@ -197,13 +197,13 @@ void mariadb_store::impl::start_sleep(std::pair<std::uint64_t, std::uint64_t> ba
                                 return;
                             mariadb::detail::bell_reading r;
                             bool shaped = sql::decode_bell(res, r);
-                            // A ring's KILL ends the SLEEP with "interrupted": that is its job.
                             // No bell table, or not for this user: no bells at all (waiters sleep their bound).
                             if (ec && (res.errnum == 1146 || res.errnum == 1142 || res.errnum == 1044)) {
                                 self->bell.on_unavailable();
                                 self->perform_bell();
                                 return self->poll_without_bell();
                             }
+                            // A ring's KILL ends the SLEEP with "interrupted": that is its job.
                             bool failed = !shaped || (ec && res.errnum != 1317);
                             for (const auto& row : r.rows)
                                 if (self->bell.enrolled(row.name))  // not one unwatched meanwhile
