@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: BSL-1.0
-// A store's checks of a request before anything goes to the server, alike in the stores
-// that take only mutex leases: the kind, the TTL, the name and the token.
+// A store's checks of a request before anything goes to the server, alike across stores:
+// the kind (stores that take only mutex leases), the TTL, the name and the token, a
+// count-down's count and member.
 #pragma once
 
 #include <dlock/error.hpp>
 #include <dlock/store.hpp>
 
 #include <boost/system/error_code.hpp>
+
+#include <cstdint>
+#include <string>
 
 namespace dlock::detail {
 
@@ -17,6 +21,14 @@ inline boost::system::error_code lease_refusal(lease_kind kind, bool ttl_ok)
     if (kind != lease_kind::mutex)
         return error::not_supported;
     return ttl_ok ? boost::system::error_code() : boost::system::error_code(error::invalid_lease);
+}
+
+/// A count-down's own checks: a count of 1..max_latch_count and a member (invalid_option).
+inline boost::system::error_code count_down_refusal(std::uint64_t count, const std::string& member)
+{
+    if (count == 0 || count > max_latch_count || member.empty())
+        return error::invalid_option;
+    return {};
 }
 
 /// The first of a name's and a token's checks that failed (success: both passed).

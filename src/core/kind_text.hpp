@@ -10,17 +10,37 @@
 
 namespace dlock::detail {
 
+/// "a mutex", "a read-write lock", "a semaphore of N permits" (`permits`), "an election".
+inline std::string kind_name(lease_kind kind, unsigned long long permits = 0)
+{
+    switch (kind) {
+    case lease_kind::mutex: return "a mutex";
+    case lease_kind::permit: return "a semaphore of " + std::to_string(permits) + " permits";
+    case lease_kind::leader: return "an election";
+    default: return "a read-write lock";
+    }
+}
+
 /// "dlock: the name is in use as a read-write lock"; `kind` mutex, read (or write) or
 /// permit, with a semaphore's `permits`.
 inline std::string kind_in_use_text(lease_kind kind, unsigned long long permits = 0)
 {
-    std::string s = "dlock: the name is in use as ";
-    switch (kind) {
-    case lease_kind::mutex: return s + "a mutex";
-    case lease_kind::permit: return s + "a semaphore of " + std::to_string(permits) + " permits";
-    case lease_kind::leader: return s + "an election";
-    default: return s + "a read-write lock";
-    }
+    return "dlock: the name is in use as " + kind_name(kind, permits);
+}
+
+/// kind_name() of the SQL stores' code for what holds a name: -1 a mutex, 0 a read-write
+/// lock, N a semaphore of N permits.
+inline std::string kind_name_of_code(long long what)
+{
+    return what < 0
+               ? kind_name(lease_kind::mutex)
+               : kind_name(what == 0 ? lease_kind::read : lease_kind::permit, static_cast<unsigned long long>(what));
+}
+
+/// A read-write lock's or a semaphore's kind as the stores' set recipes spell it.
+inline char set_kind_letter(lease_kind k) noexcept
+{
+    return k == lease_kind::read ? 'r' : k == lease_kind::write ? 'w' : 'p';
 }
 
 }  // namespace dlock::detail

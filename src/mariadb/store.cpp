@@ -6,6 +6,7 @@
 #include "common/post_completion.hpp"
 #include "common/sql_reply.hpp"
 #include "common/sql_store_kit.hpp"
+#include "core/kind_text.hpp"
 #include "mariadb/bell_sql.hpp"
 #include "mariadb/set_sql.hpp"
 #include "mariadb/store_impl.hpp"
@@ -313,7 +314,8 @@ void mariadb_store::do_try_acquire(const lease_request& req, asio::any_completio
                     }
                     if (!ec && set) {
                         ec = error::kind_mismatch;
-                        keep("mariadb: the name is " + what_name_is(static_cast<long long>(*set)) + ", not a mutex");
+                        keep("mariadb: the name is " + detail::kind_name_of_code(static_cast<long long>(*set)) +
+                             ", not a mutex");
                     } else if (ec && !res.message.empty()) {
                         keep(res.message);
                     }

@@ -84,7 +84,4 @@ struct mariadb_store::impl : std::enable_shared_from_this<impl> {
                      bool force, boost::asio::any_completion_handler<store::bool_signature> h);
 };
 
-/// What a name is, said for a kind_mismatch (-1 a mutex, 0 a read-write lock, N a semaphore).
-std::string what_name_is(long long what);
-
 }  // namespace dlock

@@ -8,6 +8,7 @@
 #include "common/post_completion.hpp"
 #include "common/sql_reply.hpp"
 #include "common/sql_store_kit.hpp"
+#include "core/kind_text.hpp"
 #include "mariadb/election_latch_sql.hpp"
 #include "mariadb/set_sql.hpp"
 #include "mariadb/store_impl.hpp"
@@ -22,22 +23,6 @@ using detail::post_completion;
 namespace sql = mariadb::sql;
 using std::chrono::milliseconds;
 
-std::string what_name_is(long long what)
-{
-    return what < 0    ? "a mutex"
-           : what == 0 ? "a read-write lock"
-                       : "a semaphore of " + std::to_string(what) + " permits";
-}
-
-namespace {
-
-char kind_letter(lease_kind k)
-{
-    return k == lease_kind::read ? 'r' : k == lease_kind::write ? 'w' : 'p';
-}
-
-}  // namespace
-
 // A read-write lock's or a semaphore's lease, in the name's turn.
 void mariadb_store::acquire_in_set(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
@@ -46,20 +31,20 @@ void mariadb_store::acquire_in_set(const lease_request& req, asio::any_completio
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_option), acquire_result{});
     const std::uint64_t listener = req.queue ? impl_->listener(req.name) : 0;
     const unsigned permits = req.kind == lease_kind::permit ? req.capacity : 0;
-    impl_->exec(
-        sql::set_acquire(impl_->cfg.table, req.name, req.token, req.ttl, listener, kind_letter(req.kind), permits),
-        [ex = impl_->ex, keep = keep_error_text(), ttl = req.ttl, h = std::move(h)](error_code ec,
-                                                                                    sql::result res) mutable {
-            acquire_result out;
-            long long what = 0;
-            if (!ec)
-                ec = sql::decode_set_acquire(res, ttl, out, what);
-            if (ec == error::kind_mismatch)
-                keep("mariadb: the name is " + what_name_is(what));
-            else if (ec && !res.message.empty())
-                keep(res.message);
-            post_completion(ex, std::move(h), ec, ec ? acquire_result{} : out);
-        });
+    impl_->exec(sql::set_acquire(impl_->cfg.table, req.name, req.token, req.ttl, listener,
+                                 detail::set_kind_letter(req.kind), permits),
+                [ex = impl_->ex, keep = keep_error_text(), ttl = req.ttl, h = std::move(h)](error_code ec,
+                                                                                            sql::result res) mutable {
+                    acquire_result out;
+                    long long what = 0;
+                    if (!ec)
+                        ec = sql::decode_set_acquire(res, ttl, out, what);
+                    if (ec == error::kind_mismatch)
+                        keep("mariadb: the name is " + detail::kind_name_of_code(what));
+                    else if (ec && !res.message.empty())
+                        keep(res.message);
+                    post_completion(ex, std::move(h), ec, ec ? acquire_result{} : out);
+                });
 }
 
 void mariadb_store::impl::release_set(mariadb_store::error_text_keeper keep, const std::string& name,
@@ -102,12 +87,10 @@ void mariadb_store::do_leader(const std::string& name, asio::any_completion_hand
 void mariadb_store::do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
                                   milliseconds ttl, asio::any_completion_handler<count_down_signature> h)
 {
-    error_code ec;
-    if (count == 0 || count > max_latch_count || member.empty())
-        ec = error::invalid_option;
-    else if (!detail::sql_valid_ttl(ttl))
+    auto ec = detail::count_down_refusal(count, member);
+    if (!ec && !detail::sql_valid_ttl(ttl))
         ec = error::invalid_lease;
-    else
+    if (!ec)
         ec = detail::key_refusal(sql::check_name(name), sql::check_name(member));
     if (ec)
         return post_completion(impl_->ex, std::move(h), ec, std::uint64_t{0});

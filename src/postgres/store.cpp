@@ -8,6 +8,7 @@
 #include "common/sql_reply.hpp"
 #include "common/sql_store_kit.hpp"
 #include "common/watch_table.hpp"
+#include "core/kind_text.hpp"
 #include "postgres/connection.hpp"
 #include "postgres/set_sql.hpp"
 #include "postgres/sql.hpp"
@@ -173,23 +174,6 @@ void postgres_store::do_connect(asio::any_completion_handler<connect_signature> 
     impl_->conn->exec("SELECT 1", {}, detail::connect_reply<sql::result>(impl_->ex, keep_error_text(), std::move(h)));
 }
 
-namespace {
-
-// What a name is, said for a kind_mismatch (-1 a mutex, 0 a read-write lock, N a semaphore).
-std::string what_name_is(long long what)
-{
-    return what < 0    ? "a mutex"
-           : what == 0 ? "a read-write lock"
-                       : "a semaphore of " + std::to_string(what) + " permits";
-}
-
-char kind_letter(lease_kind k)
-{
-    return k == lease_kind::read ? 'r' : k == lease_kind::write ? 'w' : 'p';
-}
-
-}  // namespace
-
 void postgres_store::do_try_acquire(const lease_request& req, asio::any_completion_handler<acquire_signature> h)
 {
     if (auto ec = detail::lease_refusal(lease_kind::mutex, detail::sql_valid_ttl(req.ttl));
@@ -207,8 +191,8 @@ void postgres_store::do_try_acquire(const lease_request& req, asio::any_completi
                               ec = error::protocol_error;
                           if (!ec && set_permits) {
                               ec = error::kind_mismatch;
-                              keep("postgres: the name is " + what_name_is(static_cast<long long>(*set_permits)) +
-                                   ", not a mutex");
+                              keep("postgres: the name is " +
+                                   detail::kind_name_of_code(static_cast<long long>(*set_permits)) + ", not a mutex");
                           } else if (ec && !res.message.empty()) {
                               keep(res.message);
                           }
@@ -225,8 +209,8 @@ void postgres_store::acquire_in_set(const lease_request& req, asio::any_completi
     const int pid = req.queue ? impl_->listener_pid() : 0;
     const unsigned permits = req.kind == lease_kind::permit ? req.capacity : 0;
     impl_->conn->exec(impl_->sets.acquire,
-                      {req.name, req.token, ms(req.ttl), std::to_string(pid), std::string(1, kind_letter(req.kind)),
-                       std::to_string(permits)},
+                      {req.name, req.token, ms(req.ttl), std::to_string(pid),
+                       std::string(1, detail::set_kind_letter(req.kind)), std::to_string(permits)},
                       [ex = impl_->ex, keep = keep_error_text(), ttl = req.ttl,
                        h = std::move(h)](error_code ec, sql::result res) mutable {
                           acquire_result out;
@@ -234,7 +218,7 @@ void postgres_store::acquire_in_set(const lease_request& req, asio::any_completi
                           if (!ec)
                               ec = sql::decode_set_acquire(res, ttl, out, what);
                           if (ec == error::kind_mismatch)
-                              keep("postgres: the name is " + what_name_is(what));
+                              keep("postgres: the name is " + detail::kind_name_of_code(what));
                           else if (ec && !res.message.empty())
                               keep(res.message);
                           post_completion(ex, std::move(h), ec, ec ? acquire_result{} : out);
@@ -378,12 +362,10 @@ void postgres_store::do_leader(const std::string& name, asio::any_completion_han
 void postgres_store::do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
                                    std::chrono::milliseconds ttl, asio::any_completion_handler<count_down_signature> h)
 {
-    error_code ec;
-    if (count == 0 || count > max_latch_count || member.empty())
-        ec = error::invalid_option;
-    else if (!detail::sql_valid_ttl(ttl))
+    auto ec = detail::count_down_refusal(count, member);
+    if (!ec && !detail::sql_valid_ttl(ttl))
         ec = error::invalid_lease;
-    else
+    if (!ec)
         ec = detail::key_refusal(sql::check_name(name), sql::check_name(member));
     if (ec)
         return post_completion(impl_->ex, std::move(h), ec, std::uint64_t{0});

@@ -51,12 +51,6 @@ inline bool parse_grant(std::string_view payload, grant_notice& g)
     return true;
 }
 
-/// A read-write lock's or a semaphore's kind as the set scripts spell it (set_scripts.hpp).
-inline char set_kind_letter(lease_kind k) noexcept
-{
-    return k == lease_kind::read ? 'r' : k == lease_kind::write ? 'w' : 'p';
-}
-
 inline bool as_int(const redis::reply& r, long long& out)
 {
     if (r.type != redis::reply_type::integer)
