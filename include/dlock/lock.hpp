@@ -123,6 +123,28 @@ public:
     /// acquire of this name; empty if none.
     const std::string& diagnostics() const noexcept;
 
+    /// force_release's completion: the error, and whether a lease of this lock's side was held.
+    using force_signature = void(boost::system::error_code, bool);
+    /// The operator's escape hatch (Redisson's forceUnlock): frees the name at the store,
+    /// whoever holds it in any process, and serves its queue. A mutex (or an election): its
+    /// lease; a read-write lock's read() side: every reader's lease; its write() side: the
+    /// writer's. The holders are not told: each learns it at its next renewal (lock_lost).
+    /// @completion force_signature: `void(error_code, bool was_held)`.
+    /// @errors invalid_handle (an empty lock), closed (the store is gone), not_supported (a
+    /// side of a read-write lock on a store without them), the store's (not retried).
+    /// @cancellation None: one store request, bounded by the store's request timeout.
+    template <class Token = boost::asio::deferred_t>
+    auto force_release(Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, force_signature>(
+            [e = e_](auto h) {
+                if (!e)
+                    return detail::post_to_handler(std::move(h), make_error_code(error::invalid_handle), false);
+                lock(e).force_release_impl(std::move(h));
+            },
+            token);
+    }
+
     /// Acquires, runs `body` with the guard's loss bound to its cancellation, and releases.
     /// A lost lease stops the body at its next co_await; run() then throws
     /// system_error(error::lock_lost). Exceptions from the body propagate after the release.
@@ -166,6 +188,7 @@ private:
     }
     void acquire_impl(owner o, mode m, std::chrono::milliseconds d,
                       boost::asio::any_completion_handler<acquire_signature> h, bool in_place = false);
+    void force_release_impl(boost::asio::any_completion_handler<force_signature> h);
 
     std::shared_ptr<detail::lock_driver> e_;
 };

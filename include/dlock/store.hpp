@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 namespace dlock {
 
@@ -373,10 +374,25 @@ public:
     /// @errors The store's.
     /// @cancellation As the store's (see the class).
     template <class Token = boost::asio::deferred_t>
+        requires(!std::is_same_v<std::decay_t<Token>, lease_kind>)
     auto async_force_release(const std::string& name, Token&& tok = {})
     {
+        return async_force_release(name, lease_kind::mutex, std::forward<Token>(tok));
+    }
+    /// The escape hatch for one side of a read-write lock (Redisson's per-side
+    /// forceUnlock): `side` lease_kind::read frees every reader's lease, lease_kind::write the
+    /// writer's, and the queue is served as after a release (a waiting writer gets in once no
+    /// reader is left). Any other kind frees every lease of the name, as
+    /// async_force_release(name). True if a lease of that side was held.
+    /// @completion bool_signature: `void(error_code, bool was_held)`.
+    /// @errors not_supported (read or write on a store without read-write locks); the store's.
+    /// @cancellation As the store's (see the class).
+    template <class Token = boost::asio::deferred_t>
+    auto async_force_release(const std::string& name, lease_kind side, Token&& tok = {})
+    {
         return boost::asio::async_initiate<Token, bool_signature>(
-            [this](auto h, const std::string& n) { do_force_release(n, std::move(h)); }, tok, name);
+            [this](auto h, const std::string& n, lease_kind k) { do_force_release(n, k, std::move(h)); }, tok, name,
+            side);
     }
 
     /// The store's view of `name`, for operators and tests (not used by the lock itself).
@@ -437,8 +453,10 @@ protected:
                           boost::asio::any_completion_handler<renew_signature> h) = 0;
     /// async_release.
     virtual void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) = 0;
-    /// async_force_release.
-    virtual void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) = 0;
+    /// async_force_release: `side` read or write frees that side of a read-write lock only;
+    /// any other kind, every lease of the name.
+    virtual void do_force_release(const std::string& name, lease_kind side,
+                                  boost::asio::any_completion_handler<bool_signature> h) = 0;
     /// async_status.
     virtual void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) = 0;
 

@@ -46,8 +46,8 @@ constexpr flag_spec flags[] = {
     {"--value", true, "l"},
     {"--observe", false, "l"},
     {"--rejoin", false, "l"},
-    {"--shared", false, "r"},
-    {"--exclusive", false, "r"},
+    {"--shared", false, "re"},
+    {"--exclusive", false, "re"},
     {"--permits", true, "r"},
 };
 
@@ -649,12 +649,15 @@ Shows whether NAME is held, the remaining lease, the holder's fencing token and 
 token issued. Exit status: 0, or 2 bad usage, 69 server unreachable.
 )";
     if (topic == "release")
-        return R"(usage: dlock release --force [--url URL] [--cluster] [--no-scripting] [--config FILE] [--prefix P] NAME
+        return R"(usage: dlock release --force [--shared | --exclusive] [--url URL] [--cluster] [--no-scripting]
+                     [--config FILE] [--prefix P] NAME
 
 Operator's escape hatch: deletes NAME's lock whoever holds it and wakes its waiters. The
 holder is not told until its next renewal (its `dlock run` then stops its command with
-status 76). Refused without --force. Exit status: 0 (says whether it was held), 2 bad
-usage, 69 server unreachable.
+status 76). Refused without --force. On a read-write lock, --shared frees only its readers
+and --exclusive only its writer (without either: both). Exit status: 0 (says whether it was
+held), 2 bad usage, 65 NAME is not a read-write lock (--shared, --exclusive), 69 server
+unreachable or without read-write locks.
 )";
     return R"(usage: dlock COMMAND [OPTIONS] ...
 

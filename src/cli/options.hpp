@@ -70,9 +70,9 @@ struct options {
     bool scripting = true;
     std::chrono::milliseconds grace{10'000};  ///< SIGTERM → SIGKILL after a lost lease
     int conflict_exit_code = exit_status::conflict;
-    bool shared = false;               ///< run: a reader of the read-write lock NAME (--shared)
-    bool exclusive = false;            ///< run: the writer of the read-write lock NAME (--exclusive)
-    unsigned permits = 0;              ///< run: one of N permits of the semaphore NAME (--permits N); 0: a mutex
+    bool shared = false;     ///< run: a reader of the read-write lock NAME (--shared); release: its readers
+    bool exclusive = false;  ///< run: the writer of the read-write lock NAME (--exclusive); release: its writer
+    unsigned permits = 0;    ///< run: one of N permits of the semaphore NAME (--permits N); 0: a mutex
     std::optional<std::string> value;  ///< elect: the value proclaimed (--value; default "host:pid")
     bool observe = false;              ///< elect: print each change of leader (--observe)
     bool rejoin = false;               ///< elect: campaign again after a lost leadership (--rejoin)

@@ -113,12 +113,31 @@ asio::awaitable<int> release_command(const options& o, store& st)
         co_return exit_status::usage;
     if (int rc = co_await connect_or_explain(o, st))
         co_return rc;
-    auto [ec, was_held] = co_await st.async_force_release(store_name(o), use_tuple);
+    auto side = o.shared ? lease_kind::read : o.exclusive ? lease_kind::write : lease_kind::mutex;
+    if (side != lease_kind::mutex) {
+        // A side of a name in use as another primitive frees nothing: say what it is instead.
+        auto [sec, s] = co_await st.async_status(store_name(o), use_tuple);
+        if (sec)
+            co_return operation_failed("status", o, sec, st);
+        bool other = s.kind == lease_kind::permit || (s.kind == lease_kind::mutex && (s.held || s.queued > 0));
+        if (other) {
+            std::cerr << "dlock: '" << o.name << "' is in use as "
+                      << (s.kind == lease_kind::permit ? "a semaphore" : "a mutex")
+                      << ", not a read-write lock: release it without --shared or --exclusive\n";
+            co_return exit_status::kind_mismatch;
+        }
+    }
+    auto [ec, was_held] = co_await st.async_force_release(store_name(o), side, use_tuple);
     if (ec)
         co_return operation_failed("release", o, ec, st);
-    std::cout << o.name
-              << (was_held ? ": released (it was held; its holder loses it at its next renewal)\n"
-                           : ": was not held\n");
+    const char* what =
+        side == lease_kind::read    ? ": readers released (they were held; each loses its lease at its next renewal)\n"
+        : side == lease_kind::write ? ": writer released (it was held; it loses its lease at its next renewal)\n"
+                                    : ": released (it was held; its holder loses it at its next renewal)\n";
+    const char* none = side == lease_kind::read    ? ": no reader held it\n"
+                       : side == lease_kind::write ? ": no writer held it\n"
+                                                   : ": was not held\n";
+    std::cout << o.name << (was_held ? what : none);
     co_return exit_status::ok;
 }
 

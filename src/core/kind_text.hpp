@@ -43,4 +43,17 @@ inline char set_kind_letter(lease_kind k) noexcept
     return k == lease_kind::read ? 'r' : k == lease_kind::write ? 'w' : 'p';
 }
 
+/// What a set's release frees, as the stores' set recipes spell it: '0' the caller's own
+/// lease; forced (the operator's override): 'r' every reader, 'w' the writer, '1' every lease.
+inline char force_letter(lease_kind side) noexcept
+{
+    return side == lease_kind::read ? 'r' : side == lease_kind::write ? 'w' : '1';
+}
+
+/// A forced release of one side of a read-write lock only (lease_kind read or write).
+inline bool one_side(lease_kind side) noexcept
+{
+    return side == lease_kind::read || side == lease_kind::write;
+}
+
 }  // namespace dlock::detail

@@ -128,13 +128,14 @@ bool lease_set::release(const std::string& token, time_point now, std::uint64_t&
     return true;
 }
 
-bool lease_set::force_release(time_point now, std::uint64_t& fence, const live_fn& live, const grant_fn& grant)
+bool lease_set::force_release(lease_kind side, time_point now, std::uint64_t& fence, const live_fn& live,
+                              const grant_fn& grant)
 {
     purge(now);
-    bool held = !holders_.empty();
-    holders_.clear();
+    bool one_side = side == lease_kind::read || side == lease_kind::write;
+    auto n = std::erase_if(holders_, [&](auto& h) { return !one_side || h.second.kind == side; });
     serve({}, now, fence, live, grant);
-    return held;
+    return n > 0;
 }
 
 lock_status lease_set::status(time_point now)

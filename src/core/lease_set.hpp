@@ -43,8 +43,10 @@ public:
     /// `wake`: nobody is left queued, so waiters that did not queue should retry.
     bool release(const std::string& token, time_point now, std::uint64_t& fence, const live_fn& live,
                  const grant_fn& grant, bool& wake);
-    /// Frees every lease (the operator's override); true if any was held.
-    bool force_release(time_point now, std::uint64_t& fence, const live_fn& live, const grant_fn& grant);
+    /// Frees every lease of `side` (read: every reader, write: the writer; any other kind:
+    /// every lease), the operator's override, and serves the queue; true if any was held.
+    bool force_release(lease_kind side, time_point now, std::uint64_t& fence, const live_fn& live,
+                       const grant_fn& grant);
     lock_status status(time_point now);
     /// Nothing held, nobody queued: the set may be forgotten.
     bool empty(time_point now);

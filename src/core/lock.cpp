@@ -38,6 +38,11 @@ const std::string& lock::diagnostics() const noexcept
     return e_ ? e_->diagnostics() : empty;
 }
 
+void lock::force_release_impl(asio::any_completion_handler<force_signature> h)
+{
+    e_->force_release(std::move(h));
+}
+
 void lock::acquire_impl(owner o, mode m, std::chrono::milliseconds d, asio::any_completion_handler<acquire_signature> h,
                         bool in_place)
 {

@@ -243,6 +243,18 @@ const std::string& lock_driver::diagnostics() const noexcept
     return diagnostics_ ? *diagnostics_ : none;
 }
 
+void lock_driver::force_release(asio::any_completion_handler<void(error_code, bool)> h)
+{
+    if (!store_alive())
+        return post_completion(reg_->ex, std::move(h), error_code(error::closed), false);
+    // Counted in flight, so that registry::async_drain waits for it as for a release.
+    reg_->request_sent();
+    reg_->st.async_force_release(store_name_, kind_, [reg = reg_, h = std::move(h)](error_code ec, bool held) mutable {
+        reg->request_done();
+        post_completion(reg->ex, std::move(h), ec, held);
+    });
+}
+
 bool lock_driver::is_lost(const hold& h) const noexcept
 {
     return h.active && fsm_.valid_until() == clock_type::time_point::min();

@@ -123,6 +123,8 @@ public:
     bool is_lost(const hold& h) const noexcept;
     /// The store's text for the last permanent error that failed an acquire here.
     const std::string& diagnostics() const noexcept;
+    /// lock::force_release: the store's forced release of this driver's side of the name.
+    void force_release(boost::asio::any_completion_handler<void(boost::system::error_code, bool)> h);
 
 private:
     struct waiter {

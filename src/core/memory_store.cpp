@@ -2,6 +2,7 @@
 #include <dlock/error.hpp>
 #include <dlock/memory_store.hpp>
 
+#include "common/lease_checks.hpp"
 #include "common/post_completion.hpp"
 #include "core/kind_text.hpp"
 #include "core/lease_policy.hpp"
@@ -357,15 +358,19 @@ void memory_store::do_release(const lease_key& key, asio::any_completion_handler
     post_completion(s.ex, std::move(h), ec, owned);
 }
 
-void memory_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
+void memory_store::do_force_release(const std::string& name, lease_kind side,
+                                    asio::any_completion_handler<bool_signature> h)
 {
     auto& s = *impl_;
     if (auto it = s.sets.find(name); it != s.sets.end()) {
-        bool held = it->second.force_release(clock_type::now(), s.fence_counter, s.live_in(name), s.grant_in(name));
+        bool held =
+            it->second.force_release(side, clock_type::now(), s.fence_counter, s.live_in(name), s.grant_in(name));
         s.notify(name, watch_event::released);
         s.tidy(name);
         return post_completion(s.ex, std::move(h), error_code(), held);
     }
+    if (side == lease_kind::read || side == lease_kind::write)  // a mutex has no sides
+        return post_completion(s.ex, std::move(h), error_code(), false);
     bool held = s.find(name) != nullptr;
     if (held)
         hand_on_or_free(name);
@@ -421,8 +426,7 @@ void memory_store::do_count_down(const std::string& name, const std::string& mem
     error_code ec;
     std::uint64_t remaining = 0;
     auto now = clock_type::now();
-    if (count == 0 || member.empty()) {
-        ec = error::invalid_option;
+    if ((ec = detail::count_down_refusal(count, member))) {
     } else if (ttl.count() <= 0 || ttl > detail::max_lease) {
         ec = error::invalid_lease;
     } else if (s.fail(ec)) {

@@ -4,6 +4,7 @@
 // while the latch key is still the one it read; a new latch gets a new lease with the
 // latch's TTL, an existing one's is kept alive once. The count-down that finds every member
 // in puts the latch key again, so that the name's watchers (the waiters) hear it.
+#include "common/lease_checks.hpp"
 #include "core/kind_text.hpp"
 #include "etcd/latch_codec.hpp"
 #include "etcd/store_impl.hpp"
@@ -157,8 +158,8 @@ void etcd_store::do_count_down(const std::string& name, const std::string& membe
     auto& m = *impl_;
     if (m.closed)
         return post_moved(m.ex, h, error_code(error::closed), std::uint64_t(0));
-    if (count == 0 || member.empty()) {
-        set_error_text("etcd: a latch needs a count above 0 and a member name");
+    if (detail::count_down_refusal(count, member)) {
+        set_error_text("etcd: a latch needs a count from 1 to 2^40 and a member name");
         return post_moved(m.ex, h, error_code(error::invalid_option), std::uint64_t(0));
     }
     if (ttl.count() <= 0 || ttl > traits().max_ttl) {

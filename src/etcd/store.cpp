@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // etcd_store: the contract's entry points (include/dlock/etcd/store.hpp) over the driver's
 // steps in this folder (store_impl.hpp says which file holds which).
+#include "core/kind_text.hpp"
 #include "etcd/store_impl.hpp"
 
 namespace dlock {
@@ -204,20 +205,29 @@ void etcd_store::do_release(const lease_key& k, asio::any_completion_handler<boo
     impl_->release(k, std::move(h));
 }
 
-void etcd_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
+void etcd_store::do_force_release(const std::string& name, lease_kind side,
+                                  asio::any_completion_handler<bool_signature> h)
 {
     auto& m = *impl_;
     if (m.closed)
         return post_moved(m.ex, h, error_code(error::closed), false);
     m.request(range_path, range_request(m.range_of(name)),
-              [self = impl_, range = m.range_of(name), h = std::move(h)](error_code ec, http_reply r) mutable {
+              [self = impl_, range = m.range_of(name), side, h = std::move(h)](error_code ec, http_reply r) mutable {
                   reply_error err;
                   range_reply rr;
                   ec = self->decode(
                       ec, r, [&](std::string_view b, reply_error& e) { return parse_range(b, rr, e); }, err);
                   if (ec || rr.kvs.empty())
                       return post_moved(self->ex, h, ec, false);
-                  self->delete_holders(self->holders_of(range, std::move(rr.kvs)), std::move(h));
+                  auto held = self->holders_of(range, std::move(rr.kvs));
+                  // One side of a read-write lock: its keys only (a mutex's or a semaphore's are neither).
+                  if (detail::one_side(side)) {
+                      auto mine = side_prefix(range, side == lease_kind::write);
+                      std::erase_if(held, [&](auto& kv) { return kv.key.rfind(mine, 0) != 0; });
+                  }
+                  if (held.empty())
+                      return post_moved(self->ex, h, error_code(), false);
+                  self->delete_holders(std::move(held), std::move(h));
               });
 }
 

@@ -176,19 +176,24 @@ std::string set_renew(std::string_view table, std::string_view name, std::string
     return in_turn(c, body, "v_state, IF(v_state = 1, v_value, 0)");
 }
 
-std::string set_release(std::string_view table, std::string_view name, std::string_view token, bool force)
+std::string set_release(std::string_view table, std::string_view name, std::string_view token, char force)
 {
     call c(table, name, token);
-    const std::string f = force ? "1" : "0";
-    // lease_set::release (forced: every lease): frees the lease and serves the queue; a token
-    // that holds nothing is withdrawn. The waiters that did not queue are rung when nobody
-    // queued is left.
-    const std::string body =
-        purge(c) + "    " + capacity_of(c) + "    DELETE FROM " + c.s + " WHERE name = " + c.n + " AND (" + f +
-        " OR token = " + c.tok + ");\n    SET v_value = ROW_COUNT() > 0;\n    IF v_value = 0 AND " + f +
-        " = 0 THEN\n      DELETE FROM " + c.sq + " WHERE name = " + c.n + " AND token = " + c.tok +
-        ";\n      LEAVE body;\n    END IF;\n" + serve(c, "X''") + "    IF NOT EXISTS (SELECT 1 FROM " + c.sq +
-        " WHERE name = " + c.n + ") THEN SET v_rang = 1; END IF;\n";
+    const bool forced = force != '0';
+    // Forced: every lease ('1'), every reader ('r') or the writer ('w').
+    const std::string which = force == '1'   ? "1"
+                              : force == 'r' ? "kind = 'r'"
+                              : force == 'w' ? "kind = 'w'"
+                                             : "token = " + c.tok;
+    // lease_set::release (or forced): frees the lease and serves the queue; a token that
+    // holds nothing is withdrawn. The waiters that did not queue are rung when nobody queued
+    // is left.
+    const std::string body = purge(c) + "    " + capacity_of(c) + "    DELETE FROM " + c.s + " WHERE name = " + c.n +
+                             " AND " + which + ";\n    SET v_value = ROW_COUNT() > 0;\n    IF v_value = 0 AND " +
+                             (forced ? "1" : "0") + " = 0 THEN\n      DELETE FROM " + c.sq + " WHERE name = " + c.n +
+                             " AND token = " + c.tok + ";\n      LEAVE body;\n    END IF;\n" + serve(c, "X''") +
+                             "    IF NOT EXISTS (SELECT 1 FROM " + c.sq + " WHERE name = " + c.n +
+                             ") THEN SET v_rang = 1; END IF;\n";
     return in_turn(c, body, "IF(v_mutex = 1, 0, v_value)");
 }
 

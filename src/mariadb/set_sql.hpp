@@ -36,8 +36,9 @@ std::string set_acquire(std::string_view table, std::string_view name, std::stri
 /// → (owned 0/1, contended 0/1).
 std::string set_renew(std::string_view table, std::string_view name, std::string_view token,
                       std::chrono::milliseconds ttl);
-/// → (held 0/1). `force`: every lease of the name (the token is ignored).
-std::string set_release(std::string_view table, std::string_view name, std::string_view token, bool force);
+/// → (held 0/1). `force`: '0' the token's own lease; the operator's override (the token is
+/// ignored): '1' every lease of the name, 'r' every reader, 'w' the writer.
+std::string set_release(std::string_view table, std::string_view name, std::string_view token, char force);
 /// → holders, writer 0/1, top fence, its token, longest ms, queued, permits, last fence.
 std::string set_status(std::string_view table, std::string_view name);
 

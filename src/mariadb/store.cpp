@@ -352,11 +352,14 @@ void mariadb_store::do_release(const lease_key& key, asio::any_completion_handle
 }
 
 // The operator's override: a mutex's lease (never a set's marker row), else every lease of
-// the name's set.
-void mariadb_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
+// the name's set; one side of a read-write lock goes to the set's release alone.
+void mariadb_store::do_force_release(const std::string& name, lease_kind side,
+                                     asio::any_completion_handler<bool_signature> h)
 {
     if (auto ec = sql::check_name(name))
         return post_completion(impl_->ex, std::move(h), ec, false);
+    if (detail::one_side(side))
+        return impl_->release_set(keep_error_text(), name, {}, detail::force_letter(side), std::move(h));
     impl_->exec(sql::force_release(impl_->cfg.table, name), [self = impl_, keep = keep_error_text(), name,
                                                              h = std::move(h)](error_code ec, sql::result res) mutable {
         bool held = false, marker = false;
@@ -365,7 +368,7 @@ void mariadb_store::do_force_release(const std::string& name, asio::any_completi
         if (ec && !res.message.empty())
             keep(res.message);
         if (!ec && marker)
-            return self->release_set(keep, name, {}, true, std::move(h));
+            return self->release_set(keep, name, {}, '1', std::move(h));
         post_completion(self->ex, std::move(h), ec, !ec && held);
     });
 }

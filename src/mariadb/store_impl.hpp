@@ -79,9 +79,9 @@ struct mariadb_store::impl : std::enable_shared_from_this<impl> {
     void start_sleep(std::pair<std::uint64_t, std::uint64_t> baseline);
     conn_t& open_sleeper();
     void poll_without_bell();
-    /// A set's release (forced: every lease of the name), on the main connection.
+    /// A set's release on the main connection; `force` as sql::set_release's.
     void release_set(mariadb_store::error_text_keeper keep, const std::string& name, const std::string& token,
-                     bool force, boost::asio::any_completion_handler<store::bool_signature> h);
+                     char force, boost::asio::any_completion_handler<store::bool_signature> h);
 };
 
 }  // namespace dlock

@@ -48,7 +48,7 @@ void mariadb_store::acquire_in_set(const lease_request& req, asio::any_completio
 }
 
 void mariadb_store::impl::release_set(mariadb_store::error_text_keeper keep, const std::string& name,
-                                      const std::string& token, bool force,
+                                      const std::string& token, char force,
                                       asio::any_completion_handler<store::bool_signature> h)
 {
     auto decode = [](const sql::result& r, bool& out) { return sql::decode_set_release(r, out); };
@@ -60,7 +60,7 @@ void mariadb_store::impl::release_set(mariadb_store::error_text_keeper keep, con
 void mariadb_store::release_in_set(const std::string& name, const std::string& token, bool force,
                                    asio::any_completion_handler<bool_signature> h)
 {
-    impl_->release_set(keep_error_text(), name, token, force, std::move(h));
+    impl_->release_set(keep_error_text(), name, token, force ? '1' : '0', std::move(h));
 }
 
 void mariadb_store::do_proclaim(const lease_key& key, const std::string& value,

@@ -6,6 +6,7 @@
 #include "common/post_completion.hpp"
 #include "common/shared_handler.hpp"
 #include "common/watch_table.hpp"
+#include "core/kind_text.hpp"
 #include "memcached/acquire_steps.hpp"
 #include "memcached/connection.hpp"
 #include "memcached/owner_steps.hpp"
@@ -263,8 +264,11 @@ void memcached_store::do_release(const lease_key& key, asio::any_completion_hand
               std::move(keep), std::move(h), [](error_code ec, const owner_steps& m) { return !ec && m.owned(); });
 }
 
-void memcached_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
+void memcached_store::do_force_release(const std::string& name, lease_kind side,
+                                       asio::any_completion_handler<bool_signature> h)
 {
+    if (detail::one_side(side))  // no read-write locks here
+        return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), false);
     auto k = impl_->keys_of(name);
     if (!k.ok())
         return post_completion(impl_->ex, std::move(h), error_code(error::invalid_name), false);

@@ -19,7 +19,7 @@ struct names {
           sq(dlock::detail::quote_qualified(table, "_set_queue", '"')), seq(quote_sequence(table)),
           acquire(dlock::detail::quote_qualified(table, "_set_acquire_v1", '"')),
           renew(dlock::detail::quote_qualified(table, "_set_renew_v1", '"')),
-          release(dlock::detail::quote_qualified(table, "_set_release_v1", '"'))
+          release(dlock::detail::quote_qualified(table, "_set_release_v2", '"'))
     {
     }
 };
@@ -163,17 +163,19 @@ std::string renew_function(const names& n)
            " AS x WHERE x.name = p_name);\nEND $f$";
 }
 
-// lease_set::release (or, forced, every lease): frees the lease and serves the queue; a
-// token that holds nothing is withdrawn; the release channel is told when nobody queued is
-// left (the waiters that did not queue retry).
+// lease_set::release (or, forced by p_force: '1' every lease, 'r' every reader, 'w' the
+// writer): frees the lease and serves the queue; a token that holds nothing is withdrawn;
+// the release channel is told when nobody queued is left (the waiters that did not queue
+// retry). v2: p_force was a boolean (every lease or none) in v1.
 std::string release_function(const names& n)
 {
     return "CREATE FUNCTION " + n.release +
-           "(p_name text, p_token text, p_force boolean) RETURNS TABLE (o_held boolean)"
+           "(p_name text, p_token text, p_force text) RETURNS TABLE (o_held boolean)"
            " LANGUAGE plpgsql AS $f$\n" +
            declare + "BEGIN\n" + turn(n) + purge(n) + capacity_of(n) + "  DELETE FROM " + n.s +
-           " AS x WHERE x.name = p_name AND (p_force OR x.token = p_token);\n  v_held := FOUND;\n"
-           "  IF NOT v_held AND NOT p_force THEN\n    DELETE FROM " +
+           " AS x WHERE x.name = p_name AND (CASE p_force WHEN '1' THEN true WHEN 'r' THEN x.kind = 'r'"
+           " WHEN 'w' THEN x.kind = 'w' ELSE x.token = p_token END);\n  v_held := FOUND;\n"
+           "  IF NOT v_held AND p_force = '0' THEN\n    DELETE FROM " +
            n.sq + " AS x WHERE x.name = p_name AND x.token = p_token;\n" + mark(n) +
            "    RETURN QUERY SELECT false; RETURN;\n  END IF;\n" + serve(n, "''") + "  IF NOT EXISTS (SELECT 1 FROM " +
            n.sq + " AS x WHERE x.name = p_name) THEN PERFORM pg_notify('" + std::string(channel) +
@@ -197,7 +199,7 @@ std::string set_setup(const names& n)
            create_optional("to_regprocedure('" + n.acquire + "(text, text, bigint, int, text, int)')",
                            acquire_function(n)) +
            create_optional("to_regprocedure('" + n.renew + "(text, text, bigint)')", renew_function(n)) +
-           create_optional("to_regprocedure('" + n.release + "(text, text, boolean)')", release_function(n));
+           create_optional("to_regprocedure('" + n.release + "(text, text, text)')", release_function(n));
 }
 
 constexpr dlock::detail::bool_cells booleans{"t", "f"};
@@ -211,7 +213,7 @@ set_statements make_set_statements(std::string_view table)
     st.setup = set_setup(n);
     st.acquire = "SELECT o_state, o_value FROM " + n.acquire + "($1, $2, $3::bigint, $4::int, $5, $6::int)";
     st.renew = "SELECT o_owned, o_contended FROM " + n.renew + "($1, $2, $3::bigint)";
-    st.release = "SELECT o_held FROM " + n.release + "($1, $2, $3::boolean)";
+    st.release = "SELECT o_held FROM " + n.release + "($1, $2, $3)";
     st.status =
         "SELECT count(*), coalesce(bool_or(x.kind = 'w'), false), coalesce(max(x.fence), 0),"
         " (SELECT y.token FROM " +

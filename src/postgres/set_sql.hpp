@@ -26,7 +26,7 @@ struct set_statements {
     std::string setup;    ///< DO-block steps: the tables and functions, if missing and allowed
     std::string acquire;  ///< ($1 name, $2 token, $3 ms, $4 listener pid or 0, $5 kind r/w/p, $6 permits)
     std::string renew;    ///< ($1, $2, $3) → (owned, contended)
-    std::string release;  ///< ($1, $2, $3 "t": every lease, the operator's) → (held)
+    std::string release;  ///< ($1, $2, $3 force: '0' own, '1' every lease, 'r' readers, 'w' the writer) → (held)
     std::string status;   ///< ($1) → holders, writer, top fence, its token, longest ms, queued, permits, last fence
 };
 

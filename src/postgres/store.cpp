@@ -275,11 +275,11 @@ namespace {
 // A set's release (forced: every lease of the name), on `self`'s connection.
 template <class Keep>
 void set_release(const std::shared_ptr<postgres_store::impl>& self, Keep keep, const std::string& name,
-                 const std::string& token, bool force, asio::any_completion_handler<store::bool_signature> h)
+                 const std::string& token, char force, asio::any_completion_handler<store::bool_signature> h)
 {
     auto decode = [](const sql::result& r, bool& out) { return sql::decode_set_release(r, out); };
     auto held = [](error_code ec, bool out) { return !ec && out; };
-    self->conn->exec(self->sets.release, {name, token, force ? "t" : "f"},
+    self->conn->exec(self->sets.release, {name, token, std::string(1, force)},
                      detail::sql_reply<bool, sql::result>(self->ex, std::move(keep), decode, held, std::move(h)));
 }
 
@@ -288,15 +288,18 @@ void set_release(const std::shared_ptr<postgres_store::impl>& self, Keep keep, c
 void postgres_store::release_in_set(const std::string& name, const std::string& token, bool force,
                                     asio::any_completion_handler<bool_signature> h)
 {
-    set_release(impl_, keep_error_text(), name, token, force, std::move(h));
+    set_release(impl_, keep_error_text(), name, token, force ? '1' : '0', std::move(h));
 }
 
 // The operator's override: a mutex's lease (never a set's marker row), else every lease of
-// the name's set.
-void postgres_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
+// the name's set; one side of a read-write lock goes to the set's release alone.
+void postgres_store::do_force_release(const std::string& name, lease_kind side,
+                                      asio::any_completion_handler<bool_signature> h)
 {
     if (auto ec = sql::check_name(name))
         return post_completion(impl_->ex, std::move(h), ec, false);
+    if (detail::one_side(side))
+        return set_release(impl_, keep_error_text(), name, {}, detail::force_letter(side), std::move(h));
     impl_->conn->exec(
         impl_->st.force_release, {name},
         [self = impl_, keep = keep_error_text(), name, h = std::move(h)](error_code ec, sql::result res) mutable {
@@ -307,7 +310,7 @@ void postgres_store::do_force_release(const std::string& name, asio::any_complet
                 keep(res.message);
             // Only a set's name goes on to the set's release (a free name does not).
             if (!ec && out.raced)
-                return set_release(self, keep, name, {}, true, std::move(h));
+                return set_release(self, keep, name, {}, '1', std::move(h));
             post_completion(self->ex, std::move(h), ec, !ec && out.held);
         });
 }

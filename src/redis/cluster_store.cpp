@@ -6,8 +6,10 @@
 
 #include "common/backoff.hpp"
 #include "common/channel_table.hpp"
+#include "common/lease_checks.hpp"
 #include "common/post_completion.hpp"
 #include "common/stored_handler.hpp"
+#include "core/kind_text.hpp"
 #include "redis/cluster_scripts.hpp"
 #include "redis/cluster_slots.hpp"
 #include "redis/describe.hpp"
@@ -866,21 +868,24 @@ void cluster_store::do_renew(const lease_key& k, std::chrono::milliseconds ttl,
 void cluster_store::do_release(const lease_key& k, asio::any_completion_handler<bool_signature> h)
 {
     if (k.kind != lease_kind::mutex)
-        return release_set(k.name, k.token, false, std::move(h));
+        return release_set(k.name, k.token, '0', std::move(h));
     release_mutex(k.name, k.token, false, std::move(h));
 }
 
 // Whoever holds it, and hands it on; a name no mutex holds may be a read-write lock's or a
-// semaphore's.
-void cluster_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
+// semaphore's. One side of a read-write lock goes to the set's script alone.
+void cluster_store::do_force_release(const std::string& name, lease_kind side,
+                                     asio::any_completion_handler<bool_signature> h)
 {
+    if (detail::one_side(side))
+        return release_set(name, std::string(), detail::force_letter(side), std::move(h));
     auto slot = asio::get_associated_cancellation_slot(h);
     release_mutex(name, std::string(), true,
                   asio::bind_cancellation_slot(
                       slot, [this, alive = lifetime(), name, h = std::move(h)](error_code ec, bool held) mutable {
                           if (ec || held || alive.expired())
                               return std::move(h)(ec, held);
-                          release_set(name, std::string(), true, std::move(h));
+                          release_set(name, std::string(), '1', std::move(h));
                       }));
 }
 
@@ -897,14 +902,14 @@ void cluster_store::release_mutex(const std::string& name, const std::string& to
                          script_result<bool, bool_signature>(detail::decode_release, text_keeper())));
 }
 
-void cluster_store::release_set(const std::string& name, const std::string& token, bool force,
+void cluster_store::release_set(const std::string& name, const std::string& token, char force,
                                 asio::any_completion_handler<bool_signature> h)
 {
     auto n = impl_->names(name);
     auto keys = impl_->set_keys(name);
     auto slot = key_slot(keys[0]);
     impl_->start(make_op(s_set_release, slot, std::move(keys),
-                         {token, n.released(), n.grant_prefix(), force ? "1" : "0"}, std::move(h),
+                         {token, n.released(), n.grant_prefix(), std::string(1, force)}, std::move(h),
                          script_result<bool, bool_signature>(detail::decode_release, text_keeper())));
 }
 
@@ -952,10 +957,8 @@ election_capability* cluster_store::elections() noexcept
 void cluster_store::do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
                                   std::chrono::milliseconds ttl, asio::any_completion_handler<count_down_signature> h)
 {
-    error_code ec;
-    if (count == 0 || count > max_latch_count || member.empty())
-        ec = error::invalid_option;
-    else if (!detail::valid_redis_ttl(ttl))
+    auto ec = detail::count_down_refusal(count, member);
+    if (!ec && !detail::valid_redis_ttl(ttl))
         ec = error::invalid_lease;
     if (ec)
         return post_completion(impl_->ex, std::move(h), ec, std::uint64_t{0});

@@ -4,6 +4,7 @@
 
 #include "common/post_completion.hpp"
 #include "common/stored_handler.hpp"
+#include "core/kind_text.hpp"
 #include "redis/describe.hpp"
 #include "redis/node_list.hpp"
 #include "redis/redlock_scripts.hpp"
@@ -577,9 +578,12 @@ void redlock_store::do_release(const lease_key& key, asio::any_completion_handle
         c.nodes[i]->async_release(key, [op, i](error_code ec, bool ok) { release_op::on_reply(op, i, ec, ok); });
 }
 
-void redlock_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
+void redlock_store::do_force_release(const std::string& name, lease_kind side,
+                                     asio::any_completion_handler<bool_signature> h)
 {
     auto& c = *core_;
+    if (detail::one_side(side))  // no read-write locks here
+        return detail::post_completion(c.ex, std::move(h), error_code(error::not_supported), false);
     auto op = std::make_shared<release_op>(c.ex, std::move(h), c.n);
     op->core = core_;
     op->forced = true;

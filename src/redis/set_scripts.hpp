@@ -166,15 +166,30 @@ if redis.call('LLEN', Q) > 0 or (c >= 0 and now - c < ttl) then return 2 end
 return 1
 )lua";
 
-// ARGV: token, release channel, grant channel prefix[, "1": the operator's override, every
-// lease]. Frees the lease and serves the queue; a token that does not hold is withdrawn.
-// Wakes the waiters that did not queue when nobody queued is left. -> 1 freed, 0 not held.
+// ARGV: token, release channel, grant channel prefix[, the operator's override: "1" every
+// lease, "r" every reader, "w" the writer]. Frees the lease and serves the queue; a token
+// that does not hold is withdrawn. Wakes the waiters that did not queue when nobody queued
+// is left. -> 1 freed, 0 not held.
 inline constexpr const char* set_release = R"lua(
-if ARGV[4] == '1' then
+local force = ARGV[4]
+if force == '1' or force == 'r' or force == 'w' then
   local gone = redis.call('ZRANGE', H, 0, -1)
-  redis.call('DEL', H)
-  if #gone > 0 then redis.call('HDEL', I, unpack(gone)) end
-  redis.call('HDEL', I, '~w')
+  local w = redis.call('HGET', I, '~w')
+  if force == 'w' then
+    gone = {}
+    if w then gone = {w} end
+  elseif force == 'r' then
+    -- A semaphore has no readers; a read-write lock's readers are every holder but the writer.
+    if redis.call('HEXISTS', I, '~cap') == 1 then gone = {} end
+    for i = #gone, 1, -1 do
+      if gone[i] == w then table.remove(gone, i) end
+    end
+  end
+  if #gone > 0 then
+    redis.call('ZREM', H, unpack(gone))
+    redis.call('HDEL', I, unpack(gone))
+  end
+  if force ~= 'r' then redis.call('HDEL', I, '~w') end
   serve('', ARGV[3])
   keep()
   redis.call('PUBLISH', ARGV[2], 'released')

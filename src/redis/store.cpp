@@ -2,8 +2,10 @@
 #include <dlock/error.hpp>
 #include <dlock/redis/store.hpp>
 
+#include "common/lease_checks.hpp"
 #include "common/post_completion.hpp"
 #include "common/stored_handler.hpp"
+#include "core/kind_text.hpp"
 #include "redis/describe.hpp"
 #include "redis/keys.hpp"
 #include "redis/latch_replies.hpp"
@@ -436,31 +438,38 @@ void redis_store::flush_renewals()
 void redis_store::do_release(const lease_key& key, asio::any_completion_handler<bool_signature> h)
 {
     if (key.kind != lease_kind::mutex)
-        return set_release(key.name, key.token, false, std::move(h));
+        return set_release(key.name, key.token, '0', std::move(h));
     release(key.name, key.token, false, std::move(h));
 }
 
 // The release script with the force flag: frees the name whoever holds it (and hands it on);
-// a name that no mutex holds may be a read-write lock's or a semaphore's.
-void redis_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
+// a name that no mutex holds may be a read-write lock's or a semaphore's. One side of a
+// read-write lock goes to the set's script alone (a mutex has no sides).
+void redis_store::do_force_release(const std::string& name, lease_kind side,
+                                   asio::any_completion_handler<bool_signature> h)
 {
+    bool sided = detail::one_side(side);
+    if (impl_->tx && sided)
+        return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), false);
     if (impl_->tx)
         return release(name, std::string(), true, std::move(h));
+    if (sided)
+        return set_release(name, std::string(), detail::force_letter(side), std::move(h));
     auto slot = asio::get_associated_cancellation_slot(h);
     release(name, std::string(), true,
             asio::bind_cancellation_slot(
                 slot, [this, alive = lifetime(), name, h = std::move(h)](error_code ec, bool held) mutable {
                     if (ec || held || alive.expired())
                         return std::move(h)(ec, held);
-                    set_release(name, std::string(), true, std::move(h));
+                    set_release(name, std::string(), '1', std::move(h));
                 }));
 }
 
-void redis_store::set_release(const std::string& name, const std::string& token, bool force,
+void redis_store::set_release(const std::string& name, const std::string& token, char force,
                               asio::any_completion_handler<bool_signature> h)
 {
     auto k = impl_->names(name);
-    std::array<std::string, 4> args{token, k.released(), k.grant_prefix(), force ? "1" : "0"};
+    std::array<std::string, 4> args{token, k.released(), k.grant_prefix(), std::string(1, force)};
     impl_->conn.async_eval(impl_->set_release, impl_->set_keys(name), args,
                            script_completion<bool>(std::move(h), detail::decode_release, text_keeper()));
 }
@@ -619,12 +628,10 @@ void redis_store::do_count_down(const std::string& name, const std::string& memb
                                 std::chrono::milliseconds ttl, asio::any_completion_handler<count_down_signature> h)
 {
     static const redis::script script{scripts::count_down};
-    error_code ec;
-    if (count == 0 || count > max_latch_count || member.empty())
-        ec = error::invalid_option;
-    else if (!detail::valid_redis_ttl(ttl))
+    auto ec = detail::count_down_refusal(count, member);
+    if (!ec && !detail::valid_redis_ttl(ttl))
         ec = error::invalid_lease;
-    else if (impl_->tx)
+    else if (!ec && impl_->tx)
         ec = error::not_supported;  // the no-scripting mode keeps no latch
     if (ec)
         return post_completion(impl_->ex, std::move(h), ec, std::uint64_t{0});

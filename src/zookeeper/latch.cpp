@@ -4,6 +4,7 @@
 // in one round trip, then writes the latch back conditionally on the version it read (or
 // creates it); a lost race reads again. Waiters watch the latch node's data through the
 // name's watch (name_watch.cpp): every count-down is a change they hear.
+#include "common/lease_checks.hpp"
 #include "core/kind_text.hpp"
 #include "zookeeper/latch_node.hpp"
 #include "zookeeper/semaphore_layout.hpp"
@@ -356,12 +357,10 @@ void zookeeper_store::do_count_down(const std::string& name, const std::string& 
                                     std::chrono::milliseconds ttl,
                                     boost::asio::any_completion_handler<count_down_signature> h)
 {
-    error_code ec;
-    if (count == 0 || count > max_latch_count || member.empty())
-        ec = error::invalid_option;
-    else if (ttl.count() < 1)
+    auto ec = detail::count_down_refusal(count, member);
+    if (!ec && ttl.count() < 1)
         ec = error::invalid_lease;
-    else
+    else if (!ec)
         ec = impl_->refused(name);
     if (ec)
         return dlock::detail::post_completion(impl_->ex, std::move(h), ec, std::uint64_t{0});

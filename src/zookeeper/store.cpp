@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // zookeeper_store: the contract's entry points (include/dlock/zookeeper/store.hpp) over the
 // driver's steps in this folder (store_impl.hpp says which file holds which).
+#include "core/kind_text.hpp"
 #include "zookeeper/semaphore_layout.hpp"
 #include "zookeeper/store_impl.hpp"
 
@@ -239,26 +240,33 @@ void zookeeper_store::do_release(const lease_key& k, asio::any_completion_handle
     impl_->release(k, std::move(h));
 }
 
-void zookeeper_store::do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h)
+void zookeeper_store::do_force_release(const std::string& name, lease_kind side,
+                                       asio::any_completion_handler<bool_signature> h)
 {
     auto& m = *impl_;
     if (auto ec = m.refused(name))
         return post_moved(m.ex, h, ec, false);
     auto hp = std::make_shared<asio::any_completion_handler<bool_signature>>(std::move(h));
-    m.ensure_session([self = impl_, name, hp](error_code ec) {
+    m.ensure_session([self = impl_, name, side, hp](error_code ec) {
         if (ec)
             return post_moved(self->ex, *hp, ec, false);
         auto path = self->path_of(name);
-        self->zk->get_children(path, [self, name, path, hp](int rc, std::vector<std::string> children) {
+        self->zk->get_children(path, [self, name, side, path, hp](int rc, std::vector<std::string> children) {
             if (rc == ZNONODE)
                 return post_moved(self->ex, *hp, error_code(), false);
             if (rc != ZOK)
                 return post_moved(self->ex, *hp, self->to_error(rc, "children of " + path), false);
             auto sorted = recipe::contenders(children);
-            if (sorted.empty() && zookeeper::semaphore_layout::has_semaphore(children))
+            bool sided = detail::one_side(side);
+            if (sorted.empty() && !sided && zookeeper::semaphore_layout::has_semaphore(children))
                 return self->force_release_permits(name, hp);
-            // Every holder: the mutex's or the writer's node, or every reader before a writer.
-            self->remove_nodes(path, recipe::holders(sorted), hp);
+            // Every holder: the mutex's or the writer's node, or every reader before a writer;
+            // one side of a read-write lock: those of its kind only.
+            auto held = recipe::holders(sorted);
+            auto kind = side == lease_kind::read ? recipe::node_kind::read : recipe::node_kind::write;
+            if (sided)
+                std::erase_if(held, [&](auto& c) { return recipe::parse_contender(c)->kind != kind; });
+            self->remove_nodes(path, held, hp);
         });
     });
 }

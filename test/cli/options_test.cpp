@@ -111,7 +111,10 @@ BOOST_AUTO_TEST_CASE(read_write_and_semaphore_flags)
         BOOST_TEST(has(bad({"run", "--permits", n, "job", "--", "true"}), "--permits: expected a number"));
     BOOST_TEST(has(bad({"run", "--shared", "--exclusive", "job", "--", "true"}), "exclude each other"));
     BOOST_TEST(has(bad({"run", "--shared", "--permits", "2", "job", "--", "true"}), "exclude each other"));
-    BOOST_TEST(has(bad({"status", "--shared", "job"}), "--shared"));  // run only
+    BOOST_TEST(has(bad({"status", "--shared", "job"}), "--shared"));  // run and release only
+    BOOST_TEST(ok({"release", "--force", "--shared", "job"}).shared);
+    BOOST_TEST(ok({"release", "--force", "--exclusive", "job"}).exclusive);
+    BOOST_TEST(has(bad({"release", "--force", "--shared", "--exclusive", "job"}), "exclude each other"));
 }
 
 #ifdef DLOCK_HAS_MARIADB

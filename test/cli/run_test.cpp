@@ -143,7 +143,8 @@ BOOST_AUTO_TEST_CASE(readers_share_and_permits_count)
     auto p2 = start_dlock({"run", "--url", srv.url(), "--permits", "2", "pool", "--", "/bin/sh", "-c", holder_script});
     BOOST_TEST_REQUIRE(next_line(*p1) == "held");
     BOOST_TEST_REQUIRE(next_line(*p2) == "held");
-    BOOST_TEST(dlock_cli({"run", "--url", srv.url(), "--permits", "2", "--wait", "0", "pool", "--", "true"}).status == 75);
+    BOOST_TEST(dlock_cli({"run", "--url", srv.url(), "--permits", "2", "--wait", "0", "pool", "--", "true"}).status ==
+               75);
     auto other_n = dlock_cli({"run", "--url", srv.url(), "--permits", "3", "--wait", "0", "pool", "--", "true"});
     BOOST_TEST(other_n.status == 65);
     BOOST_TEST(has(other_n.out, "'pool' is held as a semaphore of 2 permits: use --permits 2"), other_n.out);
@@ -240,6 +241,33 @@ BOOST_AUTO_TEST_CASE(a_lease_lost_mid_command_stops_it)
     BOOST_TEST(next_line(*holder) == "got-term");  // at the next renewal
     BOOST_TEST(holder->wait() == 76);
     BOOST_TEST(has(dlock_cli({"release", "--url", srv.url(), "--force", "job"}).out, "was not held"));
+}
+
+BOOST_AUTO_TEST_CASE(release_force_frees_one_side_of_a_read_write_lock)
+{
+    redis_server srv;
+    auto reader = start_dlock(
+        {"run", "--url", srv.url(), "--lease", "900ms", "--shared", "doc", "--", "/bin/sh", "-c", holder_script});
+    BOOST_TEST_REQUIRE(next_line(*reader) == "held");
+    auto w = dlock_cli({"release", "--url", srv.url(), "--force", "--exclusive", "doc"});
+    BOOST_TEST(w.status == 0, w.out);
+    BOOST_TEST(has(w.out, "no writer held it"), w.out);
+    auto r = dlock_cli({"release", "--url", srv.url(), "--force", "--shared", "doc"});
+    BOOST_TEST(r.status == 0, r.out);
+    BOOST_TEST(has(r.out, "readers released"), r.out);
+    BOOST_TEST(next_line(*reader) == "got-term");  // at its next renewal
+    BOOST_TEST(reader->wait() == 76);
+    BOOST_TEST(srv.keys("*:doc").empty());
+
+    // A mutex's name has no sides: the tool says what it is and frees nothing.
+    auto holder = start_dlock({"run", "--url", srv.url(), "job", "--", "/bin/sh", "-c", holder_script});
+    BOOST_TEST_REQUIRE(next_line(*holder) == "held");
+    auto m = dlock_cli({"release", "--url", srv.url(), "--force", "--shared", "job"});
+    BOOST_TEST(m.status == 65, m.out);
+    BOOST_TEST(has(m.out, "'job' is in use as a mutex"), m.out);
+    holder->signal(SIGTERM);
+    BOOST_TEST(next_line(*holder) == "got-term");
+    BOOST_TEST(holder->wait() == 3);  // its own exit: the lock was never lost
 }
 
 BOOST_AUTO_TEST_CASE(a_fixed_lease_ends_the_command_at_its_end)

@@ -168,6 +168,8 @@ inline boost::asio::awaitable<void> kinds_do_not_mix_and_bad_input_is_refused(dl
     BOOST_TEST(e3 == dlock::error::invalid_option);
     auto [e4, r4] = co_await ops.async_count_down(bad, b, 3, 0s, use_tuple);
     BOOST_TEST(e4 == dlock::error::invalid_lease);
+    auto [e5, r5] = co_await ops.async_count_down(bad, b, dlock::max_latch_count + 1, 60s, use_tuple);
+    BOOST_TEST(e5 == dlock::error::invalid_option, e5.message());  // every store: 1..2^40
 }
 
 }  // namespace dlock::test::latch

@@ -256,6 +256,70 @@ inline asio::awaitable<void> check_kinds(dlock::store& mx, dlock::store& other, 
     co_await left_empty(mx);
 }
 
+// The operator's override of one side of a read-write lock (Redisson's per-side forceUnlock):
+// the readers' frees every reader and never the writer, the writer's the writer only; each
+// freed holder's renewal then fails; a mutex's name has no sides. A store without read-write
+// locks answers not_supported.
+inline asio::awaitable<void> check_force_sides(dlock::store& st, const keys_of_fn& keys_of, const std::string& name)
+{
+    using dlock::lease_kind;
+    constexpr unsigned rw_kinds = static_cast<unsigned>(lease_kind::read) | static_cast<unsigned>(lease_kind::write);
+    if ((st.traits().kinds & rw_kinds) != rw_kinds) {
+        auto [ec, held] = co_await st.async_force_release(name, lease_kind::read, asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST(ec == dlock::error::not_supported, ec.message());
+        BOOST_TEST(!held);
+        co_return;
+    }
+    const dlock::lease_request r1{name, "side-r1", 5s, lease_kind::read, 1, false};
+    const dlock::lease_request r2{name, "side-r2", 5s, lease_kind::read, 1, false};
+    const dlock::lease_request w{name, "side-w", 5s, lease_kind::write, 1, false};
+    const dlock::lease_request m{name, "side-m", 5s, lease_kind::mutex, 1, false};
+    auto force = [&](lease_kind side) -> asio::awaitable<bool> {
+        auto [ec, held] = co_await st.async_force_release(name, side, asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST(!ec, ec.message());
+        co_return held;
+    };
+    auto holders = [&]() -> asio::awaitable<std::size_t> {
+        auto s = co_await st.async_status(name, asio::use_awaitable);
+        co_return s.held ? std::max<std::size_t>(s.holders, 1) : 0;
+    };
+
+    // Two readers: the writer's side frees nothing, the readers' side frees both.
+    auto a = co_await st.async_try_acquire(r1, asio::use_awaitable);
+    auto b = co_await st.async_try_acquire(r2, asio::use_awaitable);
+    BOOST_TEST_REQUIRE((a.acquired && b.acquired));
+    BOOST_TEST(!(co_await force(lease_kind::write)));
+    BOOST_TEST((co_await holders()) == 2u);
+    BOOST_TEST((co_await force(lease_kind::read)));
+    BOOST_TEST((co_await holders()) == 0u);
+    const dlock::lease_key a_key{name, "side-r1", a.lease_ref, lease_kind::read};
+    BOOST_TEST(!(co_await st.async_renew(a_key, 5s, asio::use_awaitable)).owned);
+
+    // A writer: the readers' side frees nothing, the writer's side frees it.
+    auto c = co_await st.async_try_acquire(w, asio::use_awaitable);
+    BOOST_TEST_REQUIRE(c.acquired);
+    BOOST_TEST(!(co_await force(lease_kind::read)));
+    BOOST_TEST((co_await holders()) == 1u);
+    BOOST_TEST((co_await force(lease_kind::write)));
+    BOOST_TEST((co_await holders()) == 0u);
+    const dlock::lease_key c_key{name, "side-w", c.lease_ref, lease_kind::write};
+    BOOST_TEST(!(co_await st.async_renew(c_key, 5s, asio::use_awaitable)).owned);
+    auto d = co_await st.async_try_acquire(r1, asio::use_awaitable);  // free again for a reader
+    BOOST_TEST(d.acquired);
+    const dlock::lease_key d_key{name, "side-r1", d.lease_ref, lease_kind::read};
+    BOOST_TEST((co_await st.async_release(d_key, asio::use_awaitable)));
+
+    // A mutex's name has no sides: neither frees it.
+    auto e = co_await st.async_try_acquire(m, asio::use_awaitable);
+    BOOST_TEST_REQUIRE(e.acquired);
+    BOOST_TEST(!(co_await force(lease_kind::read)));
+    BOOST_TEST(!(co_await force(lease_kind::write)));
+    BOOST_TEST((co_await st.async_status(name, asio::use_awaitable)).held);
+    const dlock::lease_key e_key{name, "side-m", e.lease_ref, lease_kind::mutex};
+    BOOST_TEST((co_await st.async_release(e_key, asio::use_awaitable)));
+    BOOST_TEST((keys_of ? keys_of(name) : std::vector<std::string>{}).empty(), name << ": keys left behind");
+}
+
 inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void()> stop, dlock::store* other = nullptr,
                                             keys_of_fn keys_of = {})
 {
@@ -340,6 +404,7 @@ inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void
         if (st.traits().direct_handoff)
             co_await check_handoff(st, name + ":handoff");
         co_await check_kinds(st, other ? *other : st, keys_of, name + ":kinds");
+        co_await check_force_sides(other ? *other : st, keys_of, name + ":sides");
         co_return stop();
     }
     // Expiry: a short lease ends by itself (the shortest the store takes; a store with a
@@ -364,6 +429,7 @@ inline asio::awaitable<void> check_contract(dlock::store& st, std::function<void
     if (st.traits().direct_handoff)
         co_await check_handoff(st, name + ":handoff");
     co_await check_kinds(st, other ? *other : st, keys_of, name + ":kinds");
+    co_await check_force_sides(other ? *other : st, keys_of, name + ":sides");
     stop();
 }
 

@@ -70,7 +70,8 @@ private:
     void do_renew(const lease_key& key, std::chrono::milliseconds ttl,
                   boost::asio::any_completion_handler<renew_signature> h) override;
     void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) override;
-    void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_force_release(const std::string& name, lease_kind side,
+                          boost::asio::any_completion_handler<bool_signature> h) override;
     void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
 
     struct impl;

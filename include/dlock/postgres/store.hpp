@@ -26,7 +26,7 @@ namespace dlock {
 /// hands the name to the first queued token whose listening backend still exists (new fence, NOTIFY `dlock_grant`) or
 /// deletes the row (NOTIFY `dlock`). A second connection LISTENs on both channels.
 /// Read-write locks and semaphores: `<table>_set` and `<table>_set_queue`, changed only by
-/// the PL/pgSQL functions `<table>_set_acquire_v1`, `_set_renew_v1` and `_set_release_v1` in the
+/// the PL/pgSQL functions `<table>_set_acquire_v1`, `_set_renew_v1` and `_set_release_v2` in the
 /// name's turn (docs/stores/postgres.md); latches: `<table>_latch`, `<table>_latch_member`
 /// and `<table>_count_down_v1`. Those tables and functions are made if missing when the user
 /// may; without them the mutex works and these fail with server_error.
@@ -85,7 +85,8 @@ private:
     void do_renew(const lease_key& key, std::chrono::milliseconds ttl,
                   boost::asio::any_completion_handler<renew_signature> h) override;
     void do_release(const lease_key& key, boost::asio::any_completion_handler<bool_signature> h) override;
-    void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_force_release(const std::string& name, lease_kind side,
+                          boost::asio::any_completion_handler<bool_signature> h) override;
     void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
     void do_proclaim(const lease_key& key, const std::string& value,
                      boost::asio::any_completion_handler<proclaim_signature> h) override;

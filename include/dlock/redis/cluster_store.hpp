@@ -157,9 +157,11 @@ private:
     std::function<void(std::string)> text_keeper();
     void release_mutex(const std::string& name, const std::string& token, bool force,
                        boost::asio::any_completion_handler<bool_signature> h);
-    void release_set(const std::string& name, const std::string& token, bool force,
+    // force: '0' the token's own lease; the operator's: '1' every lease, 'r' readers, 'w' the writer.
+    void release_set(const std::string& name, const std::string& token, char force,
                      boost::asio::any_completion_handler<bool_signature> h);
-    void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_force_release(const std::string& name, lease_kind side,
+                          boost::asio::any_completion_handler<bool_signature> h) override;
     void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
     void do_count_down(const std::string& name, const std::string& member, std::uint64_t count,
                        std::chrono::milliseconds ttl,

@@ -126,7 +126,8 @@ private:
     boost::asio::any_completion_handler<acquire_signature>
     then_wait_replicas(const std::string& name, const std::string& token,
                        boost::asio::any_completion_handler<acquire_signature> h);
-    void set_release(const std::string& name, const std::string& token, bool force,
+    // force: '0' the token's own lease; the operator's: '1' every lease, 'r' readers, 'w' the writer.
+    void set_release(const std::string& name, const std::string& token, char force,
                      boost::asio::any_completion_handler<bool_signature> h);
     void release(const std::string& name, const std::string& token, bool force,
                  boost::asio::any_completion_handler<bool_signature> h);
@@ -136,7 +137,8 @@ private:
     void flush_renewals();
     boost::system::error_code scripts_refused(const std::string& text);
     error_text_keeper text_keeper() { return keep_error_text(); }
-    void do_force_release(const std::string& name, boost::asio::any_completion_handler<bool_signature> h) override;
+    void do_force_release(const std::string& name, lease_kind side,
+                          boost::asio::any_completion_handler<bool_signature> h) override;
     void do_status(const std::string& name, boost::asio::any_completion_handler<status_signature> h) override;
 
     // Count-down latches: one script each (scripting off: error::not_supported).

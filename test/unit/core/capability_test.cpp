@@ -55,7 +55,8 @@ private:
     {
         inner_.async_release(key, std::move(h));
     }
-    void do_force_release(const std::string& name, asio::any_completion_handler<bool_signature> h) override
+    void do_force_release(const std::string& name, dlock::lease_kind,
+                          asio::any_completion_handler<bool_signature> h) override
     {
         inner_.async_force_release(name, std::move(h));
     }

@@ -116,6 +116,8 @@ BOOST_AUTO_TEST_CASE(bad_arguments_give_clear_errors_without_touching_the_store)
         // The store checks too, for callers of the contract itself.
         auto [es, r] = co_await store.async_count_down("x", "m", 0, 1s, tuple);
         BOOST_TEST(es == dlock::error::invalid_option);
+        auto [eh, rh] = co_await store.async_count_down("x", "m", dlock::max_latch_count + 1, 1s, tuple);
+        BOOST_TEST(eh == dlock::error::invalid_option);
         BOOST_TEST(co_await ok.count(asio::use_awaitable) == 2u);
         ran = true;
     });

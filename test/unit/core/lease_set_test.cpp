@@ -7,6 +7,7 @@
 
 #include "core/lease_set.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -110,6 +111,60 @@ BOOST_AUTO_TEST_CASE(lease_set_skips_dead_waiters_and_expires_holders)
     auto other = lease_request{"n", "e", 1000ms, lease_kind::permit, 3, false};
     BOOST_TEST(s.check(other) == dlock::error::kind_mismatch);
     BOOST_TEST(s.check(lease_request{"n", "e", 1000ms, lease_kind::read, 1, false}) == dlock::error::kind_mismatch);
+}
+
+BOOST_AUTO_TEST_CASE(lease_set_forced_release_of_one_side)
+{
+    dlock::detail::lease_set s(lease_kind::read, 0);
+    std::uint64_t fence = 0;
+    std::vector<std::string> granted;
+    auto grant = [&](const std::string& t, const dlock::grant_notice&) { granted.push_back(t); };
+    auto req = [](std::string t, lease_kind k) { return lease_request{"n", std::move(t), 1000ms, k, 1, true}; };
+    BOOST_TEST(s.acquire(req("r1", lease_kind::read), t0, fence, all_live, grant).acquired);
+    BOOST_TEST(s.acquire(req("r2", lease_kind::read), t0, fence, all_live, grant).acquired);
+    BOOST_TEST(!s.acquire(req("w1", lease_kind::write), t0, fence, all_live, grant).acquired);  // queued
+    BOOST_TEST(!s.acquire(req("r3", lease_kind::read), t0, fence, all_live, grant).acquired);   // behind it
+    BOOST_TEST(!s.force_release(lease_kind::write, t0, fence, all_live, grant));                // no writer holds
+    BOOST_TEST(s.status(t0).holders == 2u);
+    // Every reader goes at once; the queued writer gets in, the reader behind it still waits.
+    BOOST_TEST(s.force_release(lease_kind::read, t0, fence, all_live, grant));
+    BOOST_TEST((granted == std::vector<std::string>{"w1"}));
+    BOOST_TEST(!s.renew("r1", 1000ms, t0).owned);
+    BOOST_TEST(!s.force_release(lease_kind::read, t0, fence, all_live, grant));  // the writer is no reader
+    BOOST_TEST(s.status(t0).writer);
+    BOOST_TEST(s.force_release(lease_kind::write, t0, fence, all_live, grant));
+    BOOST_TEST((granted == std::vector<std::string>{"w1", "r3"}));
+    // Any other kind: every lease.
+    BOOST_TEST(s.force_release(lease_kind::mutex, t0, fence, all_live, grant));
+    BOOST_TEST(!s.status(t0).held);
+}
+
+BOOST_AUTO_TEST_CASE(a_lock_forces_its_own_side_only)
+{
+    dlock::registry readers(store, {.lease = 5s}), writers(store, {.lease = 5s});
+    auto rw = readers.obtain_rw("n");
+    auto other = writers.obtain_rw("n");
+    bool done = false;
+    spawn([&]() -> asio::awaitable<void> {
+        auto g = co_await rw.read().acquire();
+        BOOST_TEST(!(co_await other.write().try_acquire()).owns_lock());
+        BOOST_TEST(!(co_await other.write().force_release()));  // no writer holds
+        BOOST_TEST((co_await rw.read().force_release()));       // from any handle, any process
+        auto w = co_await other.write().try_acquire();
+        BOOST_TEST(w.owns_lock());
+        BOOST_TEST((co_await rw.write().force_release()));
+        BOOST_TEST(!(co_await store.async_status("dlock:n")).held);
+        auto mx = readers.obtain("m");
+        auto h = co_await mx.acquire();
+        BOOST_TEST((co_await mx.force_release()));
+        dlock::lock empty;
+        auto [ec, held] = co_await empty.force_release(asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST(ec == dlock::error::invalid_handle);
+        BOOST_TEST(!held);
+        done = true;
+    });
+    io.run_for(5s);
+    BOOST_TEST(done);
 }
 
 BOOST_AUTO_TEST_CASE(local_readers_share_one_store_lease)
