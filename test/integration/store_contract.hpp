@@ -272,6 +272,7 @@ inline asio::awaitable<void> check_force_sides(dlock::store& st, const keys_of_f
     }
     const dlock::lease_request r1{name, "side-r1", 5s, lease_kind::read, 1, false};
     const dlock::lease_request r2{name, "side-r2", 5s, lease_kind::read, 1, false};
+    const dlock::lease_request r3{name, "side-r3", 5s, lease_kind::read, 1, false};  // a new lease: a new token
     const dlock::lease_request w{name, "side-w", 5s, lease_kind::write, 1, false};
     const dlock::lease_request m{name, "side-m", 5s, lease_kind::mutex, 1, false};
     auto force = [&](lease_kind side) -> asio::awaitable<bool> {
@@ -304,9 +305,9 @@ inline asio::awaitable<void> check_force_sides(dlock::store& st, const keys_of_f
     BOOST_TEST((co_await holders()) == 0u);
     const dlock::lease_key c_key{name, "side-w", c.lease_ref, lease_kind::write};
     BOOST_TEST(!(co_await st.async_renew(c_key, 5s, asio::use_awaitable)).owned);
-    auto d = co_await st.async_try_acquire(r1, asio::use_awaitable);  // free again for a reader
+    auto d = co_await st.async_try_acquire(r3, asio::use_awaitable);  // free again for a reader
     BOOST_TEST(d.acquired);
-    const dlock::lease_key d_key{name, "side-r1", d.lease_ref, lease_kind::read};
+    const dlock::lease_key d_key{name, "side-r3", d.lease_ref, lease_kind::read};
     BOOST_TEST((co_await st.async_release(d_key, asio::use_awaitable)));
 
     // A mutex's name has no sides: neither frees it.
