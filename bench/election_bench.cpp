@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSL-1.0
 /*
  * An election's hand-over against the same store's mutex hand-off, measured in the same run,
- * on each store with elections (a throwaway redis-server, 3-member etcd cluster, 3-server
- * ZooKeeper ensemble). Two stores in one process stand for two processes (each its own
- * connections, session and lease):
+ * on each store with elections (bench/stores.hpp: a throwaway redis-server, a 3-master Redis
+ * Cluster, a 3-member etcd cluster, a 3-server ZooKeeper ensemble, PostgreSQL, MariaDB; a
+ * store whose elections() is null is skipped with a note). Two stores in one process stand
+ * for two processes (each its own connections, session and lease):
  *   <store>_mutex_handoff      A holds, B waits (queued at the store): A's release call →
  *                              B's acquire completes
  *   <store>_election_handover  A leads, B campaigns (queued): A's resign call → B's campaign
@@ -11,22 +12,12 @@
  *   <store>_observer_sees_it   the same resign → an observer on A's store reads B's value;
  *                              ratio to the mutex's hand-off
  * Options: --json, --quick, --smoke (tiny counts, seconds: what ctest runs), --store NAME
- * (redis, etcd or zookeeper; default: every store built).
+ * (redis, cluster, etcd, zookeeper, postgres or mariadb; default: every store built).
  */
 #include <dlock/dlock.hpp>
-#ifdef DLOCK_HAS_ETCD
-#include <dlock/etcd.hpp>
-
-#include "common/etcd_cluster.hpp"
-#endif
-#ifdef DLOCK_HAS_ZOOKEEPER
-#include <dlock/zookeeper.hpp>
-
-#include "common/zk_ensemble.hpp"
-#endif
 
 #include "common.hpp"
-#include "common/redis_server.hpp"
+#include "stores.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -46,7 +37,7 @@ using bench::clock_type;
 
 namespace {
 
-using store_factory = std::function<std::unique_ptr<dlock::store>(asio::io_context&)>;
+using bench::store_factory;
 
 struct samples {
     std::vector<double> mutex, election, observer;
@@ -156,6 +147,16 @@ samples measure(const store_factory& make, int rounds)
     return out;
 }
 
+// Whether the store keeps elections (a store made only to ask; it does no I/O).
+bool serves_elections(const store_factory& make)
+{
+    asio::io_context io;
+    auto st = make(io);
+    bool yes = st->elections() != nullptr;
+    st->close();
+    return yes;
+}
+
 void report(const std::string& store, const samples& s, std::vector<bench::result>& rs)
 {
     auto mx = bench::summarize(store + "_mutex_handoff", s.mutex);
@@ -185,54 +186,26 @@ int main(int argc, char** argv)
         else if (a == "--store" && i + 1 < argc)
             only = argv[++i];
         else if (!bench::parse_run_size(a, size)) {
-            std::printf("usage: election_bench [--json] [--quick | --smoke] [--store redis|etcd|zookeeper]\n");
+            std::printf("usage: election_bench [--json] [--quick | --smoke] [--store %s]\n",
+                        bench::store_names().c_str());
             return a == "--help" ? 0 : 2;
         }
     }
     int rounds = bench::by_size(size, 200, 50, 3);
-    auto wanted = [&](const char* s) { return only.empty() || only == s; };
     try {
         std::vector<bench::result> rs;
-        if (wanted("redis")) {
-            dlock::test::redis_server srv;
-            auto port = srv.port();
-            store_factory make = [port](asio::io_context& io) {
-                dlock::redis::config c;
-                c.port = port;
-                return std::make_unique<dlock::redis_store>(io.get_executor(), c);
-            };
-            report("redis", measure(make, rounds), rs);
+        if (!only.empty() && !bench::is_built(only))
+            throw std::runtime_error("no such store built: " + only + " (built: " + bench::store_names(", ") + ")");
+        for (const auto& row : bench::stores_built()) {
+            if (!only.empty() && only != row.name)
+                continue;
+            auto site = row.start();
+            if (!serves_elections(site.make)) {
+                std::fprintf(stderr, "%s: no elections (store::elections() is null): skipped\n", row.name);
+                continue;
+            }
+            report(row.name, measure(site.make, rounds), rs);
         }
-#ifdef DLOCK_HAS_ETCD
-        if (wanted("etcd")) {
-            dlock::test::etcd_cluster cluster;
-            auto url = cluster.url();
-            store_factory make = [url](asio::io_context& io) {
-                dlock::etcd::config c;
-                dlock::etcd::config_error err;
-                if (!dlock::etcd::parse_url(url, c, err))
-                    throw std::runtime_error(err.message);
-                return std::make_unique<dlock::etcd_store>(io.get_executor(), c);
-            };
-            report("etcd", measure(make, rounds), rs);
-        }
-#endif
-#ifdef DLOCK_HAS_ZOOKEEPER
-        if (wanted("zookeeper")) {
-            dlock::test::zk_ensemble ensemble;
-            auto url = ensemble.url("?session_timeout=5s");
-            store_factory make = [url](asio::io_context& io) {
-                dlock::zookeeper::config c;
-                dlock::zookeeper::config_error err;
-                if (!dlock::zookeeper::parse_url(url, c, err))
-                    throw std::runtime_error(err.message);
-                return std::make_unique<dlock::zookeeper_store>(io.get_executor(), c);
-            };
-            report("zookeeper", measure(make, rounds), rs);
-        }
-#endif
-        if (rs.empty())
-            throw std::runtime_error("no such store built: " + only);
         if (as_json) {
             for (auto& r : rs)
                 bench::print_json(r, 0);
