@@ -150,7 +150,7 @@ void postgres_server::make_certificates()
     m.ca("ca", "/CN=dlock test CA");
     m.ca("other_ca", "/CN=dlock other CA");
     m.signed_by("ca", "server", "/CN=localhost", "server_ext");
-    m.signed_by("ca", "other_host", "/CN=db.invalid", "server_ext");
+    m.signed_by("ca", "other_host", "/CN=db.invalid", "other_host_ext");
     m.signed_by("ca", "client", "/CN=dlock", "client_ext");
     m.signed_by("other_ca", "foreign", "/CN=dlock", "client_ext");
     m.expired_by("ca", "expired", "/CN=dlock");

@@ -19,6 +19,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -94,6 +95,8 @@ refusal refused(dlock::postgres::config cfg)
             auto [ec, g] = co_await reg.obtain("refused").acquire(use_tuple);
             r.acquire = ec;
             r.took = steady::now() - start;
+            if (!ec)
+                co_await g.release();
             st.close();
         },
         30s);
@@ -256,6 +259,13 @@ BOOST_AUTO_TEST_CASE(the_tool_takes_the_same_url)
     auto s = dlock_tool({"status", "--config", conf, "--json", "tool-tls"});
     BOOST_TEST(s.status == 0, s.out);
     BOOST_TEST(s.out.find("\"held\":false") != std::string::npos, s.out);
+    // The password out of the URL (and of `ps`): libpq reads PGPASSWORD (or ~/.pgpass).
+    std::string no_password = srv.url();
+    no_password.erase(no_password.find(":secret@"), 7);
+    ::setenv("PGPASSWORD", "secret", 1);
+    auto from_env = dlock_tool({"status", "--url", no_password, "tool-tls"});
+    ::unsetenv("PGPASSWORD");
+    BOOST_TEST(from_env.status == 0, from_env.out);
     std::string wrong_ca = srv.url();
     wrong_ca.replace(wrong_ca.find(srv.tls().ca), srv.tls().ca.size(), srv.tls().other_ca);
     auto bad = dlock_tool({"status", "--url", wrong_ca, "tool-tls"});
