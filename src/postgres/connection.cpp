@@ -29,6 +29,56 @@ constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
 using dlock::detail::request_pipe;
 using time_point = request_pipe::time_point;
 
+namespace {
+
+// libpq's words for a refused TLS handshake or certificate, first match wins, and what was
+// refused. Not among them: a handshake cut short (`SSL SYSCALL error`, `unexpected eof`),
+// which is the network's and may pass.
+struct tls_refusal {
+    std::string_view needle, what;
+};
+constexpr tls_refusal tls_refusals[] = {
+    {"does not match host name", "the server's certificate is not issued for this host name (sslmode=verify-full)"},
+    {"certificate verify failed",
+     "the server's certificate did not verify: not signed by the CA in sslrootcert, or out of its dates"},
+    {"alert certificate expired", "the server refused our client certificate (sslcert): it has expired"},
+    {"alert unknown ca", "the server refused our client certificate (sslcert): signed by a CA it does not trust"},
+    {"alert certificate required", "the server requires a client certificate (sslcert and sslkey)"},
+    {"requires a valid client certificate", "the server requires a client certificate (sslcert and sslkey)"},
+    {"alert bad certificate", "the server refused our client certificate (sslcert)"},
+    {"alert certificate revoked", "the server refused our client certificate (sslcert): revoked"},
+    {"alert certificate unknown", "the server refused our client certificate (sslcert)"},
+    {" alert ", "the server ended the TLS handshake"},
+    {"root certificate file", "the CA file (sslrootcert) cannot be used"},
+    {"private key file", "the client key (sslkey) cannot be used (missing, not mode 0600, or not the certificate's)"},
+    {"certificate file", "the client certificate (sslcert) cannot be used"},
+    {"server does not support SSL", "the server does not offer TLS, and sslmode requires it"},
+    {"wrong version number", "the server does not speak TLS on this port"},
+};
+
+// libpq's text on one line: messages may span several ("...\nEither provide the file ...").
+std::string one_line(std::string_view text)
+{
+    std::string s;
+    for (char c : text)
+        s += c == '\n' ? ' ' : c;
+    while (!s.empty() && s.back() == ' ')
+        s.pop_back();
+    return s;
+}
+
+}  // namespace
+
+connect_failure classify_connect_failure(std::string_view libpq_text, const config& cfg)
+{
+    std::string said = one_line(libpq_text);
+    for (const auto& r : tls_refusals)
+        if (said.find(r.needle) != std::string::npos)
+            return {error::tls_failed,
+                    "postgresql " + to_url(cfg) + ": TLS refused: " + std::string(r.what) + " (libpq: " + said + ")"};
+    return {sql::connect_error_of(said), "postgresql " + to_url(cfg) + ": " + said};
+}
+
 struct request {
     std::string text;
     std::vector<std::string> params;
@@ -201,7 +251,11 @@ struct connection_impl : dlock::detail::sql_connection_host<connection_impl, req
         add("user", cfg.user);
         add("password", cfg.password);
         add("dbname", cfg.database);
-        add("sslmode", cfg.sslmode);
+        const std::string sslmode = effective_sslmode(cfg);
+        add("sslmode", sslmode);
+        add("sslrootcert", cfg.sslrootcert);
+        add("sslcert", cfg.sslcert);
+        add("sslkey", cfg.sslkey);
         add("application_name", app);
         add("client_encoding", utf8);
         add("gssencmode", disable);  // GSSAPI negotiation may block
@@ -231,16 +285,16 @@ struct connection_impl : dlock::detail::sql_connection_host<connection_impl, req
             self->drop();
             return ec;
         };
-        if (PQstatus(self->pg) == CONNECTION_BAD) {
-            std::string text = PQerrorMessage(self->pg);
-            co_return fail(sql::connect_error_of(text), text);
-        }
+        auto refused = [&] {
+            auto [ec, text] = classify_connect_failure(PQerrorMessage(self->pg), cfg);
+            return fail(ec, std::move(text));
+        };
+        if (PQstatus(self->pg) == CONNECTION_BAD)
+            co_return refused();
         auto poll = PGRES_POLLING_WRITING;
         while (poll != PGRES_POLLING_OK) {
-            if (poll == PGRES_POLLING_FAILED) {
-                std::string text = PQerrorMessage(self->pg);
-                co_return fail(sql::connect_error_of(text), text);
-            }
+            if (poll == PGRES_POLLING_FAILED)
+                co_return refused();
             auto w = co_await wait_socket(
                 self, poll == PGRES_POLLING_READING ? wait_type::wait_read : wait_type::wait_write, deadline);
             if (self->closed)

@@ -21,11 +21,26 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dlock::postgres::detail {
 
 struct connection_impl;
+
+/// A failed connect: its error and the text the store keeps for last_error_text().
+struct connect_failure {
+    boost::system::error_code code;
+    std::string text;
+};
+
+/// What libpq's `libpq_text` of a failed connect to `cfg` means. A refused TLS handshake or
+/// certificate (the server's not signed by sslrootcert's CA or not for the host, ours expired
+/// or from a CA the server does not trust, none given where one is required, a certificate
+/// or key file libpq cannot use) is tls_failed, permanent; anything else is
+/// sql::connect_error_of's. The text starts with "postgresql <to_url>", says what was refused and ends
+/// with libpq's words on one line (libpq never shows a password or a key).
+connect_failure classify_connect_failure(std::string_view libpq_text, const config& cfg);
 
 /// `setup`: a simple query (no parameters).
 struct connection_settings : dlock::detail::sql_connection_settings<config> {
