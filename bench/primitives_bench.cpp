@@ -83,12 +83,15 @@ void with_store(const store_factory& make, std::function<asio::awaitable<void>(a
             store->close();
             done = true;
         },
-        [&](std::exception_ptr e) {
-            error = e;
-            if (e)
-                io.stop();
-        });
+        [&](std::exception_ptr e) { error = e; });
     io.run_for(300s);
+    if (!done) {
+        // A failed or stuck phase: close the store so that the coroutines still waiting on it
+        // end here, before the store goes (their frames hold registries on it).
+        store->close();
+        io.restart();
+        io.run_for(2s);
+    }
     if (error)
         std::rethrow_exception(error);
     if (!done)
@@ -139,8 +142,8 @@ double local_rate(const store_factory& make, int per, bool readers)
         boost::system::error_code ec;
         co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         rate = 16.0 * per / std::chrono::duration<double>(clock_type::now() - t0).count();
-        // The read lease lingers after its last reader until its next renewal (lease / 3 here,
-        // hence the short lease): give it back before the store closes.
+        // The read lease lingers a turn after its last reader: give it back before the store
+        // closes.
         co_await reg.async_drain(asio::use_awaitable);
     });
     return rate;

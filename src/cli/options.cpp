@@ -636,7 +636,8 @@ until SIGINT or SIGTERM (exit 0); --json prints one JSON object per change inste
 
 Options: --url, --cluster, --no-scripting, --config, --prefix, --lease, --no-watchdog,
 --grace and -v as for `dlock run` (see dlock run --help). Stores with elections: Redis (one
-server or Sentinel), ZooKeeper, etcd; others exit 69.
+server, Sentinel or Cluster, with scripting), ZooKeeper, etcd, PostgreSQL, MariaDB; Redlock,
+memcached and Redis without scripting exit 69.
 
 Exit status: COMMAND's own, or 2 bad usage, 65 NAME is in use as another primitive, 69
 server unreachable or no elections there, 76 leadership lost (COMMAND was terminated), 126,

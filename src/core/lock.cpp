@@ -40,7 +40,8 @@ const std::string& lock::diagnostics() const noexcept
 
 void lock::force_release_impl(asio::any_completion_handler<force_signature> h)
 {
-    e_->force_release(std::move(h));
+    // A handler on an executor of its own keeps work there while it waits (Asio's rule).
+    e_->force_release(detail::keep_work(std::move(h), e_->executor()));
 }
 
 void lock::acquire_impl(owner o, mode m, std::chrono::milliseconds d, asio::any_completion_handler<acquire_signature> h,

@@ -249,10 +249,17 @@ void lock_driver::force_release(asio::any_completion_handler<void(error_code, bo
         return post_completion(reg_->ex, std::move(h), error_code(error::closed), false);
     // Counted in flight, so that registry::async_drain waits for it as for a release.
     reg_->request_sent();
-    reg_->st.async_force_release(store_name_, kind_, [reg = reg_, h = std::move(h)](error_code ec, bool held) mutable {
-        reg->request_done();
-        post_completion(reg->ex, std::move(h), ec, held);
-    });
+    std::weak_ptr<lock_driver> weak = shared_from_this();
+    reg_->st.async_force_release(store_name_, kind_,
+                                 [weak, reg = reg_, h = std::move(h)](error_code ec, bool held) mutable {
+                                     reg->request_done();
+                                     // A lease held here may be the one freed: nobody new may join it.
+                                     if (auto self = weak.lock(); self && !ec && held) {
+                                         self->fsm_.on_forced(clock_type::now());
+                                         self->feed(true);
+                                     }
+                                     post_completion(reg->ex, std::move(h), ec, held);
+                                 });
 }
 
 bool lock_driver::is_lost(const hold& h) const noexcept

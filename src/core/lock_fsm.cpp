@@ -289,6 +289,10 @@ void lock_fsm::arm_lease_timer()
     auto at = lease_->valid_until;
     if (renews() && !renew_)
         at = std::min(at, check_now_ ? time_point::min() : lease_->next_renew);
+    // A lingering read lease goes back at the next turn, whatever re-arms the timer meanwhile
+    // (a renewal's reply would otherwise keep it a third of a lease).
+    if (linger_)
+        at = time_point::min();
     set_timer(at);
 }
 
@@ -386,6 +390,7 @@ void lock_fsm::on_acquire(std::uint64_t waiter, std::uint64_t owner, bool try_on
         return;
     }
     if (joinable(now)) {
+        linger_ = false;  // a lingering lease found its newcomer
         ++ctx_.stats.handed_off;
         waiters_.push_back(w);
         grant_one(now);
@@ -617,6 +622,18 @@ void lock_fsm::on_renew_done(error_code ec, const renew_result& res, time_point 
     emit(lock_event_kind::renewed, lease_->fence);
     if (res.contended)
         yield_next_ = true;
+    arm_lease_timer();
+}
+
+void lock_fsm::on_forced(time_point now)
+{
+    if (!lease_ || lease_->lost)
+        return;
+    yield_next_ = true;  // as if another process asked: the next release goes to the store
+    if (renews() && !renew_)
+        start_renew(now);
+    else
+        check_now_ = true;
     arm_lease_timer();
 }
 

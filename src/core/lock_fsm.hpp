@@ -126,6 +126,9 @@ public:
     void on_release(std::uint64_t hold, std::uint64_t release_id, time_point now);
     void on_release_done(std::uint64_t release_id, boost::system::error_code ec, bool owned, time_point now);
     void on_session(session_event ev, const session_info& info, time_point now);
+    /// This registry force-released the name at the store (lock::force_release): a lease held
+    /// here may be gone. Nobody new joins it or is handed it, and a renewal asks the store now.
+    void on_forced(time_point now);
 
     // ---- outputs and queries ----
     std::vector<fsm_action>& actions() noexcept { return actions_; }

@@ -13,13 +13,14 @@ namespace {
 
 // The objects of one table's sets, quoted.
 struct names {
-    std::string t, q, s, sq, seq, acquire, renew, release;
+    std::string t, q, s, sq, seq, acquire, renew, release, release_side;
     explicit names(std::string_view table)
         : t(quote_table(table)), q(quote_queue(table)), s(dlock::detail::quote_qualified(table, "_set", '"')),
           sq(dlock::detail::quote_qualified(table, "_set_queue", '"')), seq(quote_sequence(table)),
           acquire(dlock::detail::quote_qualified(table, "_set_acquire_v1", '"')),
           renew(dlock::detail::quote_qualified(table, "_set_renew_v1", '"')),
-          release(dlock::detail::quote_qualified(table, "_set_release_v2", '"'))
+          release(dlock::detail::quote_qualified(table, "_set_release_v1", '"')),
+          release_side(dlock::detail::quote_qualified(table, "_set_release_side_v1", '"'))
     {
     }
 };
@@ -163,23 +164,39 @@ std::string renew_function(const names& n)
            " AS x WHERE x.name = p_name);\nEND $f$";
 }
 
-// lease_set::release (or, forced by p_force: '1' every lease, 'r' every reader, 'w' the
-// writer): frees the lease and serves the queue; a token that holds nothing is withdrawn;
-// the release channel is told when nobody queued is left (the waiters that did not queue
-// retry). v2: p_force was a boolean (every lease or none) in v1.
+// The end of a release: the queue served, the release channel told when nobody queued is
+// left (the waiters that did not queue retry) and something was freed, the kind's mark.
+std::string release_tail(const names& n, const std::string& freed)
+{
+    return serve(n, "''") + "  IF " + freed + " AND NOT EXISTS (SELECT 1 FROM " + n.sq +
+           " AS x WHERE x.name = p_name) THEN PERFORM pg_notify('" + std::string(channel) + "', p_name); END IF;\n" +
+           mark(n) + "  RETURN QUERY SELECT v_held;\nEND $f$";
+}
+
+// lease_set::release (or, forced, every lease): frees the lease and serves the queue; a
+// token that holds nothing is withdrawn.
 std::string release_function(const names& n)
 {
     return "CREATE FUNCTION " + n.release +
-           "(p_name text, p_token text, p_force text) RETURNS TABLE (o_held boolean)"
+           "(p_name text, p_token text, p_force boolean) RETURNS TABLE (o_held boolean)"
            " LANGUAGE plpgsql AS $f$\n" +
            declare + "BEGIN\n" + turn(n) + purge(n) + capacity_of(n) + "  DELETE FROM " + n.s +
-           " AS x WHERE x.name = p_name AND (CASE p_force WHEN '1' THEN true WHEN 'r' THEN x.kind = 'r'"
-           " WHEN 'w' THEN x.kind = 'w' ELSE x.token = p_token END);\n  v_held := FOUND;\n"
-           "  IF NOT v_held AND p_force = '0' THEN\n    DELETE FROM " +
+           " AS x WHERE x.name = p_name AND (p_force OR x.token = p_token);\n  v_held := FOUND;\n"
+           "  IF NOT v_held AND NOT p_force THEN\n    DELETE FROM " +
            n.sq + " AS x WHERE x.name = p_name AND x.token = p_token;\n" + mark(n) +
-           "    RETURN QUERY SELECT false; RETURN;\n  END IF;\n" + serve(n, "''") + "  IF NOT EXISTS (SELECT 1 FROM " +
-           n.sq + " AS x WHERE x.name = p_name) THEN PERFORM pg_notify('" + std::string(channel) +
-           "', p_name); END IF;\n" + mark(n) + "  RETURN QUERY SELECT v_held;\nEND $f$";
+           "    RETURN QUERY SELECT false; RETURN;\n  END IF;\n" + release_tail(n, "true");
+}
+
+// The operator's override of one side of a read-write lock (lease_set::force_release):
+// every lease of kind p_side ('r' every reader, 'w' the writer) goes, and the queue is
+// served. A function of its own, so that a release needs only the first one (a user with
+// DML rights only, whose owner made the v1 functions, keeps every release working).
+std::string release_side_function(const names& n)
+{
+    return "CREATE FUNCTION " + n.release_side +
+           "(p_name text, p_side text) RETURNS TABLE (o_held boolean) LANGUAGE plpgsql AS $f$\n" + declare + "BEGIN\n" +
+           turn(n) + purge(n) + capacity_of(n) + "  DELETE FROM " + n.s +
+           " AS x WHERE x.name = p_name AND x.kind = p_side;\n  v_held := FOUND;\n" + release_tail(n, "v_held");
 }
 
 // The set's tables and functions, if missing and the user may create them.
@@ -199,7 +216,8 @@ std::string set_setup(const names& n)
            create_optional("to_regprocedure('" + n.acquire + "(text, text, bigint, int, text, int)')",
                            acquire_function(n)) +
            create_optional("to_regprocedure('" + n.renew + "(text, text, bigint)')", renew_function(n)) +
-           create_optional("to_regprocedure('" + n.release + "(text, text, text)')", release_function(n));
+           create_optional("to_regprocedure('" + n.release + "(text, text, boolean)')", release_function(n)) +
+           create_optional("to_regprocedure('" + n.release_side + "(text, text)')", release_side_function(n));
 }
 
 constexpr dlock::detail::bool_cells booleans{"t", "f"};
@@ -213,7 +231,8 @@ set_statements make_set_statements(std::string_view table)
     st.setup = set_setup(n);
     st.acquire = "SELECT o_state, o_value FROM " + n.acquire + "($1, $2, $3::bigint, $4::int, $5, $6::int)";
     st.renew = "SELECT o_owned, o_contended FROM " + n.renew + "($1, $2, $3::bigint)";
-    st.release = "SELECT o_held FROM " + n.release + "($1, $2, $3)";
+    st.release = "SELECT o_held FROM " + n.release + "($1, $2, $3::boolean)";
+    st.release_side = "SELECT o_held FROM " + n.release_side + "($1, $2)";
     st.status =
         "SELECT count(*), coalesce(bool_or(x.kind = 'w'), false), coalesce(max(x.fence), 0),"
         " (SELECT y.token FROM " +

@@ -23,11 +23,12 @@ inline constexpr std::string_view set_marker = "";
 /// The statements of the sets of one lease table: holders in `<table>_set`, waiters in
 /// `<table>_set_queue`, fences from `<table>_fence`, grants by NOTIFY on grant_channel.
 struct set_statements {
-    std::string setup;    ///< DO-block steps: the tables and functions, if missing and allowed
-    std::string acquire;  ///< ($1 name, $2 token, $3 ms, $4 listener pid or 0, $5 kind r/w/p, $6 permits)
-    std::string renew;    ///< ($1, $2, $3) → (owned, contended)
-    std::string release;  ///< ($1, $2, $3 force: '0' own, '1' every lease, 'r' readers, 'w' the writer) → (held)
-    std::string status;   ///< ($1) → holders, writer, top fence, its token, longest ms, queued, permits, last fence
+    std::string setup;         ///< DO-block steps: the tables and functions, if missing and allowed
+    std::string acquire;       ///< ($1 name, $2 token, $3 ms, $4 listener pid or 0, $5 kind r/w/p, $6 permits)
+    std::string renew;         ///< ($1, $2, $3) → (owned, contended)
+    std::string release;       ///< ($1, $2, $3 "t": every lease, the operator's) → (held)
+    std::string release_side;  ///< ($1, $2 'r': every reader, 'w': the writer; the operator's) → (held)
+    std::string status;  ///< ($1) → holders, writer, top fence, its token, longest ms, queued, permits, last fence
 };
 
 set_statements make_set_statements(std::string_view table);

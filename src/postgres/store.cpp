@@ -272,14 +272,18 @@ void postgres_store::do_release(const lease_key& key, asio::any_completion_handl
 
 namespace {
 
-// A set's release (forced: every lease of the name), on `self`'s connection.
+// A set's release on `self`'s connection; `force` as core/kind_text.hpp's force_letter.
 template <class Keep>
 void set_release(const std::shared_ptr<postgres_store::impl>& self, Keep keep, const std::string& name,
                  const std::string& token, char force, asio::any_completion_handler<store::bool_signature> h)
 {
     auto decode = [](const sql::result& r, bool& out) { return sql::decode_set_release(r, out); };
     auto held = [](error_code ec, bool out) { return !ec && out; };
-    self->conn->exec(self->sets.release, {name, token, std::string(1, force)},
+    // One side goes to a function of its own; a release or a full override to the first.
+    bool side = force == 'r' || force == 'w';
+    self->conn->exec(side ? self->sets.release_side : self->sets.release,
+                     side ? std::vector<std::string>{name, std::string(1, force)}
+                          : std::vector<std::string>{name, token, force == '1' ? "t" : "f"},
                      detail::sql_reply<bool, sql::result>(self->ex, std::move(keep), decode, held, std::move(h)));
 }
 

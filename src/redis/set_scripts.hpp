@@ -18,11 +18,17 @@ inline constexpr const char* set_prelude = R"lua(
 local H, I, F, Q, QT, L, MQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local t0 = redis.call('TIME')
 local now = tonumber(t0[1]) * 1000 + math.floor(tonumber(t0[2]) / 1000)
+-- HDEL or ZREM of a list of any length (unpack stops at a few thousand values).
+local function remove(cmd, key, list)
+  for i = 1, #list, 1000 do
+    redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
+  end
+end
 local function purge()
   local gone = redis.call('ZRANGEBYSCORE', H, '-inf', now)
   if #gone == 0 then return end
   redis.call('ZREMRANGEBYSCORE', H, '-inf', now)
-  redis.call('HDEL', I, unpack(gone))
+  remove('HDEL', I, gone)
   local w = redis.call('HGET', I, '~w')
   if w and not redis.call('ZSCORE', H, w) then redis.call('HDEL', I, '~w') end
 end
@@ -185,14 +191,13 @@ if force == '1' or force == 'r' or force == 'w' then
       if gone[i] == w then table.remove(gone, i) end
     end
   end
-  if #gone > 0 then
-    redis.call('ZREM', H, unpack(gone))
-    redis.call('HDEL', I, unpack(gone))
-  end
+  remove('ZREM', H, gone)
+  remove('HDEL', I, gone)
   if force ~= 'r' then redis.call('HDEL', I, '~w') end
   serve('', ARGV[3])
   keep()
-  redis.call('PUBLISH', ARGV[2], 'released')
+  -- One side that freed nothing (a mutex's name, or no such holder) wakes nobody.
+  if #gone > 0 or force == '1' then redis.call('PUBLISH', ARGV[2], 'released') end
   if #gone > 0 then return 1 end
   return 0
 end

@@ -449,7 +449,7 @@ void redis_store::do_force_release(const std::string& name, lease_kind side,
                                    asio::any_completion_handler<bool_signature> h)
 {
     bool sided = detail::one_side(side);
-    if (impl_->tx && sided)
+    if (sided && (traits().kinds & static_cast<unsigned>(lease_kind::read)) == 0)  // no-scripting, wait_replicas
         return post_completion(impl_->ex, std::move(h), error_code(error::not_supported), false);
     if (impl_->tx)
         return release(name, std::string(), true, std::move(h));

@@ -3,6 +3,7 @@
 // take turns running their command, an observer prints each change, a lost leadership stops
 // the command, a store without elections says so.
 #include "cli/cli_support.hpp"
+#include "common/scratch_dir.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -102,8 +103,7 @@ BOOST_AUTO_TEST_CASE(a_lost_leadership_stops_the_command)
 BOOST_AUTO_TEST_CASE(a_rejoining_candidate_runs_the_command_again_after_a_loss)
 {
     redis_server srv;
-    char dir[] = "/tmp/dlock-rejoin-XXXXXX";
-    BOOST_REQUIRE(::mkdtemp(dir));
+    const std::string dir = dlock::test::scratch_dir("dlock-rejoin");
     const std::string mark = std::string(dir) + "/ran";
     // The first run marks itself and holds until SIGTERM; the second says its term and exits 0.
     const std::string script =

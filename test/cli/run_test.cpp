@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // The dlock tool run as a user runs it, against a redis-server the test starts.
 #include "cli/cli_support.hpp"
+#include "common/scratch_dir.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -21,9 +22,7 @@ namespace {
 
 std::string temp_dir()
 {
-    char tmpl[] = "/tmp/dlock-cli-XXXXXX";
-    BOOST_TEST_REQUIRE(::mkdtemp(tmpl) != nullptr);
-    return tmpl;
+    return dlock::test::scratch_dir("dlock-cli");
 }
 
 std::string slurp(const std::string& path)

@@ -9,6 +9,7 @@
 
 #include "common/child.hpp"
 #include "common/redis_cluster.hpp"
+#include "common/scratch_dir.hpp"
 #include "integration/consensus/support.hpp"
 #include "integration/lock_test_util.hpp"
 #include "integration/rw_scenarios.hpp"
@@ -55,9 +56,7 @@ std::string where()
 
 std::string temp_dir()
 {
-    char dir[] = "/tmp/dlock-clsets-XXXXXX";
-    BOOST_REQUIRE(::mkdtemp(dir));
-    return dir;
+    return dlock::test::scratch_dir("dlock-clsets");
 }
 
 // Keys matching `pattern` on every master, space-separated ("" when none).

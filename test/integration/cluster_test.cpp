@@ -7,6 +7,7 @@
 
 #include "common/child.hpp"
 #include "common/redis_cluster.hpp"
+#include "common/scratch_dir.hpp"
 #include "integration/lock_test_util.hpp"
 #include "integration/mutual_exclusion.hpp"
 #include "integration/store_contract.hpp"
@@ -264,8 +265,7 @@ BOOST_AUTO_TEST_CASE(slot_migration_is_followed)
 BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
 {
     redis_cluster c;
-    char dir[] = "/tmp/dlock-cl-XXXXXX";
-    BOOST_REQUIRE(::mkdtemp(dir));
+    const std::string dir = dlock::test::scratch_dir("dlock-cl");
     std::string counter = std::string(dir) + "/counter", log = std::string(dir) + "/log";
     constexpr int processes = 3, coroutines = 8, sections = 30;  // 720 sections
     std::vector<std::unique_ptr<dlock::test::child>> workers;

@@ -11,6 +11,7 @@
 #include <dlock/dlock.hpp>
 
 #include "common/child.hpp"
+#include "common/scratch_dir.hpp"
 #include "integration/consensus/support.hpp"  // status_until
 #include "integration/lock_test_util.hpp"
 #include "integration/support.hpp"  // task_group
@@ -46,9 +47,7 @@ inline std::string worker()
 
 inline std::string temp_log()
 {
-    char dir[] = "/tmp/dlock-election-XXXXXX";
-    BOOST_REQUIRE(::mkdtemp(dir));
-    return std::string(dir) + "/log";
+    return dlock::test::scratch_dir("dlock-election") + "/log";
 }
 
 // The log in file order: terms never go down, and each term is one leader's. Returns the

@@ -4,6 +4,7 @@
 
 #include "common/child.hpp"
 #include "common/redis_server.hpp"
+#include "common/scratch_dir.hpp"
 #include "integration/lock_test_util.hpp"
 #include "integration/mutual_exclusion.hpp"
 
@@ -33,8 +34,7 @@ BOOST_AUTO_TEST_SUITE(lock_suite)
 BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
 {
     dlock::test::redis_server srv;
-    char dir[] = "/tmp/dlock-mx-XXXXXX";
-    BOOST_REQUIRE(::mkdtemp(dir));
+    const std::string dir = dlock::test::scratch_dir("dlock-mx");
     constexpr int processes = 4, coroutines = 50, sections = 100;  // 20,000 sections
     // The log is written inside the critical section: in file order, fencing tokens never
     // go down, and a token belongs to one process only.

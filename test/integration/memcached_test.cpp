@@ -7,6 +7,7 @@
 #include "common/child.hpp"
 #include "common/memcached_server.hpp"
 #include "common/redis_server.hpp"
+#include "common/scratch_dir.hpp"
 #include "integration/mutual_exclusion.hpp"
 #include "integration/support.hpp"
 
@@ -48,8 +49,7 @@ BOOST_AUTO_TEST_CASE(traits_say_what_memcached_cannot_do)
 BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
 {
     memcached_server srv;
-    char dir[] = "/tmp/dlock-mc-XXXXXX";
-    BOOST_REQUIRE(::mkdtemp(dir));
+    const std::string dir = dlock::test::scratch_dir("dlock-mc");
     dlock::test::run_count_workers(srv.url(), "mx", 4, 10, 10, dir, 150s);
 }
 

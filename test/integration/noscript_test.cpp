@@ -7,6 +7,7 @@
 
 #include "common/child.hpp"
 #include "common/redis_server.hpp"
+#include "common/scratch_dir.hpp"
 #include "integration/mutual_exclusion.hpp"
 #include "integration/support.hpp"
 
@@ -249,8 +250,7 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
 {
     redis_server srv;
     srv.cli({"ACL", "SETUSER", "noscript", "on", ">pw", "~*", "&*", "+@all", "-@scripting"});
-    char dir[] = "/tmp/dlock-noscript-XXXXXX";
-    BOOST_REQUIRE(::mkdtemp(dir));
+    const std::string dir = dlock::test::scratch_dir("dlock-noscript");
     std::string url = "noscript:redis://noscript:pw@127.0.0.1:" + std::to_string(srv.port());
     auto r = dlock::test::run_count_workers(url, "mx", 4, 20, 50, dir);
     BOOST_TEST(r.switches > 10u, "process switches: " << r.switches);

@@ -4,6 +4,7 @@
 
 #include "common/child.hpp"
 #include "common/redis_server.hpp"
+#include "common/scratch_dir.hpp"
 #include "integration/lock_test_util.hpp"
 #include "integration/rw_scenarios.hpp"
 
@@ -30,9 +31,7 @@ namespace {
 
 std::string temp_dir()
 {
-    char dir[] = "/tmp/dlock-prim-XXXXXX";
-    BOOST_REQUIRE(::mkdtemp(dir));
-    return dir;
+    return dlock::test::scratch_dir("dlock-prim");
 }
 
 std::unique_ptr<child> sections(const dlock::test::redis_server& srv, const std::string& name, const std::string& what,

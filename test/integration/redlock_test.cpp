@@ -5,6 +5,7 @@
 
 #include "common/child.hpp"
 #include "common/redis_server.hpp"
+#include "common/scratch_dir.hpp"
 #include "integration/lock_test_util.hpp"
 #include "integration/mutual_exclusion.hpp"
 #include "integration/store_contract.hpp"
@@ -515,8 +516,7 @@ BOOST_AUTO_TEST_CASE(cancelled_try_acquire_leaves_nothing)
 BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
 {
     cluster c;
-    char dir[] = "/tmp/dlock-rl-XXXXXX";
-    BOOST_REQUIRE(::mkdtemp(dir));
+    const std::string dir = dlock::test::scratch_dir("dlock-rl");
     auto r = dlock::test::run_count_workers(c.urls(), "rmx", 3, 10, 40, dir, 60s);  // 1,200 sections
     // Turns pass between processes (a count, not a rate: under load a process keeps the lock longer).
     BOOST_TEST(r.switches > 3u, "process switches: " << r.switches);

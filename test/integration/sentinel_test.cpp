@@ -7,6 +7,7 @@
 
 #include "common/child.hpp"
 #include "common/redis_server.hpp"
+#include "common/scratch_dir.hpp"
 #include "integration/mutual_exclusion.hpp"
 #include "integration/store_contract.hpp"
 #include "integration/support.hpp"
@@ -296,8 +297,7 @@ BOOST_AUTO_TEST_CASE(a_failover_while_held_and_waited_for)
 BOOST_AUTO_TEST_CASE(mutual_exclusion_across_processes)
 {
     sentinel_setup s;
-    char dir[] = "/tmp/dlock-sentinel-XXXXXX";
-    BOOST_REQUIRE(::mkdtemp(dir));
+    const std::string dir = dlock::test::scratch_dir("dlock-sentinel");
     dlock::test::run_count_workers(s.url(), "smx", 3, 10, 40, dir, 60s);
 }
 

@@ -26,10 +26,10 @@ namespace dlock {
 /// hands the name to the first queued token whose listening backend still exists (new fence, NOTIFY `dlock_grant`) or
 /// deletes the row (NOTIFY `dlock`). A second connection LISTENs on both channels.
 /// Read-write locks and semaphores: `<table>_set` and `<table>_set_queue`, changed only by
-/// the PL/pgSQL functions `<table>_set_acquire_v1`, `_set_renew_v1` and `_set_release_v2` in the
-/// name's turn (docs/stores/postgres.md); latches: `<table>_latch`, `<table>_latch_member`
-/// and `<table>_count_down_v1`. Those tables and functions are made if missing when the user
-/// may; without them the mutex works and these fail with server_error.
+/// the PL/pgSQL functions `<table>_set_acquire_v1`, `_set_renew_v1`, `_set_release_v1` and `_set_release_side_v1` in
+/// the name's turn (docs/stores/postgres.md); latches: `<table>_latch`, `<table>_latch_member` and
+/// `<table>_count_down_v1`. Those tables and functions are made if missing when the user may; without them the mutex
+/// works and these fail with server_error.
 ///
 /// Limits (also in traits()): one primary (a replica promoted without the latest commits
 /// may give a lock twice); a waiter is judged alive by its listener's backend pid (a pid

@@ -6,6 +6,8 @@
 #include <dlock/error.hpp>
 #include <dlock/store.hpp>
 
+#include "common/scratch_dir.hpp"
+
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -39,13 +41,10 @@ struct consensus_family_base {
     }
 };
 
-/// A fresh directory under /tmp (the caller removes it).
+/// A fresh directory under /tmp, removed when the test process exits.
 inline std::string temp_dir(const char* prefix = "dlock-consensus")
 {
-    std::string path = std::string("/tmp/") + prefix + "-XXXXXX";
-    if (!::mkdtemp(path.data()))
-        throw std::runtime_error("mkdtemp failed");
-    return path;
+    return dlock::test::scratch_dir(prefix);
 }
 
 /// What a consensus store says that the scenarios check, in its own words.

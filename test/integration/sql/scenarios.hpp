@@ -10,6 +10,7 @@
 
 #include "common/child.hpp"
 #include "common/redis_server.hpp"  // free_port
+#include "common/scratch_dir.hpp"
 #include "integration/mutual_exclusion.hpp"
 #include "integration/sql/support.hpp"
 #include "integration/support.hpp"
@@ -78,8 +79,7 @@ void traits_and_describe()
 template <class F>
 void mutual_exclusion_across_processes()
 {
-    char dir[] = "/tmp/dlock-sqlw-XXXXXX";
-    BOOST_REQUIRE(::mkdtemp(dir));
+    const std::string dir = dlock::test::scratch_dir("dlock-sqlw");
     std::string counter = std::string(dir) + "/counter", log = std::string(dir) + "/log";
     constexpr int processes = 3, coroutines = 5, sections = 10;
     std::vector<std::unique_ptr<child>> workers;

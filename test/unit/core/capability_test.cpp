@@ -55,10 +55,10 @@ private:
     {
         inner_.async_release(key, std::move(h));
     }
-    void do_force_release(const std::string& name, dlock::lease_kind,
+    void do_force_release(const std::string& name, dlock::lease_kind side,
                           asio::any_completion_handler<bool_signature> h) override
     {
-        inner_.async_force_release(name, std::move(h));
+        inner_.async_force_release(name, side, std::move(h));
     }
     void do_status(const std::string& name, asio::any_completion_handler<status_signature> h) override
     {

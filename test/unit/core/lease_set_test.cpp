@@ -150,6 +150,11 @@ BOOST_AUTO_TEST_CASE(a_lock_forces_its_own_side_only)
         BOOST_TEST(!(co_await other.write().try_acquire()).owns_lock());
         BOOST_TEST(!(co_await other.write().force_release()));  // no writer holds
         BOOST_TEST((co_await rw.read().force_release()));       // from any handle, any process
+        // The lease freed was this registry's: nobody joins it any more, and its holder learns
+        // of the loss from a renewal sent at once.
+        auto late = co_await rw.read().try_acquire();
+        BOOST_TEST(!late.owns_lock());
+        BOOST_TEST((co_await until([&] { return g.is_lost(); })));
         auto w = co_await other.write().try_acquire();
         BOOST_TEST(w.owns_lock());
         BOOST_TEST((co_await rw.write().force_release()));

@@ -1566,6 +1566,32 @@ BOOST_AUTO_TEST_CASE(handoff_budget_forces_a_renewal)
     check_idle();
 }
 
+// A read lease whose last reader leaves while a renewal is in flight still goes back at the
+// next turn: the renewal's reply must not move the linger's timer to the next renewal
+// (found by primitives_bench: 16 readers' lease stayed a third of a lease).
+BOOST_AUTO_TEST_CASE(a_lingering_read_lease_goes_back_after_a_renewal_reply)
+{
+    cfg.shared = true;
+    make();
+    auto h = hold_lease();
+    fire();  // the renewal is due
+    auto v = take();
+    BOOST_TEST(is_renew(v.at(0), "c:1", "r"));
+    f().on_release(h, 0, at(1015ms));  // the last reader leaves: the lease lingers a turn
+    v = take();
+    BOOST_TEST(f().lingering());
+    f().on_renew_done(ok, {.owned = true}, at(1016ms));
+    take();
+    BOOST_REQUIRE(timer.has_value());
+    BOOST_TEST((*timer <= at(1016ms)));  // still the next turn, not the next renewal
+    fire();
+    v = take();
+    BOOST_TEST(seq_is(v, {act::release}));
+    BOOST_TEST(is_release(v.at(0), "c:1", "r", 0));
+    f().on_release_done(0, ok, true, at(1017ms));
+    check_idle();
+}
+
 BOOST_DATA_TEST_CASE_F(fixture, yield_after_a_contended_renewal, bdata::make({0, 500}), pause_us)
 {
     cfg.yield_pause = std::chrono::microseconds(pause_us);
